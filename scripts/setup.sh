@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# scripts/setup.sh - installs the Debian 12 packages uepoll needs to build and
+# test (compilers, CMake, GoogleTest, Google Benchmark, clang's libFuzzer and
+# sanitizer runtimes, valgrind, pkg-config, python3).
+#
+# Checks: each package's install state with dpkg-query; installs only what is
+# missing (one `apt-get update`, one `apt-get install`), and only as root.
+# Run as another user it lists what is missing and exits 0, so the build can
+# still be attempted.  Idempotent and quick (no apt call) when all is present.
+#
+# Usage: scripts/setup.sh            (UEPOLL_SETUP_STRICT=1: exit 1 if a
+#                                      package is still missing afterwards)
+set -euo pipefail
+
+packages=(
+  build-essential     # gcc/g++ 12, make, libc headers
+  cmake               # >= 3.25
+  pkg-config          # tests/install/check.sh consumes uepoll.pc
+  libgtest-dev        # GoogleTest 1.12 (find_package(GTest))
+  libgmock-dev
+  googletest
+  libbenchmark-dev    # Google Benchmark 1.7 (bench/)
+  clang               # clang 14: fuzz target (libFuzzer)
+  libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes
+  valgrind
+  python3
+)
+log() { printf 'setup: %s\n' "$*"; }
+
+installed() {
+  # "install ok installed" is the only state in which the files are there.
+  [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null || true)" == "install ok installed" ]]
+}
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+  log "dpkg-query not found: not a Debian system; install by hand: ${packages[*]}"
+  exit 0
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  installed "$p" || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+  log "all ${#packages[@]} packages present"
+  exit 0
+fi
+
+log "missing: ${missing[*]}"
+if ((EUID != 0)); then
+  log "not root: not installing; run as root: apt-get install -y ${missing[*]}"
+  [[ "${UEPOLL_SETUP_STRICT:-0}" == 1 ]] && exit 1
+  exit 0
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# Keep only the packages this apt knows (apt-cache policy shows a candidate),
+# so that one unknown name does not stop the rest from installing.
+available=()
+for p in "${missing[@]}"; do
+  if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+    available+=("$p")
+  else
+    log "no candidate for $p in the configured apt sources: skipped"
+  fi
+done
+if ((${#available[@]})); then
+  apt-get install -y -qq --no-install-recommends "${available[@]}" </dev/null
+fi
+
+still=()
+for p in "${missing[@]}"; do
+  installed "$p" || still+=("$p")
+done
+if ((${#still[@]})); then
+  log "still missing: ${still[*]}"
+  [[ "${UEPOLL_SETUP_STRICT:-0}" == 1 ]] && exit 1
+else
+  log "installed: ${missing[*]}"
+fi
+exit 0

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# tests/install/check.sh - checks that an installed uepoll is usable.
+#
+# For each library kind (static, the default, and shared: BUILD_SHARED_LIBS),
+# it configures a Release build with CMAKE_INSTALL_PREFIX set to a temporary
+# directory, builds and installs it, checks the installed layout, then builds
+# and runs consumers that see only the installed tree:
+#   1. tests/install/consumer.c with `cc $(pkg-config --cflags --libs uepoll)`
+#      (and, for the static kind, with `pkg-config --static` as well);
+#   2. tests/install/consumer.cpp the same way with c++, when the installed
+#      tree has uepoll/uepoll.hpp;
+#   3. tests/install/cmake_consumer with find_package(uepoll REQUIRED) and
+#      uepoll::uepoll, as a C+C++ project and as a C-only project;
+#   4. the installed C header alone, as strict C99 with -Wpedantic -Werror.
+# Every binary is run and must print its "ok" line and exit 0.
+#
+# Environment: BUILD_DIR (default <repo>/build-install), JOBS (default 2),
+#   UEPOLL_INSTALL_KINDS (default "static shared"), CC, CXX.
+# Exit status: 0 when every check passed, 1 otherwise.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+HERE="$ROOT/tests/install"
+BUILD_DIR="${BUILD_DIR:-$ROOT/build-install}"
+JOBS="${JOBS:-2}"
+KINDS="${UEPOLL_INSTALL_KINDS:-static shared}"
+CC="${CC:-cc}"
+CXX="${CXX:-c++}"
+
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/uepoll-install.XXXXXX")"
+trap 'rm -rf "$TMP"' EXIT
+
+step() { printf 'install-check: %s\n' "$*"; }
+run() { printf '+ %s\n' "$*"; "$@"; }
+fail() { printf 'install-check: FAIL: %s\n' "$*" >&2; exit 1; }
+
+expect_ok() {   # expect_ok LABEL COMMAND...: runs it, wants rc 0 and an ok line
+  local label="$1" out rc=0; shift
+  out="$("$@" 2>&1)" || rc=$?
+  if ((rc)); then printf '%s\n' "$out"; fail "$label exited $rc"; fi
+  printf '%s\n' "$out"
+  grep -q ': ok$' <<<"$out" || fail "$label printed no ok line"
+}
+
+check_kind() {
+  local kind="$1" shared=OFF
+  [[ "$kind" == shared ]] && shared=ON
+  local bdir="$BUILD_DIR/$kind" prefix="$TMP/$kind/prefix" out="$TMP/$kind/bin"
+  mkdir -p "$out"
+  step "---- $kind library: build, install into $prefix"
+  run cmake -S "$ROOT" -B "$bdir" -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_INSTALL_PREFIX="$prefix" -DBUILD_SHARED_LIBS="$shared" \
+      -DUEPOLL_BUILD_TESTS=OFF -DUEPOLL_BUILD_BENCH=OFF -DUEPOLL_BUILD_FUZZ=OFF \
+      -DUEPOLL_BUILD_EXAMPLES=OFF -DUEPOLL_SANITIZE= >/dev/null
+  run cmake --build "$bdir" -j "$JOBS"
+  run cmake --install "$bdir" >/dev/null
+
+  # ---- layout
+  local pc cfg lib libdir
+  pc="$(find "$prefix" -name uepoll.pc -path '*/pkgconfig/*' | head -n1)"
+  cfg="$(find "$prefix" -name uepollConfig.cmake | head -n1)"
+  [[ -f "$prefix/include/uepoll/uepoll.h" ]] || fail "no include/uepoll/uepoll.h"
+  [[ -f "$prefix/include/uepoll/tuning.h" ]] || fail "no include/uepoll/tuning.h"
+  [[ -n "$pc" ]] || fail "no pkgconfig/uepoll.pc"
+  [[ -n "$cfg" ]] || fail "no cmake/uepoll/uepollConfig.cmake"
+  [[ -f "$(dirname "$cfg")/uepollConfigVersion.cmake" ]] || fail "no uepollConfigVersion.cmake"
+  if [[ "$kind" == shared ]]; then
+    lib="$(find "$prefix" -name 'libuepoll.so*' | head -n1)"
+  else
+    lib="$(find "$prefix" -name libuepoll.a | head -n1)"
+  fi
+  [[ -n "$lib" ]] || fail "no installed $kind library"
+  libdir="$(dirname "$lib")"
+  step "installed: $(cd "$prefix" && find . -type f | sort | tr '\n' ' ')"
+
+  # ---- pkg-config
+  local pcdir pkc="pkg-config"
+  pcdir="$(dirname "$pc")"
+  export PKG_CONFIG_PATH="$pcdir"
+  run $pkc --exists --print-errors uepoll || fail "pkg-config cannot read uepoll.pc"
+  step "pkg-config --cflags --libs: $($pkc --cflags --libs uepoll)"
+  step "pkg-config --static --libs: $($pkc --static --libs uepoll)"
+  local modes=(plain) rpath=()
+  [[ "$kind" == static ]] && modes+=(static)
+  [[ "$kind" == shared ]] && rpath=("-Wl,-rpath,$libdir")
+  for m in "${modes[@]}"; do
+    local flags
+    if [[ "$m" == static ]]; then
+      flags="$($pkc --cflags --libs --static uepoll)"
+    else
+      flags="$($pkc --cflags --libs uepoll)"
+    fi
+    # shellcheck disable=SC2086
+    run "$CC" -Wall -Wextra -Werror "$HERE/consumer.c" -o "$out/consumer_pc_$m" \
+        $flags "${rpath[@]}" || fail "C consumer does not build with pkg-config ($m)"
+    expect_ok "C consumer (pkg-config, $m)" "$out/consumer_pc_$m"
+    if [[ -f "$prefix/include/uepoll/uepoll.hpp" ]]; then
+      # shellcheck disable=SC2086
+      run "$CXX" -std=c++20 -Wall -Wextra -Werror "$HERE/consumer.cpp" \
+          -o "$out/consumerxx_pc_$m" $flags "${rpath[@]}" \
+          || fail "C++ consumer does not build with pkg-config ($m)"
+      expect_ok "C++ consumer (pkg-config, $m)" "$out/consumerxx_pc_$m"
+    else
+      step "no uepoll/uepoll.hpp installed: C++ consumer skipped"
+    fi
+  done
+  unset PKG_CONFIG_PATH
+
+  # ---- the C header alone, as strict C99 (it promises to be valid C99)
+  run "$CC" -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Wpedantic -Werror \
+      -fsyntax-only -I"$prefix/include" "$HERE/consumer.c" \
+      || fail "uepoll.h is not clean C99"
+
+  # ---- find_package(uepoll)
+  local langs
+  for langs in "C;CXX" "C"; do
+    local cdir="$bdir/cmake_consumer_${langs//;/_}"
+    rm -rf "$cdir"
+    run cmake -S "$HERE/cmake_consumer" -B "$cdir" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_PREFIX_PATH="$prefix" -DCONSUMER_LANGUAGES="$langs" \
+        || fail "find_package(uepoll) consumer does not configure ($langs)"
+    run cmake --build "$cdir" -j "$JOBS" \
+        || fail "find_package(uepoll) consumer does not build ($langs)"
+    expect_ok "C consumer (find_package, $langs)" "$cdir/consumer_c"
+    if [[ -x "$cdir/consumer_cxx" ]]; then
+      expect_ok "C++ consumer (find_package)" "$cdir/consumer_cxx"
+    fi
+  done
+  step "---- $kind library: ok"
+}
+
+for k in $KINDS; do
+  check_kind "$k"
+done
+step "all checks passed ($KINDS)"
