@@ -1,0 +1,376 @@
+// report.cpp - output formats for uepoll-bench: the text table with the
+// uepoll/Linux ratio, target and PASS/MISS marker; JSON (everything, every
+// sample); CSV (one line per case and backend); SVG (one panel per scenario
+// group, throughput against threads on a log scale, three lines: Linux,
+// uepoll, uepoll with the scenario's mechanism switched off).
+#include "report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace uepoll_bench {
+
+namespace {
+
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (char ch : s) {
+    switch (ch) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(ch) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+          o += buf;
+        } else {
+          o += ch;
+        }
+    }
+  }
+  return o + "\"";
+}
+
+std::string json_num(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string xml(const std::string& s) {
+  std::string o;
+  for (char ch : s) {
+    if (ch == '<') o += "&lt;";
+    else if (ch == '>') o += "&gt;";
+    else if (ch == '&') o += "&amp;";
+    else o += ch;
+  }
+  return o;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char ch : s) {
+    if (ch == '"') o += '"';
+    o += ch;
+  }
+  return o + "\"";
+}
+
+std::string extras_text(const std::map<std::string, double>& ex) {
+  std::string o;
+  for (const auto& [k, v] : ex) {
+    if (!o.empty()) o += ' ';
+    char buf[64];
+    if (v == std::floor(v) && std::fabs(v) < 1e12) std::snprintf(buf, sizeof buf, "%s=%.0f", k.c_str(), v);
+    else std::snprintf(buf, sizeof buf, "%s=%.3g", k.c_str(), v);
+    o += buf;
+  }
+  return o;
+}
+
+std::string cell(const CaseResult& r, const char* variant) {
+  auto it = r.v.find(variant);
+  if (it == r.v.end()) return "-";
+  const VariantResult& v = it->second;
+  if (!v.ran) return "n/a";
+  if (v.samples.size() <= 1) return fmt_value(v.stats.median);
+  return fmt_value(v.stats.median) + " [" + fmt_value(v.stats.min) + "-" + fmt_value(v.stats.max) + "]";
+}
+
+}  // namespace
+
+std::string fmt_value(double v) {
+  char buf[64];
+  double a = std::fabs(v);
+  if (a >= 1e9) std::snprintf(buf, sizeof buf, "%.2fG", v / 1e9);
+  else if (a >= 1e6) std::snprintf(buf, sizeof buf, "%.2fM", v / 1e6);
+  else if (a >= 1e4) std::snprintf(buf, sizeof buf, "%.1fk", v / 1e3);
+  else if (a >= 100) std::snprintf(buf, sizeof buf, "%.0f", v);
+  else std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResult>& results,
+                 const std::vector<Check>& checks) {
+  std::fprintf(out, "uepoll-bench  %s  Linux %s  %s\n", info.date_utc.c_str(), info.kernel.c_str(),
+               info.machine.c_str());
+  std::fprintf(out, "command: %s\n", info.command.c_str());
+  std::fprintf(out, "%d repetitions per backend, alternating; cells are median [min-max]%s\n", info.reps,
+               info.quick ? "; --quick" : "");
+  if (!info.uepoll_available) std::fprintf(out, "uepoll NOT measured: %s\n", info.uepoll_error.c_str());
+  std::fprintf(out, "\n");
+  const char* hdr = "%-12s %-14s %-15s %-26s %-26s %-26s %-9s %-36s %s\n";
+  std::fprintf(out, hdr, "scenario", "case", "unit", "linux", "uepoll", "uepoll-off", "uep/linux", "target",
+               "verdict");
+  std::string last;
+  for (const auto& r : results) {
+    const Case& c = *r.c;
+    if (c.scenario != last) {
+      std::set<std::string> knobs;
+      for (const auto& rr : results)
+        if (rr.c->scenario == c.scenario && rr.c->knob) knobs.insert(rr.c->knob);
+      std::string k;
+      for (const auto& s : knobs) k += (k.empty() ? "" : ", ") + s;
+      std::fprintf(out, "-- %s%s\n", c.scenario.c_str(), k.empty() ? "" : ("  (uepoll-off: " + k + " = 0)").c_str());
+      last = c.scenario;
+    }
+    char ratio[32] = "-";
+    if (r.ratio > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.ratio);
+    const char* verdict = r.verdict == 1 ? "PASS" : r.verdict == 0 ? "MISS" : "";
+    std::fprintf(out, hdr, "", c.label.c_str(), c.unit.c_str(), cell(r, "linux").c_str(), cell(r, "uepoll").c_str(),
+                 cell(r, "uepoll-off").c_str(), ratio, c.target.c_str(), verdict);
+    std::string detail;
+    for (const char* vn : kVariants) {
+      auto it = r.v.find(vn);
+      if (it == r.v.end()) continue;
+      const VariantResult& v = it->second;
+      std::string t = v.ran ? extras_text(v.extra) : "";
+      if (!v.note.empty()) t += (t.empty() ? "" : "; ") + v.note;
+      if (!v.ran && !v.error.empty()) t = "error: " + v.error;
+      if (!t.empty()) detail += std::string("      ") + vn + ": " + t + "\n";
+    }
+    std::fputs(detail.c_str(), out);
+  }
+  if (!checks.empty()) {
+    std::fprintf(out, "\ncross-row checks\n");
+    for (const auto& ck : checks)
+      std::fprintf(out, "  %-12s %-40s %8.2f  target %-8s %s\n", ck.scenario.c_str(), ck.what.c_str(), ck.value,
+                   ck.target.c_str(), ck.target == "(reference)" ? "" : ck.pass ? "PASS" : "MISS");
+  }
+  int pass = 0, miss = 0;
+  std::string misses;
+  for (const auto& r : results) {
+    if (r.verdict == 1) ++pass;
+    if (r.verdict == 0) {
+      ++miss;
+      misses += "  " + r.c->scenario + " " + r.c->label + "\n";
+    }
+  }
+  for (const auto& ck : checks) {
+    if (ck.target == "(reference)") continue;
+    if (ck.pass) ++pass;
+    else {
+      ++miss;
+      misses += "  " + ck.scenario + " " + ck.what + "\n";
+    }
+  }
+  std::fprintf(out, "\ntargets: %d PASS, %d MISS (targets are reported, not asserted)\n%s", pass, miss,
+               misses.c_str());
+}
+
+bool write_json(const std::string& path, const RunInfo& info, const std::vector<CaseResult>& results,
+                const std::vector<Check>& checks) {
+  std::ofstream f(path);
+  if (!f) return false;
+  f << "{\n  \"tool\": \"uepoll-bench\",\n";
+  f << "  \"command\": " << json_str(info.command) << ",\n";
+  f << "  \"date\": " << json_str(info.date_utc) << ",\n";
+  f << "  \"kernel\": " << json_str(info.kernel) << ",\n";
+  f << "  \"machine\": " << json_str(info.machine) << ",\n";
+  f << "  \"quick\": " << (info.quick ? "true" : "false") << ",\n";
+  f << "  \"reps\": " << info.reps << ",\n";
+  f << "  \"uepoll_available\": " << (info.uepoll_available ? "true" : "false") << ",\n";
+  if (!info.uepoll_available) f << "  \"uepoll_error\": " << json_str(info.uepoll_error) << ",\n";
+  f << "  \"malloc_hook\": " << (info.malloc_hook ? "true" : "false") << ",\n";
+  f << "  \"cases\": [\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CaseResult& r = results[i];
+    const Case& c = *r.c;
+    f << "    {\"scenario\": " << json_str(c.scenario) << ", \"group\": " << json_str(c.group)
+      << ", \"label\": " << json_str(c.label) << ", \"x_name\": " << json_str(c.x_name) << ", \"x\": " << json_num(c.x)
+      << ", \"unit\": " << json_str(c.unit) << ", \"higher_is_better\": " << (c.higher_is_better ? "true" : "false")
+      << ", \"knob\": " << (c.knob ? json_str(c.knob) : "null") << ", \"target\": " << json_str(c.target)
+      << ", \"ratio\": " << (r.ratio > 0 ? json_num(r.ratio) : "null") << ", \"verdict\": "
+      << (r.verdict == 1 ? "\"PASS\"" : r.verdict == 0 ? "\"MISS\"" : "null") << ",\n      \"backends\": {";
+    bool first = true;
+    for (const char* vn : kVariants) {
+      auto it = r.v.find(vn);
+      if (it == r.v.end()) continue;
+      const VariantResult& v = it->second;
+      f << (first ? "" : ",") << "\n        " << json_str(vn) << ": {\"ran\": " << (v.ran ? "true" : "false");
+      first = false;
+      if (!v.ran) {
+        f << ", \"error\": " << json_str(v.error) << "}";
+        continue;
+      }
+      f << ", \"median\": " << json_num(v.stats.median) << ", \"min\": " << json_num(v.stats.min)
+        << ", \"max\": " << json_num(v.stats.max) << ", \"q1\": " << json_num(v.stats.q1)
+        << ", \"q3\": " << json_num(v.stats.q3) << ", \"samples\": [";
+      for (size_t k = 0; k < v.samples.size(); ++k) f << (k ? ", " : "") << json_num(v.samples[k].value);
+      f << "], \"extra\": {";
+      bool ef = true;
+      for (const auto& [k, val] : v.extra) {
+        f << (ef ? "" : ", ") << json_str(k) << ": " << json_num(val);
+        ef = false;
+      }
+      f << "}";
+      if (!v.note.empty()) f << ", \"note\": " << json_str(v.note);
+      f << "}";
+    }
+    f << "\n      }}" << (i + 1 < results.size() ? "," : "") << "\n";
+  }
+  f << "  ],\n  \"checks\": [\n";
+  for (size_t i = 0; i < checks.size(); ++i) {
+    const Check& ck = checks[i];
+    f << "    {\"scenario\": " << json_str(ck.scenario) << ", \"what\": " << json_str(ck.what)
+      << ", \"value\": " << json_num(ck.value) << ", \"target\": " << json_str(ck.target)
+      << ", \"pass\": " << (ck.pass ? "true" : "false") << "}" << (i + 1 < checks.size() ? "," : "") << "\n";
+  }
+  f << "  ]\n}\n";
+  return static_cast<bool>(f);
+}
+
+bool write_csv(const std::string& path, const std::vector<CaseResult>& results) {
+  std::ofstream f(path);
+  if (!f) return false;
+  f << "scenario,group,case,x_name,x,unit,backend,ran,reps,median,min,max,q1,q3,ratio_uepoll_linux,target,verdict,"
+       "extra,note\n";
+  for (const auto& r : results) {
+    const Case& c = *r.c;
+    for (const char* vn : kVariants) {
+      auto it = r.v.find(vn);
+      if (it == r.v.end()) continue;
+      const VariantResult& v = it->second;
+      f << csv_field(c.scenario) << ',' << csv_field(c.group) << ',' << csv_field(c.label) << ','
+        << csv_field(c.x_name) << ',' << json_num(c.x) << ',' << csv_field(c.unit) << ',' << vn << ','
+        << (v.ran ? 1 : 0) << ',' << v.samples.size() << ',';
+      if (v.ran)
+        f << json_num(v.stats.median) << ',' << json_num(v.stats.min) << ',' << json_num(v.stats.max) << ','
+          << json_num(v.stats.q1) << ',' << json_num(v.stats.q3) << ',';
+      else
+        f << ",,,,,";
+      f << (r.ratio > 0 ? json_num(r.ratio) : "") << ',' << csv_field(c.target) << ','
+        << (r.verdict == 1 ? "PASS" : r.verdict == 0 ? "MISS" : "") << ',' << csv_field(extras_text(v.extra))
+        << ',' << csv_field(v.ran ? v.note : v.error) << '\n';
+    }
+  }
+  return static_cast<bool>(f);
+}
+
+bool write_svg(const std::string& path, const RunInfo& info, const std::vector<CaseResult>& results) {
+  // Panels: one per (scenario, group) with at least one throughput value.
+  struct Panel {
+    std::string title, x_name, unit;
+    std::vector<const CaseResult*> rows;
+  };
+  std::vector<Panel> panels;
+  std::map<std::string, size_t> index;
+  for (const auto& r : results) {
+    if (!r.c->higher_is_better) continue;  // memory is not a throughput
+    std::string key = r.c->scenario + "/" + r.c->group;
+    if (!index.count(key)) {
+      index[key] = panels.size();
+      std::string title = r.c->scenario == r.c->group ? r.c->scenario : r.c->scenario + " " + r.c->group;
+      if (r.c->knob) title += "  (off: " + std::string(r.c->knob) + ")";
+      panels.push_back({title, r.c->x_name, r.c->unit, {}});
+    }
+    panels[index[key]].rows.push_back(&r);
+  }
+  const int pw = 420, ph = 280, cols = 3, top = 70;
+  const int rows = static_cast<int>((panels.size() + cols - 1) / cols);
+  const int W = pw * cols, H = top + ph * std::max(rows, 1) + 10;
+  std::ofstream f(path);
+  if (!f) return false;
+  f << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" font-family=\"sans-serif\" font-size=\"11\">\n";
+  f << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  f << "<text x=\"10\" y=\"20\" font-size=\"15\" font-weight=\"bold\">uepoll-bench: throughput, Linux epoll vs uepoll "
+       "(median, min-max bars, log scale)</text>\n";
+  f << "<text x=\"10\" y=\"38\">" << xml(info.date_utc + "  Linux " + info.kernel + "  " + info.machine) << "  "
+    << xml(info.command) << "</text>\n";
+  const char* colors[] = {"#d62728", "#1f77b4", "#7f7f7f"};
+  const char* dashes[] = {"", "", " stroke-dasharray=\"5,3\""};
+  const char* names[] = {"Linux epoll", "uepoll", "uepoll, mechanism off"};
+  for (int s = 0; s < 3; ++s) {
+    int lx = 10 + s * 200;
+    f << "<line x1=\"" << lx << "\" y1=\"55\" x2=\"" << lx + 24 << "\" y2=\"55\" stroke=\"" << colors[s]
+      << "\" stroke-width=\"2\"" << dashes[s] << "/><text x=\"" << lx + 30 << "\" y=\"59\">" << names[s]
+      << "</text>\n";
+  }
+  for (size_t p = 0; p < panels.size(); ++p) {
+    const Panel& P = panels[p];
+    int ox = static_cast<int>(p % cols) * pw, oy = top + static_cast<int>(p / cols) * ph;
+    int L = ox + 62, R = ox + pw - 16, T = oy + 26, B = oy + ph - 42;
+    // x: evenly spaced distinct values; y: log10 over all values shown.
+    std::vector<double> xs;
+    double lo = INFINITY, hi = -INFINITY;
+    for (const auto* r : P.rows) {
+      xs.push_back(r->c->x);
+      for (const char* vn : kVariants) {
+        auto it = r->v.find(vn);
+        if (it == r->v.end() || !it->second.ran || it->second.stats.min <= 0) continue;
+        lo = std::min(lo, it->second.stats.min);
+        hi = std::max(hi, it->second.stats.max);
+      }
+    }
+    std::sort(xs.begin(), xs.end());
+    xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+    f << "<g>\n<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << R - L << "\" height=\"" << B - T
+      << "\" fill=\"none\" stroke=\"#999\"/>\n";
+    f << "<text x=\"" << L << "\" y=\"" << oy + 18 << "\" font-weight=\"bold\">" << xml(P.title) << "</text>\n";
+    f << "<text x=\"" << (L + R) / 2 << "\" y=\"" << B + 32 << "\" text-anchor=\"middle\">" << xml(P.x_name)
+      << "</text>\n";
+    f << "<text transform=\"translate(" << ox + 12 << "," << (T + B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">"
+      << xml(P.unit) << "</text>\n";
+    if (!(lo < hi) && lo == hi) {
+      lo /= 2;
+      hi *= 2;
+    }
+    if (!std::isfinite(lo) || !std::isfinite(hi)) {
+      f << "<text x=\"" << (L + R) / 2 << "\" y=\"" << (T + B) / 2 << "\" text-anchor=\"middle\">no data</text></g>\n";
+      continue;
+    }
+    double ylo = std::floor(std::log10(lo)), yhi = std::ceil(std::log10(hi));
+    if (yhi <= ylo) yhi = ylo + 1;
+    auto Y = [&](double v) { return B - (std::log10(v) - ylo) / (yhi - ylo) * (B - T); };
+    auto X = [&](double x) {
+      size_t i = static_cast<size_t>(std::find(xs.begin(), xs.end(), x) - xs.begin());
+      return xs.size() == 1 ? (L + R) / 2.0 : L + 30 + static_cast<double>(i) * (R - L - 60) / static_cast<double>(xs.size() - 1);
+    };
+    for (double d = ylo; d <= yhi + 1e-9; d += 1) {
+      double y = Y(std::pow(10, d));
+      f << "<line x1=\"" << L << "\" y1=\"" << y << "\" x2=\"" << R << "\" y2=\"" << y
+        << "\" stroke=\"#eee\"/><text x=\"" << L - 4 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">"
+        << fmt_value(std::pow(10, d)) << "</text>\n";
+    }
+    for (double x : xs) {
+      char buf[32];
+      if (x >= 1000) std::snprintf(buf, sizeof buf, "1e%d", static_cast<int>(std::lround(std::log10(x))));
+      else std::snprintf(buf, sizeof buf, "%g", x);
+      f << "<text x=\"" << X(x) << "\" y=\"" << B + 15 << "\" text-anchor=\"middle\">" << buf << "</text>\n";
+    }
+    for (int s = 0; s < 3; ++s) {
+      std::string pts;
+      for (const auto* r : P.rows) {
+        auto it = r->v.find(kVariants[s]);
+        if (it == r->v.end() || !it->second.ran || it->second.stats.median <= 0) continue;
+        const Stats& st = it->second.stats;
+        double x = X(r->c->x) + (s - 1) * 3;
+        pts += std::to_string(x) + "," + std::to_string(Y(st.median)) + " ";
+        f << "<line x1=\"" << x << "\" y1=\"" << Y(std::max(st.min, std::pow(10, ylo))) << "\" x2=\"" << x
+          << "\" y2=\"" << Y(st.max) << "\" stroke=\"" << colors[s] << "\" stroke-width=\"1\"/>\n";
+        f << "<circle cx=\"" << x << "\" cy=\"" << Y(st.median) << "\" r=\"3\" fill=\"" << colors[s]
+          << "\"><title>" << kVariants[s] << " " << xml(r->c->label) << ": " << fmt_value(st.median) << " "
+          << xml(r->c->unit) << "</title></circle>\n";
+      }
+      if (!pts.empty())
+        f << "<polyline points=\"" << pts << "\" fill=\"none\" stroke=\"" << colors[s] << "\" stroke-width=\"2\""
+          << dashes[s] << "/>\n";
+    }
+    f << "</g>\n";
+  }
+  f << "</svg>\n";
+  return static_cast<bool>(f);
+}
+
+}  // namespace uepoll_bench
