@@ -1,0 +1,174 @@
+// rel_common.h - helpers shared by the reliability suite (tests/reliability/):
+// tier sizing (default / long tiers, scaled down under sanitizers), readable
+// names for errno values and event masks, a deterministic RNG, and probes of
+// the descriptor tables (Linux and uepoll) used to normalise descriptor
+// numbers.  Owns no state; checks nothing by itself.
+#pragma once
+
+#include <uepoll/tuning.h>
+#include <uepoll/uepoll.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <vector>
+#include <sys/epoll.h>
+
+#include "../support/api.h"
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UEP_REL_TSAN 1
+#endif
+#if __has_feature(address_sanitizer)
+#define UEP_REL_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(UEP_REL_TSAN)
+#define UEP_REL_TSAN 1
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(UEP_REL_ASAN)
+#define UEP_REL_ASAN 1
+#endif
+
+namespace uepoll_test::rel {
+
+// Multiplier for default-tier sizes: TSan runs ~5-10x slower, ASan ~2x.
+// UEPOLL_REL_SCALE=<float> overrides (e.g. 10 for a 10x bigger default tier).
+inline double tier_scale() {
+  if (const char* s = std::getenv("UEPOLL_REL_SCALE")) {
+    double v = std::atof(s);
+    if (v > 0) return v;
+  }
+#if defined(UEP_REL_TSAN)
+  return 0.1;
+#elif defined(UEP_REL_ASAN)
+  return 0.4;
+#else
+  return 1.0;
+#endif
+}
+
+inline long scaled(long n, long min = 1) {
+  long v = static_cast<long>(static_cast<double>(n) * tier_scale());
+  return v < min ? min : v;
+}
+
+// Seconds requested by a long-tier env var (0 when unset).
+inline double env_seconds(const char* var) {
+  const char* s = std::getenv(var);
+  return s ? std::atof(s) : 0.0;
+}
+
+inline long env_long(const char* var, long def) {
+  const char* s = std::getenv(var);
+  return s ? std::atol(s) : def;
+}
+
+// splitmix64: tiny, seedable, identical on every platform.
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed) {}
+  uint64_t next() {
+    uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  uint32_t below(uint32_t n) { return n ? static_cast<uint32_t>(next() % n) : 0; }
+  bool chance(uint32_t percent) { return below(100) < percent; }
+};
+
+inline std::string errno_name(int e) {
+  switch (e) {
+#define E(x) \
+  case x:    \
+    return #x;
+    E(EPERM) E(ENOENT) E(EINTR) E(EBADF) E(EAGAIN) E(ENOMEM) E(EFAULT) E(EEXIST) E(EINVAL)
+    E(ENFILE) E(EMFILE) E(ENOSPC) E(EPIPE) E(ELOOP) E(ENOSYS) E(ENOTSOCK) E(EOPNOTSUPP)
+    E(EAFNOSUPPORT) E(EPROTONOSUPPORT) E(ENOTCONN) E(EPROTOTYPE) E(ESOCKTNOSUPPORT)
+    E(ENODEV) E(ESPIPE) E(EACCES) E(ENOBUFS)
+#undef E
+    default:
+      return "errno" + std::to_string(e);
+  }
+}
+
+inline std::string mask_name(uint32_t m) {
+  static const struct {
+    uint32_t bit;
+    const char* name;
+  } bits[] = {{EPOLLIN, "IN"},         {EPOLLPRI, "PRI"},         {EPOLLOUT, "OUT"},
+              {EPOLLERR, "ERR"},       {EPOLLHUP, "HUP"},         {0x020u, "NVAL"},
+              {EPOLLRDNORM, "RDNORM"}, {EPOLLRDBAND, "RDBAND"},   {EPOLLWRNORM, "WRNORM"},
+              {EPOLLWRBAND, "WRBAND"}, {EPOLLMSG, "MSG"},         {EPOLLRDHUP, "RDHUP"},
+              {EPOLLEXCLUSIVE, "EXCLUSIVE"}, {EPOLLWAKEUP, "WAKEUP"}, {EPOLLONESHOT, "ONESHOT"},
+              {EPOLLET, "ET"}};
+  std::string out;
+  for (auto& b : bits) {
+    if (m & b.bit) {
+      if (!out.empty()) out += "|";
+      out += b.name;
+      m &= ~b.bit;
+    }
+  }
+  if (m) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s0x%x", out.empty() ? "" : "|", m);
+    out += buf;
+  }
+  return out.empty() ? "0" : out;
+}
+
+// The descriptor numbers free at some moment, so that a run's descriptors
+// can be named by their rank among them.  Both Linux and uepoll allocate the
+// lowest free number, so while one single-threaded program is the only
+// allocator, "rank among the initially free numbers" is identical in both
+// even if the kernel table has holes (inherited descriptors such as 10 or
+// 251 are common).
+struct FreeMap {
+  int base = 0;                // lowest free number
+  std::vector<int> occupied;   // open numbers in [base, base + span)
+  int span = 0;
+  // Rank of `raw` among the free numbers (raw itself assumed free at start).
+  long rank(long raw) const {
+    long r = raw - base;
+    for (int o : occupied)
+      if (o < raw) --r;
+    return r;
+  }
+  // A number that is free and far from anything the program allocates.
+  int never_open(int (*is_open)(int)) const {
+    int n = base + 4000;
+    while (is_open(n)) ++n;
+    return n;
+  }
+};
+
+inline int linux_is_open(int fd) { return fcntl(fd, F_GETFD) != -1 ? 1 : 0; }
+inline int uepoll_is_open(int fd) { return uep_is_uepoll_fd(fd); }
+
+inline FreeMap probe_free(int (*is_open)(int), int first, int span) {
+  FreeMap m;
+  int lo = first;
+  while (is_open(lo)) ++lo;
+  m.base = lo;
+  m.span = span;
+  for (int i = lo + 1; i < lo + span; ++i)
+    if (is_open(i)) m.occupied.push_back(i);
+  return m;
+}
+
+// Number of open uepoll descriptors among the first `span` numbers.
+inline int uepoll_open_count(int span = 4096) {
+  int n = 0;
+  for (int i = UEP_FD_BASE; i < UEP_FD_BASE + span; ++i) n += uep_is_uepoll_fd(i) ? 1 : 0;
+  return n;
+}
+
+inline bool is_uepoll_api(const Api& api) { return std::strcmp(api.name, "uepoll") == 0; }
+
+}  // namespace uepoll_test::rel
