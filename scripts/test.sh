@@ -136,13 +136,18 @@ stage_fuzz() {
   # the test commands do not name build targets.
   local targets
   targets="$(ctest --test-dir "$d" -L fuzz --show-only=json-v1 2>/dev/null | python3 -c '
-import json, os, sys
-d = sys.argv[1]
+# Before the build, ctest knows the fuzz tests by name but not their
+# executables; the generated CTestTestfile.cmake files name them.
+import json, os, re, sys
+d = os.path.realpath(sys.argv[1])
+want = {t["name"] for t in json.load(sys.stdin).get("tests", [])}
 names = set()
-for t in json.load(sys.stdin).get("tests", []):
-    cmd = t.get("command") or []
-    if cmd and os.path.realpath(cmd[0]).startswith(os.path.realpath(d) + "/"):
-        names.add(os.path.basename(cmd[0]))
+for dirpath, _, files in os.walk(d):
+    if "CTestTestfile.cmake" in files:
+        text = open(os.path.join(dirpath, "CTestTestfile.cmake")).read()
+        for name, exe in re.findall(r"add_test\(\[=\[(.*?)\]=\] \"([^\"]*)\"", text):
+            if name in want and os.path.realpath(exe).startswith(d + "/"):
+                names.add(os.path.basename(exe))
 print(" ".join(sorted(names)))' "$d")" || targets=""
   if [[ -n "$targets" ]]; then
     # shellcheck disable=SC2086
