@@ -3,8 +3,9 @@
 // mechanism off) in the same process, alternating backends within every
 // repetition after a warm-up, then prints the table and writes JSON, CSV and
 // SVG.  Progress goes to stderr; the table to stdout.  Targets are shown
-// (PASS/MISS), never asserted: the exit status is 0 unless a run could not be
-// set up at all for Linux (a broken harness) or the command line is wrong.
+// (PASS/MISS), never asserted: the exit status is 0 unless a Linux run failed
+// (a broken harness), the command line is wrong, or --strict is given and a
+// uepoll run failed (an error or a result Linux would not give).
 #include "harness.h"
 #include "report.h"
 
@@ -53,6 +54,7 @@ void usage(std::FILE* out) {
                "  --json FILE         write every sample and statistic as JSON\n"
                "  --csv FILE          write one CSV line per case and backend\n"
                "  --svg FILE          draw throughput against threads (Linux, uepoll, uepoll mechanism off)\n"
+               "  --strict            exit 1 when any uepoll run failed (wrong result or error), not only Linux\n"
                "  --help              this text\n");
 }
 
@@ -150,6 +152,7 @@ int main(int argc, char** argv) {
   std::string json, csv, svg;
   std::set<std::string> backends{"linux", "uepoll", "uepoll-off"};
   bool reps_given = false;
+  bool strict = false;
   std::string command = "uepoll-bench";
   for (int i = 1; i < argc; ++i) command += std::string(" ") + argv[i];
 
@@ -225,6 +228,8 @@ int main(int argc, char** argv) {
         }
         backends.insert(b);
       }
+    } else if (a == "--strict") {
+      strict = true;
     } else if (a == "--no-off") {
       backends.erase("uepoll-off");
     } else if (a == "--json") {
@@ -290,6 +295,7 @@ int main(int argc, char** argv) {
   }
   auto t_start = std::chrono::steady_clock::now();
   bool linux_broken = false;
+  bool uepoll_broken = false;
   size_t idx = 0;
   for (const auto& [sc, span] : spans) {
     std::vector<CaseResult> mine;
@@ -362,6 +368,10 @@ int main(int argc, char** argv) {
         if (!vr.ran && !vr.error.empty()) std::fprintf(stderr, "    %s: %s\n", name.c_str(), vr.error.c_str());
       auto li = r.v.find("linux"), ui = r.v.find("uepoll");
       if (li != r.v.end() && !li->second.ran && !li->second.error.empty()) linux_broken = true;
+      for (const char* vn : {"uepoll", "uepoll-off"}) {
+        auto it = r.v.find(vn);
+        if (it != r.v.end() && !it->second.ran && !it->second.error.empty()) uepoll_broken = true;
+      }
       if (li != r.v.end() && ui != r.v.end() && li->second.ran && ui->second.ran && li->second.stats.median > 0) {
         r.ratio = ui->second.stats.median / li->second.stats.median;
         if (c.pass) r.verdict = c.pass(li->second.stats.median, ui->second.stats.median, ui->second.extra) ? 1 : 0;
@@ -394,6 +404,14 @@ int main(int argc, char** argv) {
   }
   if (linux_broken) {
     std::fprintf(stderr, "uepoll-bench: a Linux baseline run failed (see the table)\n");
+    rc = 1;
+  }
+  if (strict && uepoll_broken) {
+    std::fprintf(stderr, "uepoll-bench: --strict: a uepoll run failed (see the table)\n");
+    rc = 1;
+  }
+  if (strict && !info.uepoll_available) {
+    std::fprintf(stderr, "uepoll-bench: --strict: uepoll unavailable\n");
     rc = 1;
   }
   return rc;
