@@ -274,6 +274,7 @@ class T {
     errno = e;
     return {-1, -1};
   }
+  std::pair<int, int> pipe2(int flags) { return pipe(flags); }
   std::pair<int, int> socketpair(int domain, int type, int protocol, const char* desc = nullptr) {
     int sv[2] = {-1, -1};
     errno = 0;
