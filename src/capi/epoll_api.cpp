@@ -1,0 +1,158 @@
+// epoll_api.cpp - uep_epoll_*: Linux's argument checks, in Linux 6.18's
+// order, then the instance.  Nothing else lives here.
+//
+// A kernel epfd (below UEP_FD_BASE) is forwarded to the kernel call, so a
+// program can route every epoll call through uepoll.  A uepoll instance can
+// watch only uepoll files: a kernel descriptor as target gives EPERM (as a
+// file without ->poll does in Linux; see docs/linux-deviations.md).
+//
+// Locks: none here (the instance takes its own).
+#include <uepoll/uepoll.h>
+
+#include "capi/edge.h"
+#include "core/waiter.h"
+#include "epoll/instance.h"
+#include "fd/table.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <fcntl.h>
+#include <sys/epoll.h>
+
+using uepoll::capi::to_c;
+using uepoll::epoll::Instance;
+using uepoll::fd::FileRef;
+
+namespace {
+
+constexpr uintptr_t kTaskSize = 0x00007ffffffff000ULL;
+
+// Linux copy_from_user(): NULL, the first page and kernel addresses fault.
+bool user_readable(const void* p, size_t len) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  return a >= 4096 && a <= kTaskSize && len <= kTaskSize - a;
+}
+
+int create(int flags) {
+  // Linux do_epoll_create(): only EPOLL_CLOEXEC is allowed.
+  if (flags & ~EPOLL_CLOEXEC) return -EINVAL;
+  Instance* ep = Instance::create(O_RDWR);
+  if (!ep) return -ENOMEM;
+  int fd = uepoll::fd::install(ep);
+  if (fd < 0) ep->put();
+  return fd;
+}
+
+// Linux do_epoll_ctl() steps 1-7 (kernel-epoll-spec.md section 3), then the
+// instance does steps 8-12.
+int ctl(int epfd, int op, int fd, struct epoll_event* event) {
+  const bool has_event = op != EPOLL_CTL_DEL;  // ep_op_has_event()
+  struct epoll_event ev{};
+  if (has_event) {
+    if (!user_readable(event, sizeof *event)) return -EFAULT;
+    ev = *event;
+  }
+  FileRef ep(uepoll::fd::lookup(epfd));
+  if (!ep) return -EBADF;
+  FileRef tf;
+  if (uepoll::fd::in_range(fd)) {
+    tf = FileRef(uepoll::fd::lookup(fd));
+    if (!tf) return -EBADF;
+  } else {
+    if (fd < 0 || ::fcntl(fd, F_GETFD) < 0) return -EBADF;
+    return -EPERM;  // a kernel file: not pollable by a uepoll instance
+  }
+  // EPOLLWAKEUP: Linux clears it silently without CAP_BLOCK_SUSPEND; it has
+  // no effect on what is reported, so uepoll keeps it (unobservable).
+  if (ep.get() == tf.get() || !ep->is_epoll()) return -EINVAL;
+  if (has_event && (ev.events & EPOLLEXCLUSIVE)) {
+    if (op == EPOLL_CTL_MOD) return -EINVAL;
+    if (op == EPOLL_CTL_ADD && (tf->is_epoll() || (ev.events & ~uepoll::epoll::kExclusiveOkBits)))
+      return -EINVAL;
+  }
+  auto* inst = static_cast<Instance*>(ep.get());
+  switch (op) {
+    case EPOLL_CTL_ADD:
+      return inst->add(tf.get(), fd, ev.events, ev.data.u64);
+    case EPOLL_CTL_DEL:
+      return inst->del(tf.get(), fd);
+    case EPOLL_CTL_MOD:
+      return inst->mod(tf.get(), fd, ev.events, ev.data.u64);
+    default:
+      return -EINVAL;
+  }
+}
+
+// Linux >= 6.15 do_epoll_wait() + ep_check_params(): EBADF, EINVAL
+// (maxevents), EFAULT (access_ok), EINVAL (not an epoll).
+int wait(int epfd, struct epoll_event* events, int maxevents, const timespec* deadline, bool nonblocking,
+         const sigset_t* sigmask) {
+  FileRef ep(uepoll::fd::lookup(epfd));
+  if (!ep) return -EBADF;
+  if (maxevents <= 0 || maxevents > uepoll::epoll::kMaxEvents) return -EINVAL;
+  auto a = reinterpret_cast<uintptr_t>(events);
+  size_t len = static_cast<size_t>(maxevents) * sizeof(struct epoll_event);
+  if (a > kTaskSize || len > kTaskSize - a) return -EFAULT;
+  if (!ep->is_epoll()) return -EINVAL;
+  return static_cast<Instance*>(ep.get())->wait(events, maxevents, deadline, nonblocking, sigmask);
+}
+
+int wait_ms(int epfd, struct epoll_event* events, int maxevents, int timeout, const sigset_t* sigmask) {
+  // Linux ep_timeout_to_timespec(): negative = forever, 0 = poll once.
+  timespec deadline{};
+  const timespec* dp = nullptr;
+  if (timeout > 0) {
+    deadline = uepoll::core::deadline_after_ms(timeout);
+    dp = &deadline;
+  }
+  return wait(epfd, events, maxevents, dp, timeout == 0, sigmask);
+}
+
+}  // namespace
+
+extern "C" {
+
+int uep_epoll_create(int size) {
+  if (size <= 0) return to_c(-EINVAL);  // Linux: size is ignored but must be > 0
+  return to_c(create(0));
+}
+
+int uep_epoll_create1(int flags) { return to_c(create(flags)); }
+
+int uep_epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) {
+  if (!uepoll::fd::in_range(epfd)) return ::epoll_ctl(epfd, op, fd, event);
+  return to_c(ctl(epfd, op, fd, event));
+}
+
+int uep_epoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout) {
+  if (!uepoll::fd::in_range(epfd)) return ::epoll_wait(epfd, events, maxevents, timeout);
+  return to_c(wait_ms(epfd, events, maxevents, timeout, nullptr));
+}
+
+int uep_epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout, const sigset_t* sigmask) {
+  if (!uepoll::fd::in_range(epfd)) return ::epoll_pwait(epfd, events, maxevents, timeout, sigmask);
+  return to_c(wait_ms(epfd, events, maxevents, timeout, sigmask));
+}
+
+int uep_epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const struct timespec* timeout,
+                     const sigset_t* sigmask) {
+  if (!uepoll::fd::in_range(epfd)) return ::epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
+  timespec deadline{};
+  const timespec* dp = nullptr;
+  bool nonblocking = false;
+  if (timeout) {
+    // Linux: get_timespec64() (EFAULT), then poll_select_set_timeout() (EINVAL).
+    if (!user_readable(timeout, sizeof *timeout)) return to_c(-EFAULT);
+    timespec ts = *timeout;
+    if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000L) return to_c(-EINVAL);
+    if (ts.tv_sec == 0 && ts.tv_nsec == 0) {
+      nonblocking = true;
+    } else {
+      deadline = uepoll::core::deadline_after(ts);
+      dp = &deadline;
+    }
+  }
+  return to_c(wait(epfd, events, maxevents, dp, nonblocking, sigmask));
+}
+
+}  // extern "C"

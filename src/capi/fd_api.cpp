@@ -1,0 +1,218 @@
+// fd_api.cpp - uep_read, uep_write, uep_close, uep_dup, uep_poll,
+// uep_shutdown, uep_is_uepoll_fd: descriptor calls that dispatch to the
+// file's operations, or forward to the kernel for kernel descriptors.
+//
+// poll() over a mix of uepoll and kernel descriptors: one WaiterEntry per
+// uepoll file on that file's wait queue, and one ppoll over the kernel
+// descriptors plus the thread's waiter eventfd, so one sleep covers both.
+//
+// Locks: each file's wait-queue lock (6), one at a time, to (un)queue the
+// poll entries.  Never sleeps with a lock held.
+#include <uepoll/uepoll.h>
+
+#include "capi/edge.h"
+#include "core/waiter.h"
+#include "fd/table.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <vector>
+
+using uepoll::capi::to_c;
+using uepoll::capi::to_c_ssize;
+using uepoll::fd::FileRef;
+
+namespace {
+
+constexpr uintptr_t kTaskSize = 0x00007ffffffff000ULL;
+
+bool user_range_ok(const void* p, size_t len) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  return a <= kTaskSize && len <= kTaskSize - a;
+}
+
+// Linux MAX_RW_COUNT: reads and writes are clamped to INT_MAX & PAGE_MASK.
+constexpr size_t kMaxRwCount = static_cast<size_t>(INT_MAX) & ~static_cast<size_t>(4095);
+
+struct PollSlot {
+  uepoll::core::WaiterEntry entry;
+  uepoll::core::File* file = nullptr;  // referenced while the call runs
+  bool queued = false;
+};
+
+int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
+  // Linux do_sys_poll(): more entries than RLIMIT_NOFILE -> EINVAL.
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  if (nfds > rl.rlim_cur) return -EINVAL;
+  if (nfds && !user_range_ok(fds, nfds * sizeof(struct pollfd))) return -EFAULT;
+  if (nfds && reinterpret_cast<uintptr_t>(fds) < 4096) return -EFAULT;
+
+  std::vector<PollSlot> slots(nfds);
+  std::vector<struct pollfd> kfds;   // kernel descriptors + our eventfd
+  std::vector<nfds_t> kindex;        // kfds[i] came from fds[kindex[i]]
+  for (nfds_t i = 0; i < nfds; ++i) {
+    const int fd = fds[i].fd;
+    if (fd >= 0 && uepoll::fd::in_range(fd)) {
+      slots[i].file = uepoll::fd::lookup(fd);  // nullptr -> POLLNVAL
+    } else if (fd >= 0) {
+      kfds.push_back({fd, fds[i].events, 0});
+      kindex.push_back(i);
+    }
+  }
+  struct Cleanup {
+    std::vector<PollSlot>& s;
+    ~Cleanup() {
+      for (PollSlot& p : s) {
+        if (!p.file) continue;
+        if (p.queued) {
+          p.file->wq().lock();
+          if (p.entry.entry.queued()) p.file->wq().remove_locked(&p.entry.entry);
+          p.file->wq().unlock();
+        }
+        p.file->put();
+      }
+    }
+  } cleanup{slots};
+
+  timespec deadline{};
+  const timespec* dp = nullptr;
+  if (timeout > 0) {
+    deadline = uepoll::core::deadline_after_ms(timeout);
+    dp = &deadline;
+  }
+  uepoll::core::ThreadWaiter* w = nullptr;
+  std::unique_ptr<uepoll::core::SignalBlock> blocked;
+  for (;;) {
+    if (w) w->prepare();
+    int count = 0;
+    for (nfds_t i = 0; i < nfds; ++i) {
+      const int fd = fds[i].fd;
+      short rev = 0;
+      if (fd < 0) {
+        rev = 0;
+      } else if (uepoll::fd::in_range(fd)) {
+        if (!slots[i].file) {
+          rev = POLLNVAL;
+        } else {
+          const uint32_t want = static_cast<uint16_t>(fds[i].events) | POLLERR | POLLHUP;
+          rev = static_cast<short>(slots[i].file->poll(0) & want);
+        }
+      } else {
+        continue;  // filled in from the kernel below
+      }
+      fds[i].revents = rev;
+      if (rev) ++count;
+    }
+    if (!kfds.empty()) {
+      // The kernel descriptors' state right now (timeout 0).
+      int r = ::poll(kfds.data(), kfds.size(), 0);
+      if (r < 0) return -errno;
+      for (size_t k = 0; k < kfds.size(); ++k) {
+        fds[kindex[k]].revents = kfds[k].revents;
+        if (kfds[k].revents) ++count;
+      }
+    }
+    if (count > 0 || timeout == 0) return count;
+    if (dp && uepoll::core::deadline_passed(deadline)) return 0;
+
+    if (!w) {
+      int err = 0;
+      w = uepoll::core::ThreadWaiter::self(&err);
+      if (!w) return -err;
+      blocked = std::make_unique<uepoll::core::SignalBlock>();
+      w->prepare();
+      for (nfds_t i = 0; i < nfds; ++i) {
+        PollSlot& p = slots[i];
+        if (!p.file) continue;
+        p.entry.entry.fn = &uepoll::core::WaiterEntry::wake;
+        p.entry.waiter = w;
+        p.entry.mask = static_cast<uint16_t>(fds[i].events) | POLLERR | POLLHUP;
+        p.file->wq().lock();
+        p.file->wq().add_locked(&p.entry.entry);
+        p.file->wq().unlock();
+        p.queued = true;
+      }
+      continue;  // re-check now that we are queued
+    }
+    int s;
+    if (kfds.empty()) {
+      s = w->sleep(dp, &blocked->saved());
+    } else {
+      // Sleep on the kernel descriptors and our waiter at once.
+      s = w->sleep_with(kfds.data(), kfds.size(), dp, &blocked->saved());
+    }
+    if (s == -EINTR) return -EINTR;
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+ssize_t uep_read(int fd, void* buf, size_t count) {
+  if (!uepoll::fd::in_range(fd)) return ::read(fd, buf, count);
+  FileRef f(uepoll::fd::lookup(fd));
+  if (!f) return to_c_ssize(-EBADF);
+  if (!user_range_ok(buf, count)) return to_c_ssize(-EFAULT);
+  if (count > kMaxRwCount) count = kMaxRwCount;
+  return to_c_ssize(f->read(buf, count));
+}
+
+ssize_t uep_write(int fd, const void* buf, size_t count) {
+  if (!uepoll::fd::in_range(fd)) return ::write(fd, buf, count);
+  FileRef f(uepoll::fd::lookup(fd));
+  if (!f) return to_c_ssize(-EBADF);
+  if (!user_range_ok(buf, count)) return to_c_ssize(-EFAULT);
+  if (count > kMaxRwCount) count = kMaxRwCount;
+  return to_c_ssize(f->write(buf, count));
+}
+
+int uep_close(int fd) {
+  if (!uepoll::fd::in_range(fd)) return ::close(fd);
+  uepoll::core::File* f = uepoll::fd::remove(fd);
+  if (!f) return to_c(-EBADF);
+  f->put();
+  return 0;
+}
+
+int uep_dup(int oldfd) {
+  if (!uepoll::fd::in_range(oldfd)) return ::dup(oldfd);
+  uepoll::core::File* f = uepoll::fd::lookup(oldfd);
+  if (!f) return to_c(-EBADF);
+  int fd = uepoll::fd::install(f);  // the lookup's reference moves to the new slot
+  if (fd < 0) f->put();
+  return to_c(fd);
+}
+
+int uep_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
+  bool any_uepoll = false;
+  if (nfds && reinterpret_cast<uintptr_t>(fds) >= 4096 && user_range_ok(fds, nfds * sizeof(struct pollfd))) {
+    for (nfds_t i = 0; i < nfds; ++i)
+      if (fds[i].fd >= 0 && uepoll::fd::in_range(fds[i].fd)) any_uepoll = true;
+  }
+  if (!any_uepoll) return ::poll(fds, nfds, timeout);
+  return to_c(do_poll(fds, nfds, timeout));
+}
+
+int uep_shutdown(int sockfd, int how) {
+  if (!uepoll::fd::in_range(sockfd)) return ::shutdown(sockfd, how);
+  FileRef f(uepoll::fd::lookup(sockfd));
+  if (!f) return to_c(-EBADF);
+  return to_c(f->shutdown(how));
+}
+
+int uep_is_uepoll_fd(int fd) {
+  if (!uepoll::fd::in_range(fd)) return 0;
+  FileRef f(uepoll::fd::lookup(fd));
+  return f ? 1 : 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,54 @@
+// block.h - block_on(): the one way a blocking read or write sleeps.
+//
+// op() is called with wq locked and returns a result, or -EAGAIN when the
+// caller should wait.  For a non-blocking file the -EAGAIN is returned.
+// Otherwise the thread queues a WaiterEntry on wq (non-exclusive, woken by
+// any key intersecting wait_mask), sleeps, and retries; a signal handler
+// ends the call with -EINTR (documented in docs/linux-deviations.md: Linux
+// restarts pipe reads under SA_RESTART, uepoll returns EINTR).
+//
+// Locks: takes wq (level 6); op runs under it and must not take lower
+// levels.  Never holds a lock while sleeping.
+#pragma once
+
+#include "core/waiter.h"
+#include "core/waitqueue.h"
+
+#include <cerrno>
+
+namespace uepoll::core {
+
+template <class Op>
+long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op) noexcept {
+  wq.lock();
+  long r = op();
+  wq.unlock();
+  if (r != -EAGAIN || nonblock) return r;
+
+  int err = 0;
+  ThreadWaiter* w = ThreadWaiter::self(&err);
+  if (!w) return -err;
+  WaiterEntry we;
+  we.entry.fn = &WaiterEntry::wake;
+  we.waiter = w;
+  we.mask = wait_mask;
+  SignalBlock blocked;
+  for (;;) {
+    w->prepare();
+    wq.lock();
+    r = op();
+    if (r != -EAGAIN) {
+      wq.unlock();
+      return r;
+    }
+    wq.add_locked(&we.entry);
+    wq.unlock();
+    int s = w->sleep(nullptr, &blocked.saved());
+    wq.lock();
+    if (we.entry.queued()) wq.remove_locked(&we.entry);
+    wq.unlock();
+    if (s == -EINTR) return -EINTR;
+  }
+}
+
+}  // namespace uepoll::core

@@ -1,0 +1,67 @@
+// file.cpp - File references and the release sequence (see file.h).
+// Locks: none directly; release calls into epoll/release.h which takes
+// instance shard, wait-queue and ready locks.
+#include "core/file.h"
+
+#include "core/alloc.h"
+#include "epoll/release.h"
+
+#include <cerrno>
+#include <fcntl.h>
+
+namespace uepoll::core {
+
+namespace {
+std::atomic<uint64_t> g_next_file_id{1};
+}
+
+File::File(FileKind kind, int status_flags) noexcept
+    : status_flags_(status_flags),
+      kind_(kind),
+      id_(g_next_file_id.fetch_add(1, std::memory_order_relaxed)) {}
+
+bool File::nonblocking() const noexcept { return (status_flags() & O_NONBLOCK) != 0; }
+
+bool File::tryget() noexcept {
+  long r = refs_.load(std::memory_order_relaxed);
+  while (r > 0) {
+    // acquire: pairs with the release in put(), so a successful tryget
+    // sees the file fully constructed and not yet torn down.
+    if (refs_.compare_exchange_weak(r, r + 1, std::memory_order_acquire, std::memory_order_relaxed))
+      return true;
+  }
+  return false;
+}
+
+void File::put() noexcept {
+  // acq_rel: the last put must see every write made under earlier refs.
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  epoll::release_file(this);  // Linux: eventpoll_release() in __fput()
+  on_release();
+  dispose();
+}
+
+bool File::put_unless_last() noexcept {
+  long r = refs_.load(std::memory_order_relaxed);
+  while (r > 1) {
+    if (refs_.compare_exchange_weak(r, r - 1, std::memory_order_acq_rel, std::memory_order_relaxed))
+      return true;
+  }
+  return false;
+}
+
+void File::retire_memory() noexcept {
+  retired_.free_fn = &File::free_retired;
+  retired_.object = this;
+  reclaim::retire(&retired_);
+}
+
+void File::free_retired(reclaim::Retired* r) noexcept {
+  destroy(static_cast<File*>(r->object));
+}
+
+ssize_t File::read(void*, size_t) noexcept { return -EINVAL; }
+ssize_t File::write(const void*, size_t) noexcept { return -EINVAL; }
+int File::shutdown(int) noexcept { return -ENOTSOCK; }
+
+}  // namespace uepoll::core

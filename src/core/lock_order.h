@@ -1,0 +1,48 @@
+// lock_order.h - every lock in uepoll, its acquire order, and what it guards.
+//
+// This is the one place the order is stated (docs/design.md mirrors it).
+// Locks are taken from 1 to 7; a thread holding lock k may only take locks
+// with a larger number, except where "nested" says the same class is taken
+// again one nesting level further down (parent before child, exactly as
+// Linux's ep->mtx subclasses; the topology check forbids cycles, so the
+// chain is acyclic and at most EP_MAX_NESTS + 1 deep).
+//
+//  1. Topology::lock_          (process-wide std::shared_mutex, its own cache
+//                               line).  Exclusive: adding an instance to an
+//                               instance (loop, depth and path checks).
+//                               Shared: adding a leaf file to an instance that
+//                               is itself watched (2026 seed).  Never taken on
+//                               DEL, MOD, wait, or ADD to a flat instance.
+//  2. Topology target mutexes  (64 hashed std::mutex, one per target file
+//                               hash).  Taken under 1 (shared) to serialize
+//                               path checks for one target file.
+//  3. Instance::ctl_mutex_     (per instance; only when the "concurrent_ctl"
+//                               knob is off: Linux's ep->mtx for ctl).
+//  4. Instance shard lock      (per instance, 16 shards): the item hash for
+//                               its keys, the items' registration state,
+//                               MOD's seqlock writes.  Nested: a shard of a
+//                               parent is held while polling a child.
+//  5. Instance::scan_mutex_    (per instance std::mutex, Linux's ep->mtx for
+//                               the harvest): serializes harvests and
+//                               readiness scans of one instance.  Nested:
+//                               parent's before child's (poll of a child).
+//  6. WaitQueue::lock_         (per wait queue SpinLock).  A file's wait
+//                               queue lock is also that object's state lock
+//                               (counter, buffer).  Wake callbacks run under
+//                               it.  Nested: a child instance's poll queue
+//                               lock is taken inside a leaf's queue lock
+//                               while a wakeup climbs the nesting.
+//  7. Instance::ready_lock_    (per instance SpinLock, Linux's ep->lock):
+//                               ready list, overflow list, item list links
+//                               and flags.  Inside it: the instance's own
+//                               waiter queue lock (6, a different queue),
+//                               which is never held while taking any 7.
+//
+// Never held across a blocking call: 6 and 7 (SpinLocks).  No lock is held
+// while a thread sleeps in a wait.  Kernel calls made under 6/7 are limited
+// to eventfd writes that wake a sleeping thread.
+//
+// Not locks, but ordering rules: fd-table lookups are lock-free under an
+// epoch guard (core/reclaim.h); item lifetimes are reference counts
+// (epoll/item.h).
+#pragma once

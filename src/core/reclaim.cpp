@@ -1,0 +1,156 @@
+// reclaim.cpp - epoch-based reclamation (see reclaim.h).
+//
+// Epoch E (global).  A thread inside a ReadGuard publishes (E_seen << 1) | 1
+// in its record; outside it publishes 0.  E may advance from e to e+1 only
+// when every active record published e.  An object retired while E == e is
+// unlinked before retire() read E, so any reader that can still reach it
+// published an epoch <= e; once E >= e + 2 every such reader has left.
+// All of these loads and stores are seq_cst: the unlink (a seq_cst store or
+// exchange on the slot), retire's load of E, the advance, a reader's
+// publication and its load of the slot are one total order.
+//
+// Locks: g_registry_mutex for record registration and the orphan list.
+#include "core/reclaim.h"
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+namespace uepoll::core::reclaim {
+
+namespace {
+
+struct alignas(64) ThreadRecord {
+  std::atomic<uint64_t> state{0};     // 0 = quiescent, else (epoch<<1)|1
+  std::atomic<bool> in_use{false};
+  ThreadRecord* next_record = nullptr;  // immutable once published
+  // Owner-only fields:
+  unsigned depth = 0;
+  Retired* retired = nullptr;
+  unsigned long retired_count = 0;
+};
+
+std::atomic<uint64_t> g_epoch{2};
+std::atomic<ThreadRecord*> g_records{nullptr};
+std::mutex g_registry_mutex;
+Retired* g_orphans = nullptr;  // guarded by g_registry_mutex
+
+ThreadRecord* acquire_record() {
+  for (ThreadRecord* r = g_records.load(std::memory_order_acquire); r; r = r->next_record) {
+    bool expected = false;
+    if (!r->in_use.load(std::memory_order_relaxed) &&
+        r->in_use.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
+      return r;
+  }
+  auto* r = new ThreadRecord();
+  r->in_use.store(true, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> g(g_registry_mutex);
+  r->next_record = g_records.load(std::memory_order_relaxed);
+  // release: pairs with the acquire loads that walk the registry.
+  g_records.store(r, std::memory_order_release);
+  return r;
+}
+
+// Runs the free functions of every object in *list retired at or before
+// `safe`; keeps the others.  Returns how many it kept.
+unsigned long reap(Retired** list, uint64_t safe) {
+  unsigned long kept = 0;
+  Retired** link = list;
+  while (Retired* r = *link) {
+    if (r->epoch <= safe) {
+      *link = r->next;
+      r->free_fn(r);
+    } else {
+      link = &r->next;
+      ++kept;
+    }
+  }
+  return kept;
+}
+
+// Advances the epoch if every active reader has seen the current one.
+uint64_t try_advance() {
+  uint64_t e = g_epoch.load(std::memory_order_seq_cst);
+  for (ThreadRecord* r = g_records.load(std::memory_order_acquire); r; r = r->next_record) {
+    uint64_t s = r->state.load(std::memory_order_seq_cst);
+    if ((s & 1) && (s >> 1) != e) return e;
+  }
+  g_epoch.compare_exchange_strong(e, e + 1, std::memory_order_seq_cst);
+  return g_epoch.load(std::memory_order_seq_cst);
+}
+
+void reap_orphans(uint64_t safe) {
+  std::unique_lock<std::mutex> g(g_registry_mutex, std::try_to_lock);
+  if (g.owns_lock() && g_orphans) reap(&g_orphans, safe);
+}
+
+struct RecordHolder {
+  ThreadRecord* rec = nullptr;
+  ~RecordHolder() {
+    if (!rec) return;
+    if (rec->retired) {
+      std::lock_guard<std::mutex> g(g_registry_mutex);
+      Retired* last = rec->retired;
+      while (last->next) last = last->next;
+      last->next = g_orphans;
+      g_orphans = rec->retired;
+      rec->retired = nullptr;
+      rec->retired_count = 0;
+    }
+    rec->state.store(0, std::memory_order_seq_cst);
+    rec->in_use.store(false, std::memory_order_release);
+  }
+};
+thread_local RecordHolder tls_record;
+
+ThreadRecord* self() {
+  if (!tls_record.rec) tls_record.rec = acquire_record();
+  return tls_record.rec;
+}
+
+}  // namespace
+
+ReadGuard::ReadGuard() noexcept {
+  ThreadRecord* r = self();
+  if (r->depth++ == 0) {
+    uint64_t e = g_epoch.load(std::memory_order_seq_cst);
+    r->state.store((e << 1) | 1, std::memory_order_seq_cst);
+  }
+}
+
+ReadGuard::~ReadGuard() {
+  ThreadRecord* r = tls_record.rec;
+  if (--r->depth == 0) r->state.store(0, std::memory_order_seq_cst);
+}
+
+void retire(Retired* obj) noexcept {
+  ThreadRecord* r = self();
+  obj->epoch = g_epoch.load(std::memory_order_seq_cst);
+  obj->next = r->retired;
+  r->retired = obj;
+  if (++r->retired_count >= 32) {
+    uint64_t e = try_advance();
+    r->retired_count = reap(&r->retired, e - 2);
+    reap_orphans(e - 2);
+  }
+}
+
+unsigned long drain() noexcept {
+  ThreadRecord* r = self();
+  for (int i = 0; i < 1000; ++i) {
+    uint64_t e = try_advance();
+    r->retired_count = reap(&r->retired, e - 2);
+    {
+      std::lock_guard<std::mutex> g(g_registry_mutex);
+      reap(&g_orphans, e - 2);
+      if (!r->retired && !g_orphans) return 0;
+    }
+    std::this_thread::yield();
+  }
+  std::lock_guard<std::mutex> g(g_registry_mutex);
+  unsigned long n = r->retired_count;
+  for (Retired* o = g_orphans; o; o = o->next) ++n;
+  return n;
+}
+
+}  // namespace uepoll::core::reclaim

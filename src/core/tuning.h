@@ -1,0 +1,25 @@
+// tuning.h - the run-time switches behind include/uepoll/tuning.h.  Each
+// scaling mechanism can be turned off so that one build shows a seed's
+// before/after table.  Read with relaxed loads on every call: a knob is a
+// policy choice, it guards no data.
+#pragma once
+
+#include <atomic>
+
+namespace uepoll::core {
+
+struct Knobs {
+  std::atomic<bool> rcu_ctl{true};               // 2013 seed
+  std::atomic<bool> lockless_nested_poll{true};  // 2017 seed
+  std::atomic<bool> exclusive_autoremove{true};  // 2020 seed
+  std::atomic<bool> alloc_reuse{true};           // 2024 seed
+  std::atomic<bool> parallel_nested_add{true};   // 2026 seed
+  std::atomic<bool> concurrent_ctl{true};        // beyond Linux
+  std::atomic<long> max_user_watches{-1};        // -1: not read yet
+};
+
+Knobs& knobs() noexcept;
+
+inline bool knob(const std::atomic<bool>& k) noexcept { return k.load(std::memory_order_relaxed); }
+
+}  // namespace uepoll::core

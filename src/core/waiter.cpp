@@ -1,0 +1,151 @@
+// waiter.cpp - ThreadWaiter: eventfd + ppoll sleeping, Dekker-style kick.
+// Locks: none.
+#include "core/waiter.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+namespace uepoll::core {
+
+namespace {
+thread_local ThreadWaiter* tls_waiter = nullptr;
+struct WaiterHolder {
+  ThreadWaiter* w = nullptr;
+  ~WaiterHolder() { delete w; }
+};
+thread_local WaiterHolder tls_holder;
+}  // namespace
+
+ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
+  if (tls_waiter) return tls_waiter;
+  int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (fd < 0) {
+    if (errno_out) *errno_out = errno;
+    return nullptr;
+  }
+  auto* w = new (std::nothrow) ThreadWaiter();
+  if (!w) {
+    ::close(fd);
+    if (errno_out) *errno_out = ENOMEM;
+    return nullptr;
+  }
+  w->efd_ = fd;
+  tls_holder.w = w;
+  tls_waiter = w;
+  return w;
+}
+
+ThreadWaiter::~ThreadWaiter() {
+  if (efd_ >= 0) ::close(efd_);
+  tls_waiter = nullptr;
+}
+
+void ThreadWaiter::kick() noexcept {
+  woken_.store(true, std::memory_order_seq_cst);
+  if (sleeping_.load(std::memory_order_seq_cst)) {
+    uint64_t one = 1;
+    ssize_t r = ::write(efd_, &one, sizeof one);
+    (void)r;  // EAGAIN only if the counter is near overflow: still readable
+  }
+}
+
+int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const timespec* deadline,
+                             const sigset_t* mask) noexcept {
+  pollfd small[8];
+  pollfd* p = small;
+  std::unique_ptr<pollfd[]> big;
+  if (n_extra + 1 > 8) {
+    big.reset(new (std::nothrow) pollfd[n_extra + 1]);
+    if (!big) return -ENOMEM;
+    p = big.get();
+  }
+  for (unsigned long i = 0; i < n_extra; ++i) p[i + 1] = extra[i];
+  for (;;) {
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (woken_.load(std::memory_order_seq_cst)) {
+      sleeping_.store(false, std::memory_order_relaxed);
+      return 1;
+    }
+    timespec rel{};
+    const timespec* relp = nullptr;
+    if (deadline) {
+      timespec now = monotonic_now();
+      long long ns = (deadline->tv_sec - now.tv_sec) * 1000000000LL + (deadline->tv_nsec - now.tv_nsec);
+      if (ns <= 0) {
+        sleeping_.store(false, std::memory_order_relaxed);
+        return woken() ? 1 : 0;
+      }
+      rel.tv_sec = ns / 1000000000LL;
+      rel.tv_nsec = ns % 1000000000LL;
+      relp = &rel;
+    }
+    p[0] = pollfd{efd_, POLLIN, 0};
+    int r = ::ppoll(p, n_extra + 1, relp, mask);
+    int saved_errno = errno;
+    sleeping_.store(false, std::memory_order_relaxed);
+    if (r > 0 && (p[0].revents & POLLIN)) {
+      uint64_t v;
+      ssize_t n = ::read(efd_, &v, sizeof v);  // drain; stale counts are harmless
+      (void)n;
+    }
+    if (woken()) return 1;
+    if (r > 0 && !(p[0].revents & POLLIN)) return 1;  // a kernel descriptor is ready
+    if (r < 0 && saved_errno == EINTR) return -EINTR;
+    if (r == 0) return 0;
+    // Spurious: an eventfd count left from a kick that raced a timeout.
+  }
+}
+
+int WaiterEntry::wake(WaitEntry* e, uint32_t key) noexcept {
+  auto* we = reinterpret_cast<WaiterEntry*>(e);
+  if (key && we->mask && !(key & we->mask)) return 0;
+  if (we->autoremove) WaitQueue::unlink_self(e);
+  we->waiter->kick();
+  return 1;
+}
+
+timespec monotonic_now() noexcept {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t;
+}
+
+timespec deadline_after(const timespec& rel) noexcept {
+  timespec t = monotonic_now();
+  // Saturating add (Linux timespec64_add_safe).
+  constexpr time_t kMax = static_cast<time_t>(INT64_MAX / 2);
+  if (rel.tv_sec >= kMax - t.tv_sec) return timespec{kMax, 0};
+  t.tv_sec += rel.tv_sec;
+  t.tv_nsec += rel.tv_nsec;
+  if (t.tv_nsec >= 1000000000L) {
+    t.tv_sec++;
+    t.tv_nsec -= 1000000000L;
+  }
+  return t;
+}
+
+timespec deadline_after_ms(long ms) noexcept {
+  timespec rel{static_cast<time_t>(ms / 1000), static_cast<long>((ms % 1000) * 1000000L)};
+  return deadline_after(rel);
+}
+
+bool deadline_passed(const timespec& d) noexcept {
+  timespec now = monotonic_now();
+  return now.tv_sec > d.tv_sec || (now.tv_sec == d.tv_sec && now.tv_nsec >= d.tv_nsec);
+}
+
+SignalBlock::SignalBlock() noexcept {
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &saved_);
+}
+
+SignalBlock::~SignalBlock() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+
+}  // namespace uepoll::core

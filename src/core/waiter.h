@@ -1,0 +1,94 @@
+// waiter.h - how a thread sleeps and how it is woken.
+//
+// Each thread has one ThreadWaiter with a kernel eventfd.  Sleeping is
+// ppoll() on that eventfd, which (a) really sleeps in the kernel, (b) returns
+// EINTR when a signal handler runs, whatever SA_RESTART says, and (c) swaps
+// in a signal mask atomically for the duration of the sleep: exactly what
+// epoll_wait / epoll_pwait need (spec section 8.5).  A wakeup writes the
+// eventfd only when the sleeper has announced it is (about to be) asleep.
+//
+// Locks: none.  kick() may be called with any lock held (it makes at most
+// one eventfd write).  A thread's ThreadWaiter is only touched by other
+// threads while one of its entries is queued on a wait queue, under that
+// queue's lock; the owner dequeues under the same lock before it returns.
+#pragma once
+
+#include "core/waitqueue.h"
+
+#include <atomic>
+#include <cstddef>
+#include <csignal>
+#include <ctime>
+
+struct pollfd;
+
+namespace uepoll::core {
+
+class ThreadWaiter {
+ public:
+  // This thread's waiter; its eventfd is created on first use.  nullptr if
+  // the eventfd could not be created (EMFILE/ENFILE/ENOMEM in errno_out).
+  static ThreadWaiter* self(int* errno_out) noexcept;
+
+  // Clears the woken flag before the waiter is queued anywhere.
+  void prepare() noexcept { woken_.store(false, std::memory_order_relaxed); }
+  bool woken() const noexcept { return woken_.load(std::memory_order_seq_cst); }
+
+  // Sleeps until kick(), the absolute CLOCK_MONOTONIC deadline (nullptr =
+  // forever), or a signal handler.  ppoll runs with `mask` (nullptr = the
+  // thread's current mask).  Returns 1 when kicked, 0 at the deadline,
+  // -EINTR after a signal handler ran.
+  int sleep(const timespec* deadline, const sigset_t* mask) noexcept { return sleep_with(nullptr, 0, deadline, mask); }
+  // The same, also returning 1 when one of the kernel descriptors in
+  // `extra` becomes ready (poll() over uepoll and kernel descriptors).
+  int sleep_with(struct pollfd* extra, unsigned long n_extra, const timespec* deadline,
+                 const sigset_t* mask) noexcept;
+
+  // Wakes the owner.  Safe from any thread holding any lock.
+  void kick() noexcept;
+
+  ~ThreadWaiter();
+
+ private:
+  ThreadWaiter() = default;
+  // seq_cst pair (Dekker): the sleeper stores sleeping_ then loads woken_;
+  // the waker stores woken_ then loads sleeping_.  At least one of them sees
+  // the other's store, so a wakeup is never lost between check and ppoll.
+  std::atomic<bool> woken_{false};
+  std::atomic<bool> sleeping_{false};
+  int efd_ = -1;
+};
+
+// A wait entry that kicks a ThreadWaiter.  Used by epoll_wait (exclusive,
+// autoremove), poll() and blocking read/write (non-exclusive, stays queued).
+struct WaiterEntry {
+  WaitEntry entry;           // first member: WaitEntry* <-> WaiterEntry*
+  ThreadWaiter* waiter = nullptr;
+  uint32_t mask = 0;         // poll(): the events this entry waits for; 0 = any
+  bool autoremove = false;   // dequeue itself when it takes a wakeup
+
+  // Wake function for all WaiterEntry entries.
+  static int wake(WaitEntry* e, uint32_t key) noexcept;
+};
+static_assert(offsetof(WaiterEntry, entry) == 0);
+
+// Absolute CLOCK_MONOTONIC deadline helpers.
+timespec monotonic_now() noexcept;
+timespec deadline_after_ms(long ms) noexcept;
+timespec deadline_after(const timespec& rel) noexcept;
+bool deadline_passed(const timespec& d) noexcept;
+
+// Blocks every signal in the calling thread for its lifetime and restores
+// the previous mask on destruction (used around the check-then-sleep
+// sequence so that a handler cannot run between the check and ppoll).
+class SignalBlock {
+ public:
+  SignalBlock() noexcept;
+  ~SignalBlock();
+  const sigset_t& saved() const noexcept { return saved_; }
+
+ private:
+  sigset_t saved_;
+};
+
+}  // namespace uepoll::core

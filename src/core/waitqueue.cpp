@@ -1,0 +1,43 @@
+// waitqueue.cpp - WaitQueue list operations and the wakeup walk.
+// Locks: none taken here; every function requires the queue's lock.
+#include "core/waitqueue.h"
+
+namespace uepoll::core {
+
+void WaitQueue::add_locked(WaitEntry* e) noexcept {
+  e->flags &= ~WaitEntry::kExclusive;
+  e->prev = &head_;
+  e->next = head_.next;
+  head_.next->prev = e;
+  head_.next = e;
+  count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void WaitQueue::add_exclusive_locked(WaitEntry* e) noexcept {
+  e->flags |= WaitEntry::kExclusive;
+  e->next = &head_;
+  e->prev = head_.prev;
+  head_.prev->next = e;
+  head_.prev = e;
+  count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void WaitQueue::unlink_self(WaitEntry* e) noexcept {
+  e->prev->next = e->next;
+  e->next->prev = e->prev;
+  e->prev = e->next = nullptr;
+}
+
+void WaitQueue::wake_locked(uint32_t key, int nr_exclusive) noexcept {
+  WaitEntry* e = head_.next;
+  while (e != &head_) {
+    WaitEntry* next = e->next;  // e may remove itself
+    const bool exclusive = (e->flags & WaitEntry::kExclusive) != 0;
+    const int took = e->fn(e, key);
+    if (!e->queued()) count_.fetch_sub(1, std::memory_order_relaxed);  // autoremoved
+    if (took && exclusive && --nr_exclusive == 0) break;
+    e = next;
+  }
+}
+
+}  // namespace uepoll::core

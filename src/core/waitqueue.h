@@ -1,0 +1,95 @@
+// waitqueue.h - WaitQueue and WaitEntry: Linux's wait_queue_head_t in user
+// space.  Every pollable file owns one; an epoll instance owns a second for
+// its epoll_wait sleepers.
+//
+// Locks: WaitQueue::lock_ (level 6 of core/lock_order.h).  The lock is also
+// the owning object's state lock: objects change their state and call
+// wake_locked() while holding it, so a poll that takes the lock sees either
+// the old state without the wakeup or the new state.
+//
+// Wake callbacks run with the lock held.  A callback may remove its own
+// entry (autoremove) but no other; it may take locks of higher levels and
+// the wait-queue lock of a nested instance (one level down the nesting).
+#pragma once
+
+#include "core/spinlock.h"
+
+#include <atomic>
+#include <cstdint>
+
+namespace uepoll::core {
+
+struct WaitEntry;
+// Returns nonzero when the entry "took" the wakeup (counts against
+// nr_exclusive for exclusive entries), like Linux's wait_queue_func_t.
+using WakeFn = int (*)(WaitEntry* entry, uint32_t key);
+
+struct WaitEntry {
+  enum : uint32_t {
+    kExclusive = 1u << 0,  // WQ_FLAG_EXCLUSIVE: queued at the tail, wakes one
+    kItem = 1u << 1,       // the entry is an epoll item (epoll/item.h)
+  };
+  WaitEntry* prev = nullptr;  // guarded by the queue's lock; null = not queued
+  WaitEntry* next = nullptr;  // guarded by the queue's lock
+  WakeFn fn = nullptr;        // immutable while queued
+  uint32_t flags = 0;         // immutable while queued
+
+  bool queued() const noexcept { return prev != nullptr; }
+};
+
+class WaitQueue {
+ public:
+  WaitQueue() noexcept { head_.prev = head_.next = &head_; }
+  WaitQueue(const WaitQueue&) = delete;
+  WaitQueue& operator=(const WaitQueue&) = delete;
+
+  void lock() noexcept { lock_.lock(); }
+  void unlock() noexcept { lock_.unlock(); }
+  bool is_locked() const noexcept { return lock_.is_locked(); }
+
+  // Preconditions: lock held.  Non-exclusive entries go to the head,
+  // exclusive ones to the tail (Linux add_wait_queue / _exclusive).
+  void add_locked(WaitEntry* e) noexcept;
+  void add_exclusive_locked(WaitEntry* e) noexcept;
+  // Preconditions: lock held; e queued on this queue.
+  void remove_locked(WaitEntry* e) noexcept {
+    unlink_self(e);
+    count_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  // For a wake callback only: unlinks its own entry (autoremove);
+  // wake_locked() notices and keeps the count exact.
+  static void unlink_self(WaitEntry* e) noexcept;
+  bool active_locked() const noexcept { return head_.next != &head_; }
+  // Lock-free hint: entries queued right now (Linux waitqueue_active()).
+  // Relaxed: callers read it after releasing a lock that the adder took
+  // after queueing (see Instance::wake_callback), which orders the two.
+  bool active_hint() const noexcept { return count_.load(std::memory_order_relaxed) != 0; }
+
+  // Preconditions: lock held.  Calls every non-exclusive entry and exclusive
+  // entries in FIFO order until nr_exclusive of them returned nonzero
+  // (Linux __wake_up_common).  key: the EPOLL* bits of the event, 0 = any.
+  void wake_locked(uint32_t key, int nr_exclusive = 1) noexcept;
+
+  // Convenience: lock, wake, unlock.
+  void wake(uint32_t key) noexcept {
+    lock();
+    wake_locked(key);
+    unlock();
+  }
+
+  // Preconditions: lock held.  Visits every entry with the kItem flag, first
+  // to last; stops when fn returns true.
+  template <class F>
+  WaitEntry* find_locked(F&& pred) noexcept {
+    for (WaitEntry* e = head_.next; e != &head_; e = e->next)
+      if (pred(e)) return e;
+    return nullptr;
+  }
+
+ private:
+  SpinLock lock_;
+  std::atomic<uint32_t> count_{0};  // entries queued; written under lock_
+  WaitEntry head_;  // sentinel of a circular doubly linked list
+};
+
+}  // namespace uepoll::core

@@ -1,0 +1,711 @@
+// instance.cpp - epoll instance: ctl, wake callback, harvest, wait, poll.
+//
+// Locks (core/lock_order.h): topology (1, 2) through topology::Guard; the
+// ctl mutex (3) only with concurrent_ctl off; a shard lock (4) around each
+// ctl; scan_mutex_ (5) around harvests and readiness scans; target files'
+// wait-queue locks (6) to link/unlink items; ready_lock_ (7) for the lists,
+// with waiters_' lock inside it.  No lock is held while sleeping.
+#include "epoll/instance.h"
+
+#include "core/alloc.h"
+#include "core/tuning.h"
+#include "core/waiter.h"
+#include "epoll/item_cache.h"
+#include "epoll/topology.h"
+#include "epoll/watches.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <new>
+#include <optional>
+#include <vector>
+
+namespace uepoll::epoll {
+
+namespace {
+
+// Files pinned during a scan whose reference turned out to be the last one;
+// released after the scan mutex is dropped (a release takes shard locks).
+class DeferredPuts {
+ public:
+  void put(core::File* f) noexcept {
+    if (!f || f->put_unless_last()) return;
+    if (n_ < kMax)
+      files_[n_++] = f;
+    else
+      f->put();  // safe, only unusual: see lock_order.h on releases
+  }
+  ~DeferredPuts() {
+    for (int i = 0; i < n_; ++i) files_[i]->put();
+  }
+
+ private:
+  static constexpr int kMax = 16;
+  core::File* files_[kMax];
+  int n_ = 0;
+};
+
+// Linux access_ok(): user addresses end at TASK_SIZE on x86-64.
+constexpr uintptr_t kTaskSize = 0x00007ffffffff000ULL;
+
+bool user_range_ok(const void* p, size_t len) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  return a <= kTaskSize && len <= kTaskSize - a;
+}
+
+// The part of "copy_to_user faults" we can see without a system call: the
+// first page is never mapped.
+bool user_writable(const void* p) { return reinterpret_cast<uintptr_t>(p) >= 4096; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Construction and lifetime
+
+Instance::Instance(int status_flags) noexcept : core::File(core::FileKind::kEpoll, status_flags) {
+  rdllist_.prev = rdllist_.next = &rdllist_;
+}
+
+Instance::~Instance() {
+  for (Shard& s : shards_) core::raw_free(s.buckets);
+}
+
+Instance* Instance::create(int status_flags) noexcept {
+  void* p = core::raw_alloc(sizeof(Instance));
+  if (!p) return nullptr;
+  return new (p) Instance(status_flags);
+}
+
+void Instance::struct_put() noexcept {
+  if (struct_refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) retire_memory();
+}
+
+void Instance::item_unref(Item* it) noexcept {
+  // acq_rel: the last unref sees every write made by other holders.
+  if (it->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  Instance* ep = it->ep;
+  item_free(it);
+  ep->struct_put();
+}
+
+// Linux ep_clear_and_put(): remove every item.  Runs after release_file()
+// removed this instance from its parents.
+void Instance::on_release() noexcept {
+  for (Shard& s : shards_) {
+    std::lock_guard<std::mutex> g(s.mutex);
+    for (uint32_t b = 0; b < s.nbuckets; ++b) {
+      while (Item* it = s.buckets[b]) {
+        s.buckets[b] = it->hash_next;
+        --s.count;
+        detach_locked(it);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The item hash
+
+uint64_t Instance::hash_key(const core::File* f, int fd) noexcept {
+  uint64_t h = reinterpret_cast<uintptr_t>(f) ^ (static_cast<uint64_t>(static_cast<uint32_t>(fd)) << 32);
+  h ^= h >> 29;
+  h *= 0xBF58476D1CE4E5B9ULL;
+  h ^= h >> 32;
+  return h;
+}
+
+Item* Instance::find_locked(Shard& s, uint64_t h, const core::File* f, int fd) noexcept {
+  if (!s.nbuckets) return nullptr;
+  for (Item* it = *bucket_for(s, h); it; it = it->hash_next)
+    if (it->file == f && it->fd == fd) return it;
+  return nullptr;
+}
+
+bool Instance::reserve_bucket_locked(Shard& s) noexcept {
+  if (s.count < s.nbuckets) return true;
+  uint32_t n = s.nbuckets ? s.nbuckets * 2 : 4;
+  auto** nb = static_cast<Item**>(core::raw_alloc(sizeof(Item*) * n));
+  if (!nb) return s.nbuckets != 0;  // keep going with longer chains
+  std::memset(nb, 0, sizeof(Item*) * n);
+  Shard tmp;
+  tmp.buckets = nb;
+  tmp.nbuckets = n;
+  for (uint32_t b = 0; b < s.nbuckets; ++b) {
+    while (Item* it = s.buckets[b]) {
+      s.buckets[b] = it->hash_next;
+      Item** slot = bucket_for(tmp, hash_key(it->file, it->fd));
+      it->hash_next = *slot;
+      *slot = it;
+    }
+  }
+  core::raw_free(s.buckets);
+  s.buckets = nb;
+  s.nbuckets = n;
+  tmp.buckets = nullptr;
+  return true;
+}
+
+void Instance::unhash_locked(Shard& s, uint64_t h, Item* it) noexcept {
+  for (Item** p = bucket_for(s, h); *p; p = &(*p)->hash_next) {
+    if (*p == it) {
+      *p = it->hash_next;
+      it->hash_next = nullptr;
+      --s.count;
+      return;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Ready-list primitives (ready_lock_ held)
+
+void Instance::list_add_tail_locked(ListLink* head, Item* it) noexcept {
+  ListLink* l = &it->rdlink;
+  l->next = head;
+  l->prev = head->prev;
+  head->prev->next = l;
+  head->prev = l;
+}
+
+void Instance::list_add_head_locked(ListLink* head, Item* it) noexcept {
+  ListLink* l = &it->rdlink;
+  l->prev = head;
+  l->next = head->next;
+  head->next->prev = l;
+  head->next = l;
+}
+
+void Instance::list_del_locked(Item* it) noexcept {
+  ListLink* l = &it->rdlink;
+  l->prev->next = l->next;
+  l->next->prev = l->prev;
+  l->prev = l->next = nullptr;
+}
+
+// Linux ep_start_scan(): steal the ready list, divert callbacks to ovflist.
+void Instance::start_scan_locked(ListLink* tx) noexcept {
+  if (rdllist_.next == &rdllist_) {
+    tx->prev = tx->next = tx;
+  } else {
+    tx->next = rdllist_.next;
+    tx->prev = rdllist_.prev;
+    tx->next->prev = tx;
+    tx->prev->next = tx;
+    rdllist_.prev = rdllist_.next = &rdllist_;
+  }
+  ovflist_ = nullptr;
+}
+
+// Linux ep_done_scan(): ovflist items (LIFO) are head-inserted, which puts
+// them back in arrival order; then what the scan did not reach goes to the
+// front; then wake one waiter if anything is ready.
+void Instance::done_scan_locked(ListLink* tx) noexcept {
+  Item* next;
+  for (Item* it = ovflist_; it != nullptr; it = next) {
+    next = it->ovf_next;
+    it->ovf_next = kOvfInactive;
+    if (it->registered && !it->linked()) list_add_head_locked(&rdllist_, it);
+    // Drop the overflow list's reference.  Never the last while registered;
+    // if unregistered, freeing it here is fine (item_free takes no lock).
+    item_unref(it);
+  }
+  ovflist_ = kOvfInactive;
+  if (tx->next != tx) {
+    ListLink* first = tx->next;
+    ListLink* last = tx->prev;
+    last->next = rdllist_.next;
+    rdllist_.next->prev = last;
+    rdllist_.next = first;
+    first->prev = &rdllist_;
+  }
+  if (rdllist_.next != &rdllist_ && waiters_.active_hint()) {
+    waiters_.lock();
+    waiters_.wake_locked(0);
+    waiters_.unlock();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Wakeups
+
+// Linux ep_poll_callback(): runs under the target file's wait-queue lock.
+int Instance::wake_callback(core::WaitEntry* e, uint32_t key) noexcept {
+  Item* it = Item::from_wait(e);
+  Instance* ep = it->ep;
+  int ewake = 0;
+  bool pwake = false;
+  // relaxed: see item.h; MOD's re-poll after its write covers the race.
+  const uint32_t events = it->events.load(std::memory_order_relaxed);
+
+  ep->ready_lock_.lock();
+  if (!(events & ~kPrivateBits)) goto out;   // disabled (a fired ONESHOT)
+  if (key && !(key & events)) goto out;      // not an event we want
+  if (ep->ovflist_ != kOvfInactive) {        // a harvest is running
+    if (it->ovf_next == kOvfInactive) {
+      it->ovf_next = ep->ovflist_;
+      ep->ovflist_ = it;
+      it->refs.fetch_add(1, std::memory_order_relaxed);
+    }
+  } else if (!it->linked()) {
+    ep->list_add_tail_locked(&ep->rdllist_, it);
+  }
+  if (ep->waiters_.active_hint()) {
+    if (events & EPOLLEXCLUSIVE) {  // (no POLLFREE keys: uepoll queues are never torn down under an item)
+      switch (key & kInOutBits) {
+        case EPOLLIN:
+          if (events & EPOLLIN) ewake = 1;
+          break;
+        case EPOLLOUT:
+          if (events & EPOLLOUT) ewake = 1;
+          break;
+        case 0:
+          ewake = 1;
+          break;
+      }
+    }
+    ep->waiters_.lock();
+    ep->waiters_.wake_locked(0);
+    ep->waiters_.unlock();
+  }
+  pwake = ep->wq().active_hint();
+out:
+  ep->ready_lock_.unlock();
+  // Linux ep_poll_safewake(): parents and poll() callers, key EPOLLIN.
+  if (pwake) ep->wq().wake(EPOLLIN);
+  if (!(events & EPOLLEXCLUSIVE)) ewake = 1;
+  return ewake;
+}
+
+void Instance::queue_ready(Item* it) noexcept {
+  bool pwake = false;
+  ready_lock_.lock();
+  bool queued = false;
+  if (!it->registered) {
+  } else if (ovflist_ != kOvfInactive) {
+    if (it->ovf_next == kOvfInactive && !it->linked()) {
+      it->ovf_next = ovflist_;
+      ovflist_ = it;
+      it->refs.fetch_add(1, std::memory_order_relaxed);
+      queued = true;
+    }
+  } else if (!it->linked()) {
+    list_add_tail_locked(&rdllist_, it);
+    queued = true;
+  }
+  if (queued) {
+    if (waiters_.active_hint()) {
+      waiters_.lock();
+      waiters_.wake_locked(0);
+      waiters_.unlock();
+    }
+    pwake = wq().active_hint();
+  }
+  ready_lock_.unlock();
+  if (pwake) wq().wake(EPOLLIN);
+}
+
+// ---------------------------------------------------------------------------
+// ctl
+
+int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept {
+  events |= EPOLLERR | EPOLLHUP;  // Linux: always reported
+  core::Knobs& k = core::knobs();
+  const bool target_is_ep = tf->is_epoll();
+  auto* child = target_is_ep ? static_cast<Instance*>(tf) : nullptr;
+
+  topology::Mode mode = topology::Mode::kNone;
+  if (target_is_ep || !core::knob(k.rcu_ctl))
+    mode = topology::Mode::kExclusive;
+  else if (parent_count() > 0 || watch_hold.load(std::memory_order_seq_cst) > 0)
+    mode = core::knob(k.parallel_nested_add) ? topology::Mode::kShared : topology::Mode::kExclusive;
+
+  for (;;) {
+    topology::Guard tg(mode, tf);
+    std::vector<core::File*> leaves;
+    struct LeafRefs {
+      std::vector<core::File*>& v;
+      ~LeafRefs() {
+        for (core::File* f : v) f->put();
+      }
+    } leaf_refs{leaves};
+    struct Hold {
+      Instance* c;
+      ~Hold() {
+        if (c) c->watch_hold.fetch_sub(1, std::memory_order_seq_cst);
+      }
+    } hold{nullptr};
+
+    if (child) {
+      // Leaf ADDs into child from now on must take the full path, so that
+      // the walk below or their own check sees every new leaf.
+      child->watch_hold.fetch_add(1, std::memory_order_seq_cst);
+      hold.c = child;
+      int r = topology::loop_check(this, child, &leaves);
+      if (r) return r;  // ELOOP comes before EEXIST, as in Linux
+    }
+
+    std::unique_lock<std::mutex> cg(ctl_mutex_, std::defer_lock);
+    if (!core::knob(k.concurrent_ctl)) cg.lock();
+    const uint64_t h = hash_key(tf, fd);
+    Shard& s = shard_for(h);
+    std::unique_lock<std::mutex> sl(s.mutex);
+    if (find_locked(s, h, tf, fd)) return -EEXIST;
+    if (!watches::reserve()) return -ENOSPC;
+    if (!reserve_bucket_locked(s)) {
+      watches::unreserve();
+      return -ENOMEM;
+    }
+    Item* it = item_alloc();
+    if (!it) {
+      watches::unreserve();
+      return -ENOMEM;
+    }
+    it->wait.fn = &Instance::wake_callback;
+    it->wait.flags = core::WaitEntry::kItem;
+    it->ep = this;
+    it->file = tf;
+    it->fd = fd;
+    it->events.store(events, std::memory_order_relaxed);
+    it->data.store(data, std::memory_order_relaxed);
+    it->ovf_next = kOvfInactive;
+    it->refs.store(1, std::memory_order_relaxed);
+    it->registered = true;
+    struct_get();
+    Item** slot = bucket_for(s, h);
+    it->hash_next = *slot;
+    *slot = it;
+    ++s.count;
+
+    if (mode == topology::Mode::kNone &&
+        (parent_count() > 0 || watch_hold.load(std::memory_order_seq_cst) > 0)) {
+      // Lost a race with a topology change that made this instance
+      // watched: undo (nothing saw the item yet) and take the full path.
+      unhash_locked(s, h, it);
+      it->registered = false;
+      item_unref(it);
+      watches::unreserve();
+      mode = core::knob(k.parallel_nested_add) ? topology::Mode::kShared : topology::Mode::kExclusive;
+      continue;
+    }
+
+    tf->wq().lock();
+    if (events & EPOLLEXCLUSIVE)
+      tf->wq().add_exclusive_locked(&it->wait);
+    else
+      tf->wq().add_locked(&it->wait);
+    it->wait.flags |= core::WaitEntry::kItem;
+    tf->watchers.fetch_add(1, std::memory_order_seq_cst);
+    tf->wq().unlock();
+
+    if (mode != topology::Mode::kNone) {
+      // Linux: reverse_path_check() over the files listed by the check.
+      bool ok = true;
+      if (child) {
+        for (core::File* f : leaves)
+          if (topology::reverse_path_check(f) != 0) ok = false;
+      } else {
+        ok = topology::reverse_path_check(tf) == 0;
+      }
+      if (!ok) {
+        unhash_locked(s, h, it);
+        detach_locked(it);
+        return -EINVAL;
+      }
+    }
+
+    // Linux ep_item_poll() in ep_insert(): queue it if already ready.
+    if (tf->poll(1) & events) queue_ready(it);
+    return 0;
+  }
+}
+
+int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept {
+  topology::GlobalCtlGuard gg(!core::knob(core::knobs().rcu_ctl));
+  std::unique_lock<std::mutex> cg(ctl_mutex_, std::defer_lock);
+  if (!core::knob(core::knobs().concurrent_ctl)) cg.lock();
+  const uint64_t h = hash_key(tf, fd);
+  Shard& s = shard_for(h);
+  std::lock_guard<std::mutex> sl(s.mutex);
+  Item* it = find_locked(s, h, tf, fd);
+  if (!it) return -ENOENT;
+  if (it->events.load(std::memory_order_relaxed) & EPOLLEXCLUSIVE) return -EINVAL;
+  events |= EPOLLERR | EPOLLHUP;
+  it->write_event(events, data);
+  // Linux ep_modify(): smp_mb() between the mask write and the re-poll, so
+  // that either the callback sees the new mask or the poll sees the event.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (tf->poll(1) & events) queue_ready(it);
+  return 0;
+}
+
+int Instance::del(core::File* tf, int fd) noexcept {
+  topology::GlobalCtlGuard gg(!core::knob(core::knobs().rcu_ctl));
+  std::unique_lock<std::mutex> cg(ctl_mutex_, std::defer_lock);
+  if (!core::knob(core::knobs().concurrent_ctl)) cg.lock();
+  const uint64_t h = hash_key(tf, fd);
+  Shard& s = shard_for(h);
+  std::lock_guard<std::mutex> sl(s.mutex);
+  Item* it = find_locked(s, h, tf, fd);
+  if (!it) return -ENOENT;
+  unhash_locked(s, h, it);
+  detach_locked(it);
+  return 0;
+}
+
+void Instance::detach_locked(Item* it) noexcept {
+  core::File* f = it->file;
+  f->wq().lock();
+  if (!it->wq_unlinked) {
+    f->wq().remove_locked(&it->wait);
+    it->wq_unlinked = true;
+    f->watchers.fetch_sub(1, std::memory_order_seq_cst);
+  }
+  f->wq().unlock();
+  ready_lock_.lock();
+  if (it->linked()) list_del_locked(it);
+  it->registered = false;
+  ready_lock_.unlock();
+  watches::unreserve();
+  item_unref(it);  // the registration's reference
+}
+
+void Instance::remove_released(Item* it) noexcept {
+  const uint64_t h = hash_key(it->file, it->fd);
+  Shard& s = shard_for(h);
+  std::lock_guard<std::mutex> sl(s.mutex);
+  ready_lock_.lock();
+  const bool registered = it->registered;
+  ready_lock_.unlock();
+  if (!registered) return;  // DEL or the instance's own teardown got it
+  unhash_locked(s, h, it);
+  detach_locked(it);
+}
+
+// ---------------------------------------------------------------------------
+// Harvest and readiness
+
+int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
+  DeferredPuts puts;
+  std::lock_guard<std::mutex> scan(scan_mutex_);
+  ListLink tx;
+  ready_lock_.lock();
+  start_scan_locked(&tx);
+  ready_lock_.unlock();
+
+  int res = 0;
+  while (res < maxevents) {
+    ready_lock_.lock();
+    if (tx.next == &tx) {
+      ready_lock_.unlock();
+      break;
+    }
+    Item* it = Item::from_rdlink(tx.next);
+    list_del_locked(it);
+    it->refs.fetch_add(1, std::memory_order_relaxed);  // in our hands
+    // The item is registered (DEL unlinks under this lock), so its file has
+    // not finished releasing: its memory is valid and tryget is safe.
+    core::File* f = it->file->tryget() ? it->file : nullptr;
+    ready_lock_.unlock();
+
+    uint32_t events;
+    uint64_t data;
+    it->read_event(&events, &data);
+    // Linux ep_item_poll(): re-poll now; a file being released polls as 0.
+    const uint32_t revents = f ? (f->poll(1) & events) : 0;
+    puts.put(f);
+
+    ready_lock_.lock();
+    if (revents && it->registered) {
+      struct epoll_event* out = &evs[res];
+      if (!user_writable(out)) {
+        // Linux: put it back and report EFAULT if nothing was copied.
+        list_add_head_locked(&tx, it);
+        ready_lock_.unlock();
+        item_unref(it);
+        if (res == 0) res = -EFAULT;
+        break;
+      }
+      out->events = revents;
+      out->data.u64 = data;
+      ++res;
+      if (events & EPOLLONESHOT) {
+        uint32_t expected = events;
+        it->events.compare_exchange_strong(expected, events & kPrivateBits, std::memory_order_relaxed);
+      } else if (!(events & EPOLLET) && !it->linked()) {
+        list_add_tail_locked(&rdllist_, it);  // LT: back at the tail
+      }
+    }
+    ready_lock_.unlock();
+    item_unref(it);
+  }
+
+  ready_lock_.lock();
+  done_scan_locked(&tx);
+  ready_lock_.unlock();
+  return res;
+}
+
+bool Instance::scan_has_ready(int depth) noexcept {
+  DeferredPuts puts;
+  std::lock_guard<std::mutex> scan(scan_mutex_);
+  ListLink tx;
+  ready_lock_.lock();
+  start_scan_locked(&tx);
+  ready_lock_.unlock();
+
+  bool found = false;
+  while (!found) {
+    ready_lock_.lock();
+    if (tx.next == &tx) {
+      ready_lock_.unlock();
+      break;
+    }
+    Item* it = Item::from_rdlink(tx.next);
+    list_del_locked(it);
+    it->refs.fetch_add(1, std::memory_order_relaxed);
+    core::File* f = it->file->tryget() ? it->file : nullptr;
+    ready_lock_.unlock();
+
+    const uint32_t events = it->events.load(std::memory_order_relaxed);
+    const uint32_t revents = f ? (f->poll(depth + 1) & events) : 0;
+    puts.put(f);
+
+    ready_lock_.lock();
+    if (revents && it->registered && !it->linked()) {
+      list_add_head_locked(&tx, it);  // stays where it was (Linux breaks here)
+      found = true;
+    }
+    // Not ready: dropped from the list (Linux list_del_init in the scan).
+    ready_lock_.unlock();
+    item_unref(it);
+  }
+
+  ready_lock_.lock();
+  done_scan_locked(&tx);
+  ready_lock_.unlock();
+  return found;
+}
+
+uint32_t Instance::poll(int depth) noexcept {
+  ready_lock_.lock();
+  const bool any = events_available_locked();
+  ready_lock_.unlock();
+  if (!any) return 0;
+  const bool global = !core::knob(core::knobs().lockless_nested_poll);
+  if (global) topology::nested_poll_lock();
+  const bool ready = depth <= kMaxNests + 1 && scan_has_ready(depth);
+  if (global) topology::nested_poll_unlock();
+  return ready ? (EPOLLIN | EPOLLRDNORM) : 0;
+}
+
+// ---------------------------------------------------------------------------
+// wait (Linux ep_poll)
+
+int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadline, bool nonblocking,
+                   const sigset_t* sigmask) noexcept {
+  if (!user_range_ok(evs, static_cast<size_t>(maxevents) * sizeof(struct epoll_event))) return -EFAULT;
+  // epoll_pwait: the caller's mask is in force for the whole call; we block
+  // everything while awake and let ppoll install `sigmask` atomically.
+  std::optional<core::SignalBlock> blocked;
+  if (sigmask) blocked.emplace();
+
+  bool timed_out = nonblocking;
+  bool eintr = false;
+  ready_lock_.lock();
+  bool eavail = events_available_locked();
+  ready_lock_.unlock();
+
+  core::ThreadWaiter* w = nullptr;
+  core::WaiterEntry we;
+  we.entry.fn = &core::WaiterEntry::wake;
+  for (;;) {
+    if (eavail) {
+      int n = send_events(evs, maxevents);
+      if (n != 0) return n;
+    }
+    if (timed_out) return 0;
+    if (eintr) return -EINTR;
+    if (!w) {
+      int err = 0;
+      w = core::ThreadWaiter::self(&err);
+      if (!w) return -err;
+      we.waiter = w;
+    }
+    if (!blocked) blocked.emplace();  // no handler may run between check and sleep
+    const bool autoremove = core::knob(core::knobs().exclusive_autoremove);
+    we.autoremove = autoremove;
+    w->prepare();
+    ready_lock_.lock();
+    eavail = events_available_locked();
+    if (!eavail) {
+      waiters_.lock();
+      waiters_.add_exclusive_locked(&we.entry);
+      waiters_.unlock();
+    }
+    ready_lock_.unlock();
+    if (eavail) continue;
+
+    const int s = w->sleep(deadline, sigmask ? sigmask : &blocked->saved());
+
+    eavail = true;
+    ready_lock_.lock();
+    waiters_.lock();
+    if (we.entry.queued()) {
+      // Not dequeued by a wakeup (or the 2020 autoremove is off).  A waiter
+      // woken just as it timed out still harvests (Linux; kselftest epoll61).
+      if (s == 0 && !w->woken()) eavail = false;
+      waiters_.remove_locked(&we.entry);
+    }
+    waiters_.unlock();
+    ready_lock_.unlock();
+    if (s == 0) timed_out = true;
+    if (s == -EINTR) eintr = true;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Test hook
+
+std::string Instance::debug_dump() noexcept {
+  struct Row {
+    uint64_t id;
+    int fd;
+    uint32_t events;
+    uint64_t data;
+  };
+  std::vector<Row> rows;
+  for_each_item([&](Item* it) {
+    uint32_t ev;
+    uint64_t d;
+    it->read_event(&ev, &d);
+    rows.push_back({it->file->id(), it->fd, ev, d});
+  });
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return a.id != b.id ? a.id < b.id : a.fd < b.fd;
+  });
+  std::string out = "items:";
+  char buf[128];
+  for (const Row& r : rows) {
+    std::snprintf(buf, sizeof buf, " (%llu,%d,%x,%llx)", static_cast<unsigned long long>(r.id), r.fd, r.events,
+                  static_cast<unsigned long long>(r.data));
+    out += buf;
+  }
+  out += "\nready:";
+  {
+    std::lock_guard<std::mutex> scan(scan_mutex_);
+    ready_lock_.lock();
+    for (ListLink* l = rdllist_.next; l != &rdllist_; l = l->next) {
+      Item* it = Item::from_rdlink(l);
+      std::snprintf(buf, sizeof buf, " (%llu,%d)", static_cast<unsigned long long>(it->file->id()), it->fd);
+      out += buf;
+    }
+    ready_lock_.unlock();
+  }
+  out += "\n";
+  return out;
+}
+
+}  // namespace uepoll::epoll

@@ -1,0 +1,156 @@
+// instance.h - Instance: an epoll instance (Linux's struct eventpoll) and the
+// file that represents it.
+//
+// What it owns: its items (a hash sharded 16 ways, each shard with its own
+// lock, so that ctl on different files of one instance runs in parallel),
+// the ready list and overflow list, the queue of epoll_wait sleepers
+// (`waiters_`, Linux's ep->wq), and through File::wq() the queue that
+// parents and poll() callers watch (Linux's ep->poll_wait).
+//
+// Locks it takes (numbers from core/lock_order.h): its shard locks (4), its
+// scan_mutex_ (5), its ready_lock_ (7), waiters_' lock (6, inside 7), target
+// files' wait-queue locks (6, never with 7 held), and for nested children
+// the same classes one level down.  It never sleeps with a lock held.
+//
+// Lifetime: File::refs() counts descriptors and pins; struct_refs_ counts
+// the file itself plus every item that still points here (an item may be
+// removed by another thread's file release after the instance was closed).
+// The memory goes to core/reclaim.h when both are gone.
+#pragma once
+
+#include "core/file.h"
+#include "core/spinlock.h"
+#include "core/waitqueue.h"
+#include "epoll/item.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstdint>
+#include <ctime>
+#include <mutex>
+#include <string>
+#include <sys/epoll.h>
+
+namespace uepoll::epoll {
+
+// Linux constants (fs/eventpoll.c).
+inline constexpr uint32_t kPrivateBits = EPOLLWAKEUP | EPOLLONESHOT | EPOLLET | EPOLLEXCLUSIVE;  // EP_PRIVATE_BITS
+inline constexpr uint32_t kInOutBits = EPOLLIN | EPOLLOUT;                                       // EPOLLINOUT_BITS
+inline constexpr uint32_t kExclusiveOkBits =
+    kInOutBits | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | EPOLLEXCLUSIVE;  // EPOLLEXCLUSIVE_OK_BITS
+inline constexpr int kMaxNests = 4;                                              // EP_MAX_NESTS
+inline constexpr int kMaxEvents = static_cast<int>(INT32_MAX / sizeof(struct epoll_event));  // EP_MAX_EVENTS
+
+class Instance final : public core::File {
+ public:
+  // A new instance with one file reference, or nullptr (ENOMEM).
+  static Instance* create(int status_flags) noexcept;
+
+  // ---- epoll_ctl (after the C API's argument checks) -----------------
+  // ev: the caller's events, EPOLLERR|EPOLLHUP not yet added.
+  int add(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept;
+  int mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept;
+  int del(core::File* tf, int fd) noexcept;
+
+  // ---- epoll_wait ----------------------------------------------------
+  // deadline: absolute CLOCK_MONOTONIC, nullptr = forever; nonblocking:
+  // timeout 0.  sigmask: epoll_pwait's mask, nullptr = none.  Returns the
+  // number of events, 0 on timeout, or -EINTR / -EFAULT / -ENOMEM.
+  int wait(struct epoll_event* evs, int maxevents, const timespec* deadline, bool nonblocking,
+           const sigset_t* sigmask) noexcept;
+
+  // Readiness of the instance as a file (Linux ep_eventpoll_poll): EPOLLIN |
+  // EPOLLRDNORM if any item is truly ready, without consuming anything.
+  uint32_t poll(int depth) noexcept override;
+
+  // ---- used by release, topology and the test hooks ------------------
+  // Removes `it` if still registered.  Precondition: caller holds an item
+  // reference and has already unlinked it from its file's wait queue.
+  void remove_released(Item* it) noexcept;
+  // Calls fn(item) for every registered item, one shard lock at a time.
+  template <class Fn>
+  void for_each_item(Fn&& fn) noexcept;
+  // Parents: items of other instances registered on this file's wq.
+  int parent_count() const noexcept { return watchers.load(std::memory_order_seq_cst); }
+  void struct_get() noexcept { struct_refs_.fetch_add(1, std::memory_order_relaxed); }
+  void struct_put() noexcept;
+  std::string debug_dump() noexcept;
+
+  // Topology bookkeeping (guarded by the topology lock held exclusively).
+  uint64_t topo_gen = 0;
+  int topo_depth = 0;
+  // A topology check that will make this instance watched is in flight:
+  // leaf ADDs must take the full path (Linux: ep->gen == loop_check_gen).
+  std::atomic<int> watch_hold{0};
+
+  static void item_unref(Item* it) noexcept;
+
+ protected:
+  void on_release() noexcept override;
+  void dispose() noexcept override { struct_put(); }
+
+ private:
+  explicit Instance(int status_flags) noexcept;
+  ~Instance() override;
+  friend void core_destroy_instance(Instance*);
+
+  struct alignas(64) Shard {
+    std::mutex mutex;  // lock level 4
+    Item** buckets = nullptr;
+    uint32_t nbuckets = 0;
+    uint32_t count = 0;
+  };
+  static constexpr int kShards = 16;
+
+  static uint64_t hash_key(const core::File* f, int fd) noexcept;
+  Shard& shard_for(uint64_t h) noexcept { return shards_[h & (kShards - 1)]; }
+  static Item** bucket_for(Shard& s, uint64_t h) noexcept { return &s.buckets[(h >> 4) & (s.nbuckets - 1)]; }
+  // Preconditions: s.mutex held.
+  Item* find_locked(Shard& s, uint64_t h, const core::File* f, int fd) noexcept;
+  bool reserve_bucket_locked(Shard& s) noexcept;
+  void unhash_locked(Shard& s, uint64_t h, Item* it) noexcept;
+  // Preconditions: shard lock of it held.  Unlinks it from its file's
+  // queue (unless release did), from the ready list, marks it unregistered
+  // and drops the registration reference.
+  void detach_locked(Item* it) noexcept;
+
+  // Wake callback registered on target files (Linux ep_poll_callback).
+  static int wake_callback(core::WaitEntry* e, uint32_t key) noexcept;
+  // Queues it as the callback does and wakes; used by ADD and MOD after a
+  // poll found it ready.  Preconditions: no ready_lock_ held.
+  void queue_ready(Item* it) noexcept;
+
+  // Harvest (Linux ep_send_events) and readiness scan (__ep_eventpoll_poll).
+  int send_events(struct epoll_event* evs, int maxevents) noexcept;
+  bool scan_has_ready(int depth) noexcept;
+  // Preconditions: ready_lock_ held.
+  bool events_available_locked() const noexcept {
+    return rdllist_.next != &rdllist_ || ovflist_ != kOvfInactive;
+  }
+  void start_scan_locked(ListLink* tx) noexcept;
+  // Returns true if waiters should be woken (rdllist non-empty).
+  void done_scan_locked(ListLink* tx) noexcept;
+  void list_add_tail_locked(ListLink* head, Item* it) noexcept;
+  void list_add_head_locked(ListLink* head, Item* it) noexcept;
+  static void list_del_locked(Item* it) noexcept;
+
+  Shard shards_[kShards];
+  alignas(64) std::mutex scan_mutex_;  // lock level 5 (Linux ep->mtx for harvests)
+  std::mutex ctl_mutex_;               // lock level 3, only with concurrent_ctl off
+  alignas(64) core::SpinLock ready_lock_;  // lock level 7 (Linux ep->lock)
+  ListLink rdllist_;                       // guarded by ready_lock_
+  Item* ovflist_ = kOvfInactive;           // guarded by ready_lock_
+  core::WaitQueue waiters_;                // epoll_wait sleepers (Linux ep->wq)
+  std::atomic<long> struct_refs_{1};
+};
+
+template <class Fn>
+void Instance::for_each_item(Fn&& fn) noexcept {
+  for (Shard& s : shards_) {
+    std::lock_guard<std::mutex> g(s.mutex);
+    for (uint32_t b = 0; b < s.nbuckets; ++b)
+      for (Item* it = s.buckets[b]; it; it = it->hash_next) fn(it);
+  }
+}
+
+}  // namespace uepoll::epoll

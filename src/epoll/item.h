@@ -1,0 +1,107 @@
+// item.h - Item: one registration of (file, fd) in one instance, Linux's
+// struct epitem with its eppoll_entry folded in.
+//
+// uepoll files have exactly one wait queue each, so an item needs exactly
+// one wait entry; it is embedded here rather than allocated beside the item
+// (Linux allocates an eppoll_entry per queue).  Recycling the item therefore
+// recycles the wait entry too: the 2024 seed's single cached entry becomes a
+// per-thread cache of whole items (epoll/item_cache.h).
+//
+// Fields and their guards:
+//   wait            the target file's WaitQueue lock; wait.flags has kItem
+//   ep, file, fd    immutable while the item exists.  `file` is not a
+//                   reference (Linux: an epitem does not pin its file); it
+//                   stays valid while the item is registered, because the
+//                   file's release removes its items before freeing.
+//   hash_next       the owning shard's lock
+//   rdlink          ep->ready_lock_: on the ready list or a scan's private
+//                   list when rdlink.next != nullptr
+//   ovf_next        ep->ready_lock_: kOvfInactive when not on the overflow
+//                   list (a harvest in progress, Linux's ovflist)
+//   events, data    written under the shard lock inside the seqlock `seq`
+//                   (MOD), read by harvesters through the seqlock.  `events`
+//                   is also read alone by the wake callback (relaxed: a
+//                   stale mask only decides whether one wakeup is queued,
+//                   exactly Linux's lockless read paired with smp_mb() in
+//                   ep_modify, which MOD's re-poll reproduces) and cleared to
+//                   EP_PRIVATE_BITS by a harvester's CAS (EPOLLONESHOT).
+//   refs            1 for the registration, 1 while on the overflow list,
+//                   1 per harvester holding it; the last unref frees it.
+//   registered      ep->ready_lock_ (set true before publication, false by
+//                   the remover under both its shard lock and ready_lock_)
+//   wq_unlinked     the target file's WaitQueue lock
+#pragma once
+
+#include "core/waitqueue.h"
+
+#include <atomic>
+#include <cstdint>
+
+namespace uepoll::core {
+class File;
+}
+
+namespace uepoll::epoll {
+
+class Instance;
+
+struct ListLink {
+  ListLink* prev = nullptr;
+  ListLink* next = nullptr;
+};
+
+struct Item {
+  core::WaitEntry wait;  // first member: WaitEntry* <-> Item*
+  Instance* ep = nullptr;
+  core::File* file = nullptr;
+  Item* hash_next = nullptr;
+  ListLink rdlink;
+  Item* ovf_next = nullptr;
+  std::atomic<uint64_t> data{0};
+  std::atomic<uint32_t> events{0};
+  std::atomic<uint32_t> seq{0};
+  int fd = -1;
+  std::atomic<int> refs{0};
+  bool registered = false;
+  bool wq_unlinked = false;
+  bool from_slab = false;  // immutable: which allocator owns the memory
+
+  static Item* from_wait(core::WaitEntry* e) noexcept { return reinterpret_cast<Item*>(e); }
+  static Item* from_rdlink(ListLink* l) noexcept {
+    return reinterpret_cast<Item*>(reinterpret_cast<char*>(l) - offsetof(Item, rdlink));
+  }
+  bool linked() const noexcept { return rdlink.next != nullptr; }
+
+  // Consistent snapshot of (events, data); see the seqlock note above.
+  void read_event(uint32_t* ev, uint64_t* d) const noexcept {
+    for (;;) {
+      // acquire: pairs with the release store that ends a MOD's write.
+      uint32_t s1 = seq.load(std::memory_order_acquire);
+      if (s1 & 1) continue;
+      *ev = events.load(std::memory_order_relaxed);
+      *d = data.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (seq.load(std::memory_order_relaxed) == s1) return;
+    }
+  }
+  // Preconditions: the item's shard lock is held (writers are serialized).
+  void write_event(uint32_t ev, uint64_t d) noexcept {
+    uint32_t s = seq.load(std::memory_order_relaxed);
+    seq.store(s + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    events.store(ev, std::memory_order_relaxed);
+    data.store(d, std::memory_order_relaxed);
+    // release: pairs with the acquire load of seq in read_event().
+    seq.store(s + 2, std::memory_order_release);
+  }
+};
+
+// Linux: BUILD_BUG_ON(sizeof(struct epitem) > 128) (2013 seed, patch 3).  Ours
+// also contains the wait entry, which Linux keeps in a separate 64-byte
+// eppoll_entry.
+static_assert(sizeof(Item) <= 128, "an item (with its wait entry) must fit in 128 bytes");
+static_assert(offsetof(Item, wait) == 0);
+
+inline Item* const kOvfInactive = reinterpret_cast<Item*>(static_cast<uintptr_t>(-1));  // EP_UNACTIVE_PTR
+
+}  // namespace uepoll::epoll

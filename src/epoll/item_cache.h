@@ -1,0 +1,23 @@
+// item_cache.h - where items come from and go back to.
+//
+// With the "alloc_reuse" knob on (default), items are carved 64 at a time
+// out of slabs and recycled through a per-thread cache, overflowing into a
+// process-wide free list: steady-state ADD/DEL allocates nothing (2024 seed,
+// generalised from one cached eppoll_entry per instance to every item of
+// every thread).  With it off, every item is a fresh malloc and every free
+// a free(): Linux's behaviour before the seed.
+//
+// Locks: the global free list's mutex, only when a thread cache under- or
+// overflows.  Never call with a spin lock held if the cache may refill
+// (item_alloc); item_free may be called with any lock held.
+#pragma once
+
+#include "epoll/item.h"
+
+namespace uepoll::epoll {
+
+// A zero-initialised item, or nullptr (ENOMEM, real or injected).
+Item* item_alloc() noexcept;
+void item_free(Item* it) noexcept;
+
+}  // namespace uepoll::epoll

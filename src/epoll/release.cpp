@@ -1,0 +1,40 @@
+// release.cpp - Linux eventpoll_release_file(): when a file's last
+// reference goes, every item watching it is removed from its instance, one
+// at a time: found and unlinked under the file's wait-queue lock (6), then
+// removed from its instance under that instance's shard and ready locks
+// (4, 7).  The two steps never overlap, so the lock order holds.
+#include "epoll/release.h"
+
+#include "core/file.h"
+#include "epoll/instance.h"
+#include "epoll/item.h"
+
+namespace uepoll::epoll {
+
+void release_file(core::File* f) noexcept {
+  // Linux: if (likely(!READ_ONCE(file->f_ep))) return;  Nobody can add a
+  // registration now: that needs a reference and the count reached zero.
+  if (f->watchers.load(std::memory_order_acquire) == 0) return;
+  for (;;) {
+    f->wq().lock();
+    core::WaitEntry* e = f->wq().find_locked([](core::WaitEntry* x) {
+      return (x->flags & core::WaitEntry::kItem) != 0;
+    });
+    if (!e) {
+      f->wq().unlock();
+      return;
+    }
+    Item* it = Item::from_wait(e);
+    // Our own reference keeps the item, and through it the instance's
+    // memory, alive after we drop the queue lock.
+    it->refs.fetch_add(1, std::memory_order_relaxed);
+    f->wq().remove_locked(e);
+    it->wq_unlinked = true;
+    f->watchers.fetch_sub(1, std::memory_order_seq_cst);
+    f->wq().unlock();
+    it->ep->remove_released(it);
+    Instance::item_unref(it);
+  }
+}
+
+}  // namespace uepoll::epoll

@@ -1,0 +1,77 @@
+// topology.h - the nesting topology: which instances watch which, the
+// process-wide topology lock, and the loop, depth and path checks of
+// EPOLL_CTL_ADD (Linux: epnested_mutex, ep_loop_check, reverse_path_check).
+//
+// Modes an ADD runs in (decided by Instance::add):
+//   kNone       target is an ordinary file and the instance is not watched
+//               (flat topology): no process-wide lock at all (2013 seed).
+//   kShared     target is an ordinary file, the instance is watched: the
+//               topology lock shared + the hashed mutex of the target, then
+//               the reverse path check for the target (2026 seed).
+//   kExclusive  target is an instance: the topology lock exclusive, the
+//               loop/depth check and path checks of every leaf below.
+//
+// Locks: Topology lock (level 1), target mutexes (level 2); the walks take
+// shard locks (4) and wait-queue locks (6) one at a time, never two at once.
+// The hot words (the lock, the generation stamp, each target mutex) sit on
+// cache lines of their own, checked by static_assert in topology.cpp.
+#pragma once
+
+#include <vector>
+
+namespace uepoll::core {
+class File;
+}
+
+namespace uepoll::epoll {
+class Instance;
+}
+
+namespace uepoll::epoll::topology {
+
+enum class Mode { kNone, kShared, kExclusive };
+
+// RAII: takes what `mode` requires for target `tf`.
+class Guard {
+ public:
+  Guard(Mode mode, const core::File* tf) noexcept;
+  ~Guard();
+  Guard(const Guard&) = delete;
+  Guard& operator=(const Guard&) = delete;
+  Mode mode() const noexcept { return mode_; }
+
+ private:
+  Mode mode_;
+  const core::File* tf_;
+};
+
+// Preconditions: topology lock held exclusively.  ADD of instance `child`
+// into `ep`: ELOOP on a cycle or when the longest chain through the new
+// edge would exceed EP_MAX_NESTS edges (Linux ep_loop_check + upward
+// depth).  On success fills *leaves with referenced ordinary files found
+// below child (Linux list_file), for the path checks.
+int loop_check(Instance* ep, Instance* child, std::vector<core::File*>* leaves) noexcept;
+
+// Preconditions: topology lock held exclusively, or shared with the
+// target mutex of f.  -EINVAL when f has more wakeup paths of some length
+// than Linux allows (path_limits: 500, 100, 50, 10 for lengths 2..5) or a
+// path longer than EP_MAX_NESTS + 1.
+int reverse_path_check(core::File* f) noexcept;
+
+// "exclusive everywhere" for the rcu_ctl knob off: every ctl takes the
+// topology lock exclusively (Linux before the 2013 seed, epmutex).
+class GlobalCtlGuard {
+ public:
+  explicit GlobalCtlGuard(bool take) noexcept;
+  ~GlobalCtlGuard();
+
+ private:
+  bool taken_;
+};
+
+// The global mutex used only when the "lockless_nested_poll" knob is off
+// (Linux's ep_call_nested before the 2017 seed).
+void nested_poll_lock() noexcept;
+void nested_poll_unlock() noexcept;
+
+}  // namespace uepoll::epoll::topology

@@ -1,0 +1,177 @@
+// table.cpp - descriptor table (see table.h).
+// Locks: g_table_mutex for install/remove; lookups are lock-free.
+#include "fd/table.h"
+
+#include <uepoll/uepoll.h>
+
+#include "core/reclaim.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+namespace uepoll::fd {
+
+namespace {
+
+constexpr long kChunk = 4096;
+constexpr long kHardMax = 1L << 24;
+constexpr long kChunks = kHardMax / kChunk;
+
+struct Table {
+  std::atomic<std::atomic<core::File*>*> chunks[kChunks] = {};
+  std::mutex mutex;                 // install / remove / bitmap
+  std::vector<uint64_t> used;       // bit i: index i allocated (guarded by mutex)
+  std::vector<uint64_t> full;       // bit j: used[j] == ~0 (guarded by mutex)
+  std::atomic<long> max{1L << 20};  // "max_fds" knob
+  std::atomic<long> open{0};
+};
+
+Table& table() {
+  static Table* t = [] {
+    // The kernel never allocates at or past nr_open; make sure that range
+    // stays below ours.
+    if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
+      long nr = 0;
+      if (std::fscanf(f, "%ld", &nr) == 1 && nr >= UEP_FD_BASE) {
+        std::fprintf(stderr, "uepoll: fs.nr_open (%ld) reaches UEP_FD_BASE; refusing to run\n", nr);
+        std::abort();
+      }
+      std::fclose(f);
+    }
+    return new Table();
+  }();
+  return *t;
+}
+
+// Preconditions: t.mutex held.  Lowest index not in use, or -1.
+long find_free_locked(Table& t, long limit) {
+  for (size_t j = 0; j < t.full.size(); ++j) {
+    if (t.full[j] == ~0ULL) continue;
+    for (size_t k = 0; k < 64; ++k) {
+      size_t w = j * 64 + k;
+      if (w >= t.used.size()) break;
+      if (t.used[w] != ~0ULL) {
+        long idx = static_cast<long>(w * 64 + __builtin_ctzll(~t.used[w]));
+        return idx < limit ? idx : -1;
+      }
+    }
+  }
+  long idx = static_cast<long>(t.used.size() * 64);
+  return idx < limit ? idx : -1;
+}
+
+void mark_locked(Table& t, long idx, bool on) {
+  size_t w = static_cast<size_t>(idx / 64);
+  if (w >= t.used.size()) {
+    t.used.resize(w + 1, 0);
+    t.full.resize(t.used.size() / 64 + 1, 0);
+  }
+  if (on)
+    t.used[w] |= 1ULL << (idx % 64);
+  else
+    t.used[w] &= ~(1ULL << (idx % 64));
+  uint64_t fullbit = 1ULL << (w % 64);
+  if (t.used[w] == ~0ULL)
+    t.full[w / 64] |= fullbit;
+  else
+    t.full[w / 64] &= ~fullbit;
+}
+
+// Preconditions: t.mutex held.  The slot for idx, allocating its chunk.
+std::atomic<core::File*>* slot_locked(Table& t, long idx) {
+  auto& c = t.chunks[idx / kChunk];
+  std::atomic<core::File*>* chunk = c.load(std::memory_order_relaxed);
+  if (!chunk) {
+    chunk = new (std::nothrow) std::atomic<core::File*>[kChunk];
+    if (!chunk) return nullptr;
+    for (long i = 0; i < kChunk; ++i) chunk[i].store(nullptr, std::memory_order_relaxed);
+    // release: pairs with the acquire in lookup(); the nulls are visible.
+    c.store(chunk, std::memory_order_release);
+  }
+  return &chunk[idx % kChunk];
+}
+
+// Preconditions: t.mutex held.
+int install_locked(Table& t, core::File* f) {
+  long idx = find_free_locked(t, t.max.load(std::memory_order_relaxed));
+  if (idx < 0) return -EMFILE;
+  std::atomic<core::File*>* s = slot_locked(t, idx);
+  if (!s) return -ENOMEM;
+  mark_locked(t, idx, true);
+  // seq_cst: one total order with the epoch-guarded loads in lookup().
+  s->store(f, std::memory_order_seq_cst);
+  t.open.fetch_add(1, std::memory_order_relaxed);
+  return static_cast<int>(UEP_FD_BASE + idx);
+}
+
+}  // namespace
+
+bool in_range(int fd) noexcept { return fd >= UEP_FD_BASE && fd < UEP_FD_BASE + kHardMax; }
+
+int install(core::File* f) noexcept {
+  Table& t = table();
+  std::lock_guard<std::mutex> g(t.mutex);
+  return install_locked(t, f);
+}
+
+int install_pair(core::File* a, core::File* b, int out[2]) noexcept {
+  Table& t = table();
+  std::lock_guard<std::mutex> g(t.mutex);
+  int fa = install_locked(t, a);
+  if (fa < 0) return fa;
+  int fb = install_locked(t, b);
+  if (fb < 0) {
+    long idx = fa - UEP_FD_BASE;
+    t.chunks[idx / kChunk].load(std::memory_order_relaxed)[idx % kChunk].store(nullptr, std::memory_order_seq_cst);
+    mark_locked(t, idx, false);
+    t.open.fetch_sub(1, std::memory_order_relaxed);
+    return fb;
+  }
+  out[0] = fa;
+  out[1] = fb;
+  return 0;
+}
+
+core::File* lookup(int fd) noexcept {
+  if (!in_range(fd)) return nullptr;
+  long idx = fd - UEP_FD_BASE;
+  Table& t = table();
+  // acquire: pairs with the release that published the chunk.
+  std::atomic<core::File*>* chunk = t.chunks[idx / kChunk].load(std::memory_order_acquire);
+  if (!chunk) return nullptr;
+  core::reclaim::ReadGuard guard;
+  core::File* f = chunk[idx % kChunk].load(std::memory_order_seq_cst);
+  if (f && f->tryget()) return f;
+  return nullptr;
+}
+
+core::File* remove(int fd) noexcept {
+  if (!in_range(fd)) return nullptr;
+  long idx = fd - UEP_FD_BASE;
+  Table& t = table();
+  std::lock_guard<std::mutex> g(t.mutex);
+  std::atomic<core::File*>* chunk = t.chunks[idx / kChunk].load(std::memory_order_relaxed);
+  if (!chunk) return nullptr;
+  core::File* f = chunk[idx % kChunk].exchange(nullptr, std::memory_order_seq_cst);
+  if (!f) return nullptr;
+  mark_locked(t, idx, false);
+  t.open.fetch_sub(1, std::memory_order_relaxed);
+  return f;
+}
+
+long max_fds() noexcept { return table().max.load(std::memory_order_relaxed); }
+
+int set_max_fds(long n) noexcept {
+  if (n < 1 || n > kHardMax) return -EINVAL;
+  table().max.store(n, std::memory_order_relaxed);
+  return 0;
+}
+
+long open_count() noexcept { return table().open.load(std::memory_order_relaxed); }
+
+}  // namespace uepoll::fd

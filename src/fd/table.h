@@ -1,0 +1,73 @@
+// table.h - the uepoll descriptor table: int descriptors -> File.
+//
+// Scheme: descriptor = UEP_FD_BASE + index, index allocated lowest-free (as
+// the kernel does), so uepoll descriptors never collide with kernel ones
+// (the kernel never hands out a descriptor >= /proc/sys/fs/nr_open, at most
+// 1,048,576 by default; init refuses a system whose nr_open reaches
+// UEP_FD_BASE).
+//
+// Locks: a process-wide mutex (table_mutex_) serializes installing and
+// removing descriptors (Linux: files->file_lock).  lookup() takes no lock:
+// it reads the slot inside a reclaim::ReadGuard and pins the file with
+// File::tryget(), so a concurrent close cannot free it under us.
+#pragma once
+
+#include "core/file.h"
+
+namespace uepoll::fd {
+
+// True if fd lies in uepoll's descriptor range (open or not).
+bool in_range(int fd) noexcept;
+
+// Installs f at the lowest free index; the table takes over one reference.
+// Returns the descriptor, or -EMFILE (past the "max_fds" limit) / -ENOMEM.
+// On failure the reference is still the caller's.
+int install(core::File* f) noexcept;
+// Installs a and b at the two lowest free indexes (pipe, socketpair): both or
+// neither.  Returns 0 and fills out[0], out[1], or a negative errno.
+int install_pair(core::File* a, core::File* b, int out[2]) noexcept;
+
+// A new reference to the file behind fd, or nullptr (fd not open).
+core::File* lookup(int fd) noexcept;
+
+// Detaches fd and returns the table's reference (the caller must put() it),
+// or nullptr if fd was not open.
+core::File* remove(int fd) noexcept;
+
+long max_fds() noexcept;
+int set_max_fds(long n) noexcept;  // -EINVAL outside [1, kHardMax]
+long open_count() noexcept;
+
+// RAII holder of one reference.
+class FileRef {
+ public:
+  FileRef() noexcept = default;
+  explicit FileRef(core::File* f) noexcept : f_(f) {}
+  FileRef(FileRef&& o) noexcept : f_(o.f_) { o.f_ = nullptr; }
+  FileRef& operator=(FileRef&& o) noexcept {
+    if (this != &o) {
+      reset();
+      f_ = o.f_;
+      o.f_ = nullptr;
+    }
+    return *this;
+  }
+  ~FileRef() { reset(); }
+  void reset() noexcept {
+    if (f_) f_->put();
+    f_ = nullptr;
+  }
+  core::File* get() const noexcept { return f_; }
+  core::File* operator->() const noexcept { return f_; }
+  explicit operator bool() const noexcept { return f_ != nullptr; }
+  core::File* release() noexcept {
+    core::File* f = f_;
+    f_ = nullptr;
+    return f;
+  }
+
+ private:
+  core::File* f_ = nullptr;
+};
+
+}  // namespace uepoll::fd
