@@ -156,7 +156,7 @@ Program generate(uint64_t seed, int len) {
       case Kind::Eventfd:
         op.val = r.below(3);
         op.flags = EFD_NONBLOCK | (r.chance(20) ? EFD_SEMAPHORE : 0) | (r.chance(20) ? EFD_CLOEXEC : 0);
-        if (r.chance(3)) op.flags |= 1;
+        if (r.chance(3)) op.flags |= 2;  // not an EFD_ flag: EINVAL
         g.objs.push_back({2 * i, OT::Efd});
         break;
       case Kind::Pipe2:
@@ -564,7 +564,7 @@ std::string fmt(const Op& op, const std::map<int, const Op*>& by_id) {
       std::snprintf(b, sizeof b, "int efd%s = eventfd(%llu, %s%s%s%s);", idx.c_str(),
                     static_cast<unsigned long long>(op.val), "EFD_NONBLOCK",
                     (op.flags & EFD_SEMAPHORE) ? "|EFD_SEMAPHORE" : "",
-                    (op.flags & EFD_CLOEXEC) ? "|EFD_CLOEXEC" : "", (op.flags & 1) ? "|1" : "");
+                    (op.flags & EFD_CLOEXEC) ? "|EFD_CLOEXEC" : "", (op.flags & 2) ? "|2" : "");
       break;
     case Kind::Pipe2:
       std::snprintf(b, sizeof b, "int p%s[2]; pipe2(%s, O_NONBLOCK%s%s);", idx.c_str(),
