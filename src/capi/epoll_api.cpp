@@ -8,6 +8,7 @@
 //
 // Locks: none here (the instance takes its own).
 #include <uepoll/uepoll.h>
+#include <uepoll/detail/ops.hpp>
 
 #include "capi/edge.h"
 #include "core/waiter.h"
@@ -110,41 +111,40 @@ int wait_ms(int epfd, struct epoll_event* events, int maxevents, int timeout, co
 
 }  // namespace
 
-extern "C" {
+namespace uepoll::detail {
 
-int uep_epoll_create(int size) {
-  if (size <= 0) return to_c(-EINVAL);  // Linux: size is ignored but must be > 0
-  return to_c(create(0));
+long epoll_create1(int flags) noexcept { return create(flags); }
+
+long epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) noexcept {
+  if (!uepoll::fd::in_range(epfd)) {
+    int r = ::epoll_ctl(epfd, op, fd, event);
+    return r < 0 ? -errno : r;
+  }
+  return ctl(epfd, op, fd, event);
 }
 
-int uep_epoll_create1(int flags) { return to_c(create(flags)); }
-
-int uep_epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) {
-  if (!uepoll::fd::in_range(epfd)) return ::epoll_ctl(epfd, op, fd, event);
-  return to_c(ctl(epfd, op, fd, event));
+long epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout, const sigset_t* sigmask) noexcept {
+  if (!uepoll::fd::in_range(epfd)) {
+    int r = ::epoll_pwait(epfd, events, maxevents, timeout, sigmask);
+    return r < 0 ? -errno : r;
+  }
+  return wait_ms(epfd, events, maxevents, timeout, sigmask);
 }
 
-int uep_epoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout) {
-  if (!uepoll::fd::in_range(epfd)) return ::epoll_wait(epfd, events, maxevents, timeout);
-  return to_c(wait_ms(epfd, events, maxevents, timeout, nullptr));
-}
-
-int uep_epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout, const sigset_t* sigmask) {
-  if (!uepoll::fd::in_range(epfd)) return ::epoll_pwait(epfd, events, maxevents, timeout, sigmask);
-  return to_c(wait_ms(epfd, events, maxevents, timeout, sigmask));
-}
-
-int uep_epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const struct timespec* timeout,
-                     const sigset_t* sigmask) {
-  if (!uepoll::fd::in_range(epfd)) return ::epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
+long epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const struct timespec* timeout,
+                  const sigset_t* sigmask) noexcept {
+  if (!uepoll::fd::in_range(epfd)) {
+    int r = ::epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
+    return r < 0 ? -errno : r;
+  }
   timespec deadline{};
   const timespec* dp = nullptr;
   bool nonblocking = false;
   if (timeout) {
     // Linux: get_timespec64() (EFAULT), then poll_select_set_timeout() (EINVAL).
-    if (!user_readable(timeout, sizeof *timeout)) return to_c(-EFAULT);
+    if (!user_readable(timeout, sizeof *timeout)) return -EFAULT;
     timespec ts = *timeout;
-    if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000L) return to_c(-EINVAL);
+    if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000L) return -EINVAL;
     if (ts.tv_sec == 0 && ts.tv_nsec == 0) {
       nonblocking = true;
     } else {
@@ -152,7 +152,35 @@ int uep_epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const 
       dp = &deadline;
     }
   }
-  return to_c(wait(epfd, events, maxevents, dp, nonblocking, sigmask));
+  return wait(epfd, events, maxevents, dp, nonblocking, sigmask);
+}
+
+}  // namespace uepoll::detail
+
+extern "C" {
+
+int uep_epoll_create(int size) {
+  if (size <= 0) return to_c(-EINVAL);  // Linux: size is ignored but must be > 0
+  return to_c(create(0));
+}
+
+int uep_epoll_create1(int flags) { return to_c(uepoll::detail::epoll_create1(flags)); }
+
+int uep_epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) {
+  return to_c(uepoll::detail::epoll_ctl(epfd, op, fd, event));
+}
+
+int uep_epoll_wait(int epfd, struct epoll_event* events, int maxevents, int timeout) {
+  return to_c(uepoll::detail::epoll_pwait(epfd, events, maxevents, timeout, nullptr));
+}
+
+int uep_epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout, const sigset_t* sigmask) {
+  return to_c(uepoll::detail::epoll_pwait(epfd, events, maxevents, timeout, sigmask));
+}
+
+int uep_epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const struct timespec* timeout,
+                     const sigset_t* sigmask) {
+  return to_c(uepoll::detail::epoll_pwait2(epfd, events, maxevents, timeout, sigmask));
 }
 
 }  // extern "C"

@@ -9,6 +9,7 @@
 // Locks: each file's wait-queue lock (6), one at a time, to (un)queue the
 // poll entries.  Never sleeps with a lock held.
 #include <uepoll/uepoll.h>
+#include <uepoll/detail/ops.hpp>
 
 #include "capi/edge.h"
 #include "core/waiter.h"
@@ -155,59 +156,82 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
 
 }  // namespace
 
-extern "C" {
+namespace uepoll::detail {
 
-ssize_t uep_read(int fd, void* buf, size_t count) {
-  if (!uepoll::fd::in_range(fd)) return ::read(fd, buf, count);
+long read(int fd, void* buf, size_t count) noexcept {
+  if (!uepoll::fd::in_range(fd)) {
+    ssize_t r = ::read(fd, buf, count);
+    return r < 0 ? -errno : r;
+  }
   FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return to_c_ssize(-EBADF);
-  if (!user_range_ok(buf, count)) return to_c_ssize(-EFAULT);
+  if (!f) return -EBADF;
+  if (!user_range_ok(buf, count)) return -EFAULT;
   if (count > kMaxRwCount) count = kMaxRwCount;
-  return to_c_ssize(f->read(buf, count));
+  return f->read(buf, count);
 }
 
-ssize_t uep_write(int fd, const void* buf, size_t count) {
-  if (!uepoll::fd::in_range(fd)) return ::write(fd, buf, count);
+long write(int fd, const void* buf, size_t count) noexcept {
+  if (!uepoll::fd::in_range(fd)) {
+    ssize_t r = ::write(fd, buf, count);
+    return r < 0 ? -errno : r;
+  }
   FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return to_c_ssize(-EBADF);
-  if (!user_range_ok(buf, count)) return to_c_ssize(-EFAULT);
+  if (!f) return -EBADF;
+  if (!user_range_ok(buf, count)) return -EFAULT;
   if (count > kMaxRwCount) count = kMaxRwCount;
-  return to_c_ssize(f->write(buf, count));
+  return f->write(buf, count);
 }
 
-int uep_close(int fd) {
-  if (!uepoll::fd::in_range(fd)) return ::close(fd);
+long close(int fd) noexcept {
+  if (!uepoll::fd::in_range(fd)) return ::close(fd) < 0 ? -errno : 0;
   uepoll::core::File* f = uepoll::fd::remove(fd);
-  if (!f) return to_c(-EBADF);
+  if (!f) return -EBADF;
   f->put();
   return 0;
 }
 
-int uep_dup(int oldfd) {
-  if (!uepoll::fd::in_range(oldfd)) return ::dup(oldfd);
+long dup(int oldfd) noexcept {
+  if (!uepoll::fd::in_range(oldfd)) {
+    int r = ::dup(oldfd);
+    return r < 0 ? -errno : r;
+  }
   uepoll::core::File* f = uepoll::fd::lookup(oldfd);
-  if (!f) return to_c(-EBADF);
+  if (!f) return -EBADF;
   int fd = uepoll::fd::install(f);  // the lookup's reference moves to the new slot
   if (fd < 0) f->put();
-  return to_c(fd);
+  return fd;
 }
 
-int uep_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
+long poll(struct pollfd* fds, nfds_t nfds, int timeout) noexcept {
   bool any_uepoll = false;
   if (nfds && reinterpret_cast<uintptr_t>(fds) >= 4096 && user_range_ok(fds, nfds * sizeof(struct pollfd))) {
     for (nfds_t i = 0; i < nfds; ++i)
       if (fds[i].fd >= 0 && uepoll::fd::in_range(fds[i].fd)) any_uepoll = true;
   }
-  if (!any_uepoll) return ::poll(fds, nfds, timeout);
-  return to_c(do_poll(fds, nfds, timeout));
+  if (!any_uepoll) {
+    int r = ::poll(fds, nfds, timeout);
+    return r < 0 ? -errno : r;
+  }
+  return do_poll(fds, nfds, timeout);
 }
 
-int uep_shutdown(int sockfd, int how) {
-  if (!uepoll::fd::in_range(sockfd)) return ::shutdown(sockfd, how);
+long shutdown(int sockfd, int how) noexcept {
+  if (!uepoll::fd::in_range(sockfd)) return ::shutdown(sockfd, how) < 0 ? -errno : 0;
   FileRef f(uepoll::fd::lookup(sockfd));
-  if (!f) return to_c(-EBADF);
-  return to_c(f->shutdown(how));
+  if (!f) return -EBADF;
+  return f->shutdown(how);
 }
+
+}  // namespace uepoll::detail
+
+extern "C" {
+
+ssize_t uep_read(int fd, void* buf, size_t count) { return to_c_ssize(uepoll::detail::read(fd, buf, count)); }
+ssize_t uep_write(int fd, const void* buf, size_t count) { return to_c_ssize(uepoll::detail::write(fd, buf, count)); }
+int uep_close(int fd) { return to_c(uepoll::detail::close(fd)); }
+int uep_dup(int oldfd) { return to_c(uepoll::detail::dup(oldfd)); }
+int uep_poll(struct pollfd* fds, nfds_t nfds, int timeout) { return to_c(uepoll::detail::poll(fds, nfds, timeout)); }
+int uep_shutdown(int sockfd, int how) { return to_c(uepoll::detail::shutdown(sockfd, how)); }
 
 int uep_is_uepoll_fd(int fd) {
   if (!uepoll::fd::in_range(fd)) return 0;

@@ -1,0 +1,42 @@
+// detail/ops.hpp - the engine's entry points, shared by the C API and the
+// C++ API: each function has the contract of the Linux call it names but
+// returns the result, or a negative errno (-EBADF), and never touches errno.
+// The C API (uepoll.h) converts at its edge to -1/errno; the C++ API
+// (uepoll.hpp) to std::error_code.  Neither is built on the other.
+//
+// Kernel descriptors are forwarded to the kernel as in the C API.
+// Thread-safe; see uepoll.h for blocking and allocation notes.
+#pragma once
+
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/epoll.h>
+#include <sys/types.h>
+#include <time.h>
+
+namespace uepoll::detail {
+
+long epoll_create1(int flags) noexcept;
+long epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) noexcept;
+// deadline semantics as epoll_pwait2: timeout nullptr = forever.
+long epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const struct timespec* timeout,
+                  const sigset_t* sigmask) noexcept;
+long epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout_ms,
+                 const sigset_t* sigmask) noexcept;
+
+long eventfd(unsigned int initval, int flags) noexcept;
+long pipe2(int fds[2], int flags) noexcept;
+long socketpair(int domain, int type, int protocol, int sv[2]) noexcept;
+long shutdown(int fd, int how) noexcept;
+long timerfd_create(int clockid, int flags) noexcept;
+long timerfd_settime(int fd, int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept;
+long timerfd_gettime(int fd, struct itimerspec* curr) noexcept;
+
+long read(int fd, void* buf, size_t count) noexcept;
+long write(int fd, const void* buf, size_t count) noexcept;
+long close(int fd) noexcept;
+long dup(int fd) noexcept;
+long poll(struct pollfd* fds, nfds_t nfds, int timeout_ms) noexcept;
+
+}  // namespace uepoll::detail
