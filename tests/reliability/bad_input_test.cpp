@@ -391,7 +391,7 @@ std::vector<Row> rows() {
       {"socketpair AF_UNIX type 999", [](C c) { int p[2]; return (long)c.a.socketpair(AF_UNIX, 999, 0, p); }},
       {"socketpair AF_UNIX protocol 2", [](C c) { int p[2]; return (long)c.a.socketpair(AF_UNIX, SOCK_STREAM, 2, p); }},
       {"socketpair AF_UNIX type 9", [](C c) { int p[2]; return (long)c.a.socketpair(AF_UNIX, 9, 0, p); }},
-      {"socketpair AF_UNIX SOCK_RAW", [](C c) { int p[2]; return (long)c.a.socketpair(AF_UNIX, SOCK_RAW, 0, p); }},
+      {"socketpair AF_UNIX SOCK_RAW", [](C c) { int p[2]; long r = c.a.socketpair(AF_UNIX, SOCK_RAW, 0, p); if (r == 0) { c.extra.push_back(p[0]); c.extra.push_back(p[1]); } return r; }},
       {"socketpair AF_UNIX protocol 1 (PF_UNIX)", [](C c) { int p[2]; long r = c.a.socketpair(AF_UNIX, SOCK_STREAM, 1, p); if (r == 0) { c.extra.push_back(p[0]); c.extra.push_back(p[1]); } return r; }},
       {"socketpair AF_UNIX bad type flag", [](C c) { int p[2]; return (long)c.a.socketpair(AF_UNIX, SOCK_STREAM | 0x100, 0, p); }},
       {"socketpair NULL sv", [](C c) { return (long)c.a.socketpair(AF_UNIX, SOCK_STREAM, 0, nullptr); }},
