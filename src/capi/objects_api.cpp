@@ -1,0 +1,146 @@
+// objects_api.cpp - the C API's object constructors and timer controls:
+// uep_eventfd, uep_pipe, uep_pipe2, uep_socketpair, uep_timerfd_create,
+// uep_timerfd_settime, uep_timerfd_gettime.  Argument checks and errno, in
+// the order Linux makes them (fs/eventfd.c do_eventfd, fs/pipe.c do_pipe2,
+// net/socket.c __sys_socketpair + __sock_create + net/unix unix_create,
+// fs/timerfd.c); the objects themselves live in src/objects/.
+// Locks: none here (the fd table's, inside fd::install / fd::lookup).
+#include "capi/edge.h"
+#include "fd/table.h"
+#include "objects/eventfd.h"
+#include "objects/pipe.h"
+#include "objects/socketpair.h"
+#include "objects/timerfd.h"
+
+#include <uepoll/uepoll.h>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+namespace {
+
+using uepoll::capi::to_c;
+
+// linux/watch_queue.h: O_NOTIFICATION_PIPE is O_EXCL.
+constexpr int kNotificationPipe = O_EXCL;
+constexpr int kSockTypeMask = 0xf;  // SOCK_TYPE_MASK
+constexpr int kSockMax = 11;        // SOCK_MAX = SOCK_PACKET + 1
+
+bool timespec_valid(const timespec& t) {  // Linux timespec64_valid
+  return t.tv_sec >= 0 && static_cast<unsigned long>(t.tv_nsec) < 1000000000UL;
+}
+
+// Undo an installed pair (the caller still reports an error).
+void uninstall_pair(const int fds[2]) {
+  for (int i = 0; i < 2; ++i)
+    if (uepoll::core::File* f = uepoll::fd::remove(fds[i])) f->put();
+}
+
+}  // namespace
+
+extern "C" {
+
+int uep_eventfd(unsigned int initval, int flags) {
+  // Linux do_eventfd: flags & ~EFD_FLAGS_SET -> EINVAL, then ENOMEM, EMFILE.
+  if (flags & ~(EFD_SEMAPHORE | EFD_CLOEXEC | EFD_NONBLOCK)) return to_c(-EINVAL);
+  return to_c(uepoll::objects::make_eventfd(initval, flags));
+}
+
+int uep_pipe2(int pipefd[2], int flags) {
+  // Linux __do_pipe_flags: EINVAL; create_pipe_files (ENFILE/ENOMEM; ENOPKG
+  // for O_NOTIFICATION_PIPE on a kernel without CONFIG_WATCH_QUEUE, as this
+  // one); get_unused_fd_flags (EMFILE); then do_pipe2's copy_to_user (EFAULT).
+  if (flags & ~(O_CLOEXEC | O_NONBLOCK | O_DIRECT | kNotificationPipe)) return to_c(-EINVAL);
+  if (flags & kNotificationPipe) return to_c(-ENOPKG);
+  int fds[2];
+  const int err = uepoll::objects::make_pipe(flags, fds);
+  if (err < 0) return to_c(err);
+  if (!pipefd) {
+    uninstall_pair(fds);
+    return to_c(-EFAULT);
+  }
+  pipefd[0] = fds[0];
+  pipefd[1] = fds[1];
+  return 0;
+}
+
+int uep_pipe(int pipefd[2]) { return uep_pipe2(pipefd, 0); }
+
+int uep_socketpair(int domain, int type, int protocol, int sv[2]) {
+  // Linux __sys_socketpair: flags in type -> EINVAL; reserve two fds
+  // (EMFILE); write sv (EFAULT); then __sock_create / unix_create.
+  const int flags = type & ~kSockTypeMask;
+  if (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)) return to_c(-EINVAL);
+  type &= kSockTypeMask;
+  if (uepoll::fd::max_fds() - uepoll::fd::open_count() < 2) return to_c(-EMFILE);
+  if (!sv) return to_c(-EFAULT);
+  if (domain != AF_UNIX) {
+    // Every other family: ask the kernel for its exact error (EAFNOSUPPORT,
+    // EINVAL, EPROTONOSUPPORT, ESOCKTNOSUPPORT, EOPNOTSUPP for AF_INET...).
+    // A family whose kernel socketpair succeeds (e.g. AF_TIPC) is still not
+    // a uepoll object: EOPNOTSUPP (docs/linux-deviations.md).
+    int k[2];
+    if (::socketpair(domain, type | flags, protocol, k) < 0) return to_c(-errno);
+    ::close(k[0]);
+    ::close(k[1]);
+    return to_c(-EOPNOTSUPP);
+  }
+  if (type >= kSockMax) return to_c(-EINVAL);                            // __sock_create
+  if (protocol && protocol != PF_UNIX) return to_c(-EPROTONOSUPPORT);    // unix_create
+  switch (type) {
+    case SOCK_STREAM:
+      break;
+    case SOCK_RAW:  // Linux: an AF_UNIX SOCK_DGRAM socket
+    case SOCK_DGRAM:
+    case SOCK_SEQPACKET:
+      // Linux supports these; uepoll implements only SOCK_STREAM
+      // (docs/linux-deviations.md).
+      return to_c(-EPROTONOSUPPORT);
+    default:
+      return to_c(-ESOCKTNOSUPPORT);
+  }
+  int fds[2];
+  const int err = uepoll::objects::make_socketpair(O_RDWR | ((flags & SOCK_NONBLOCK) ? O_NONBLOCK : 0), fds);
+  if (err < 0) return to_c(err);
+  sv[0] = fds[0];
+  sv[1] = fds[1];
+  return 0;
+}
+
+int uep_timerfd_create(int clockid, int flags) {
+  // Linux: flags & ~TFD_CREATE_FLAGS or an unknown clock -> EINVAL; alarm
+  // clocks without CAP_WAKE_ALARM -> EPERM (the kernel timerfd we create
+  // makes the clock checks itself).
+  if (flags & ~(TFD_NONBLOCK | TFD_CLOEXEC)) return to_c(-EINVAL);
+  return to_c(uepoll::objects::make_timerfd(clockid, flags));
+}
+
+int uep_timerfd_settime(int fd, int flags, const struct itimerspec* new_value,
+                        struct itimerspec* old_value) {
+  if (!uepoll::fd::in_range(fd)) return ::timerfd_settime(fd, flags, new_value, old_value);
+  // Linux: get_itimerspec64 (EFAULT), then flags / itimerspec64_valid
+  // (EINVAL), then the descriptor (EBADF, EINVAL if not a timerfd).
+  if (!new_value) return to_c(-EFAULT);
+  if ((flags & ~(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET)) || !timespec_valid(new_value->it_value) ||
+      !timespec_valid(new_value->it_interval))
+    return to_c(-EINVAL);
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  if (!f) return to_c(-EBADF);
+  if (f->kind() != uepoll::core::FileKind::kTimer) return to_c(-EINVAL);
+  return to_c(static_cast<uepoll::objects::TimerFd*>(f.get())->settime(flags, new_value, old_value));
+}
+
+int uep_timerfd_gettime(int fd, struct itimerspec* curr_value) {
+  if (!uepoll::fd::in_range(fd)) return ::timerfd_gettime(fd, curr_value);
+  // Linux: EBADF, EINVAL (not a timerfd), then put_itimerspec64 (EFAULT) --
+  // the kernel timerfd we forward to makes the last check.
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  if (!f) return to_c(-EBADF);
+  if (f->kind() != uepoll::core::FileKind::kTimer) return to_c(-EINVAL);
+  return to_c(static_cast<uepoll::objects::TimerFd*>(f.get())->gettime(curr_value));
+}
+
+}  // extern "C"

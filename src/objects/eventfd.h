@@ -1,0 +1,55 @@
+// eventfd.h - EventFd: the uepoll eventfd object (Linux fs/eventfd.c).
+//
+// Owns: a 64-bit counter and the EFD_SEMAPHORE mode.  The counter is guarded
+// by the file's wait-queue lock (level 6 of core/lock_order.h), exactly as
+// Linux guards ctx->count with ctx->wqh.lock; poll() reads it without the
+// lock (Linux eventfd_poll's READ_ONCE, same ordering argument: a writer
+// changes the count and wakes under the lock, so a poll made after its wait
+// entry was queued either sees the new count or gets the wakeup).
+//
+// Wakeups mirror Linux exactly (they are observable through EPOLLET):
+//   * every successful write wakes with EPOLLIN, even when the counter was
+//     already nonzero or the value written was 0 (eventfd_write);
+//   * every successful read wakes with EPOLLOUT (eventfd_read);
+//   * release wakes with EPOLLHUP (eventfd_release; nobody can be listening
+//     by then in uepoll, kept for fidelity).
+// Locks taken: only wq() (6).  Blocking read/write sleep through
+// core::block_on, never holding a lock.
+#pragma once
+
+#include "core/file.h"
+
+#include <atomic>
+#include <cstdint>
+
+namespace uepoll::objects {
+
+class EventFd final : public core::File {
+ public:
+  // status_flags: O_RDWR | (flags & O_NONBLOCK), as anon_inode_getfd sets.
+  EventFd(uint64_t initval, bool semaphore, int status_flags) noexcept;
+
+  uint32_t poll(int depth) noexcept override;
+  // count < 8: -EINVAL.  Counter 0: -EAGAIN (O_NONBLOCK) or sleeps until a
+  // write; -EINTR if a signal handler runs.  buf == nullptr: -EFAULT after
+  // the counter was consumed (Linux: put_user fails after the read).
+  ssize_t read(void* buf, size_t count) noexcept override;
+  // count < 8: -EINVAL; buf == nullptr: -EFAULT; value ULLONG_MAX: -EINVAL;
+  // would reach ULLONG_MAX: -EAGAIN or sleeps until a read.
+  ssize_t write(const void* buf, size_t count) noexcept override;
+
+ protected:
+  void on_release() noexcept override;
+
+ private:
+  // Guarded by wq() lock for writes; poll() loads it without the lock.
+  std::atomic<uint64_t> count_;
+  const bool semaphore_;  // immutable
+};
+
+// Creates an eventfd and installs it.  flags must already be validated
+// (EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC).  Returns the descriptor,
+// -ENOMEM, or -EMFILE.  Thread-safe; allocates one File.
+int make_eventfd(unsigned int initval, int flags) noexcept;
+
+}  // namespace uepoll::objects

@@ -1,0 +1,144 @@
+// pipe.h - the uepoll pipe: two files (PipeReader, PipeWriter) over one
+// shared Pipe ring (Linux fs/pipe.c: pipe_read, pipe_write, pipe_poll,
+// pipe_release, do_pipe2).
+//
+// What it owns.  Pipe is Linux's pipe_inode_info: a ring of kPipeSlots (16)
+// page-sized buffers (kPipePage = 4096 bytes, 64 KiB in all), head/tail
+// indexes that wrap naturally, a one-page cache (tmp_page), the reader and
+// writer counts, and Linux's "poll_usage" flag.  Each end is a File with its
+// own wait queue: the reader's wq() is Linux's pipe->rd_wait, the writer's
+// wq() is pipe->wr_wait.  Pages are allocated lazily through core::create
+// allocation (raw_alloc), one page cached as Linux does, so a steady
+// write/read cycle allocates nothing.
+//
+// Locks.  Pipe::mu_ (a SpinLock, Linux's pipe->mutex) guards every field of
+// the ring.  It is a leaf: nothing is taken while it is held, and it may be
+// taken with at most one wait-queue lock (level 6) held (block_on's op), so
+// in core/lock_order.h terms it sits between 6 and 7 and is never held
+// across a wake.  Wakeups are issued after mu_ is released, each under the
+// target end's own wq lock (wake_locked), as Linux wakes after
+// mutex_unlock().  A peer end is reached through an atomic pointer cleared
+// by its on_release(); wakers read it inside a reclaim::ReadGuard, so the
+// peer's memory cannot be freed under them.
+//
+// Wakeup policy (observable through EPOLLET; kept exactly as fs/pipe.c):
+//   * every write that got past the "no readers" check wakes the read end
+//     with EPOLLIN|EPOLLRDNORM when the pipe was empty or anyone ever polled
+//     the pipe (poll_usage: Linux's "epoll nonsensically wants a wakeup"),
+//     even a write that failed with EAGAIN;
+//   * a read wakes the write end with EPOLLOUT|EPOLLWRNORM only when it
+//     freed a slot of a full pipe;
+//   * a blocking reader that slept and leaves data wakes the next reader;
+//     a blocking writer that slept wakes the next writer if not full;
+//   * closing an end while the other is open wakes both queues with key 0
+//     (wake_up_interruptible_all).
+//
+// Status flags: reader O_RDONLY|O_NONBLOCK?, writer O_WRONLY|O_NONBLOCK?
+// |O_DIRECT? (create_pipe_files).  O_DIRECT makes the writer packetized.
+#pragma once
+
+#include "core/file.h"
+#include "core/spinlock.h"
+
+#include <atomic>
+#include <cstdint>
+
+namespace uepoll::objects {
+
+inline constexpr unsigned kPipeSlots = 16;     // Linux PIPE_DEF_BUFFERS
+inline constexpr unsigned kPipePage = 4096;    // Linux PAGE_SIZE (x86-64)
+static_assert((kPipeSlots & (kPipeSlots - 1)) == 0, "ring size must be a power of two");
+
+class PipeReader;
+class PipeWriter;
+
+class Pipe {
+ public:
+  Pipe() noexcept = default;
+  ~Pipe();
+  Pipe(const Pipe&) = delete;
+  Pipe& operator=(const Pipe&) = delete;
+
+ private:
+  friend class PipeReader;
+  friend class PipeWriter;
+  friend int make_pipe(int flags, int out[2]) noexcept;
+
+  enum : uint8_t { kCanMerge = 1, kPacket = 2 };
+  struct Buf {
+    char* page = nullptr;  // null when the slot is unused
+    uint32_t offset = 0;
+    uint32_t len = 0;
+    uint8_t flags = 0;
+  };
+
+  // Preconditions: mu_ held.
+  bool empty_locked() const noexcept { return head_ == tail_; }
+  bool full_locked() const noexcept { return head_ - tail_ >= kPipeSlots; }
+  Buf& slot_locked(unsigned i) noexcept { return bufs_[i & (kPipeSlots - 1)]; }
+  void release_page_locked(Buf& b, char** to_free) noexcept;
+
+  // Drops one end's reference to the ring; the last frees it.
+  void put() noexcept;
+  // Wakes the reader's (rd_wait) or writer's (wr_wait) queue; no lock held.
+  void wake_reader(uint32_t key, int nr_exclusive = 1) noexcept;
+  void wake_writer(uint32_t key, int nr_exclusive = 1) noexcept;
+
+  core::SpinLock mu_;
+  Buf bufs_[kPipeSlots];      // guarded by mu_
+  unsigned head_ = 0;         // guarded by mu_
+  unsigned tail_ = 0;         // guarded by mu_
+  char* tmp_page_ = nullptr;  // guarded by mu_: one cached page
+  int readers_ = 1;           // guarded by mu_
+  int writers_ = 1;           // guarded by mu_
+  bool poll_usage_ = false;   // guarded by mu_
+  std::atomic<int> refs_{2};  // one per end; acq_rel on the last put
+  // The two ends; each cleared by that end's on_release().  Read inside a
+  // reclaim::ReadGuard (acquire pairs with the release store of creation).
+  std::atomic<core::File*> rd_{nullptr};
+  std::atomic<core::File*> wr_{nullptr};
+};
+
+class PipeReader final : public core::File {
+ public:
+  PipeReader(Pipe* p, int status_flags) noexcept;
+  uint32_t poll(int depth) noexcept override;
+  // count 0: 0.  Data: up to count bytes (one packet in O_DIRECT mode).
+  // Empty: 0 without writers, else -EAGAIN or sleeps (-EINTR on a signal).
+  ssize_t read(void* buf, size_t count) noexcept override;
+  ssize_t write(const void*, size_t) noexcept override { return -EBADF; }  // not FMODE_WRITE
+
+ protected:
+  void on_release() noexcept override;
+
+ private:
+  Pipe* const pipe_;
+};
+
+class PipeWriter final : public core::File {
+ public:
+  PipeWriter(Pipe* p, int status_flags) noexcept;
+  uint32_t poll(int depth) noexcept override;
+  ssize_t read(void*, size_t) noexcept override { return -EBADF; }  // not FMODE_READ
+  // Linux pipe_write: 0 for count 0, -EPIPE and
+  // SIGPIPE to the calling thread without readers, atomic up to PIPE_BUF,
+  // partial counts for larger non-blocking writes, -EAGAIN when full.
+  ssize_t write(const void* buf, size_t count) noexcept override;
+
+ protected:
+  void on_release() noexcept override;
+
+ private:
+  Pipe* const pipe_;
+};
+
+// Creates a pipe and installs both ends (read end first, as Linux).  flags
+// must already be validated (O_CLOEXEC|O_NONBLOCK|O_DIRECT; the C API
+// answers O_NOTIFICATION_PIPE with ENOPKG, as a kernel without
+// CONFIG_WATCH_QUEUE does).  Returns 0 and fills out, or -ENOMEM / -EMFILE.
+int make_pipe(int flags, int out[2]) noexcept;
+
+// Sends SIGPIPE to the calling thread (Linux send_sig(SIGPIPE, current, 0)).
+void raise_sigpipe() noexcept;
+
+}  // namespace uepoll::objects

@@ -1,0 +1,120 @@
+// socketpair.h - the uepoll AF_UNIX SOCK_STREAM socket pair (Linux
+// net/unix/af_unix.c: unix_socketpair, unix_stream_sendmsg,
+// unix_stream_read_generic, unix_poll, unix_shutdown, unix_release_sock,
+// unix_write_space; net/core/sock.c: sock_alloc_send_pskb, sock_def_readable,
+// sock_def_wakeup).
+//
+// What it owns.  UnixConn holds both sockets' state, indexed 0/1: each side's
+// receive queue of skbs (the bytes its peer wrote), sk_shutdown bits, sk_err
+// and sk_wmem_alloc (the truesize of this side's skbs still queued at the
+// peer).  Flow control is Linux's, byte for byte: a write is cut into skbs of
+// at most 36544 bytes ((sndbuf >> 1) - 64, capped at SKB_MAX_HEAD(0) +
+// UNIX_SKB_FRAGS_SZ), each skb is charged the truesize Linux charges on
+// x86-64 (sk_buff 256 + kmalloc'd head + page-aligned frags), a new skb is
+// allowed while wmem_alloc < sk_sndbuf (212992, net.core.wmem_default),
+// and the socket is writable (EPOLLOUT) when 4 * wmem_alloc <= sk_sndbuf.
+// So the counts a program observes (278 one-byte writes, 44 writes of 4096
+// bytes, EPOLLOUT back after draining to a quarter) are Linux's.
+//
+// Locks.  UnixConn::mu_ (a SpinLock; Linux's unix_state_lock plus the
+// receive-queue lock of both sockets) guards everything in UnixConn.  It is
+// a leaf taken with at most one wait-queue lock (level 6) held (block_on's
+// op); wakeups are issued after it is released, each under the target
+// socket's own wq lock.  The peer File is reached through an atomic pointer
+// that its on_release() clears, read inside a reclaim::ReadGuard.
+//
+// Wakeups (observable through EPOLLET), as Linux issues them:
+//   * each skb queued wakes the receiver with EPOLLIN|EPOLLPRI|EPOLLRDNORM|
+//     EPOLLRDBAND (sock_def_readable);
+//   * each skb consumed (or purged) wakes its writer with EPOLLOUT|
+//     EPOLLWRNORM|EPOLLWRBAND if the writer is then writable
+//     (sock_wfree -> unix_write_space);
+//   * shutdown() wakes both sockets, close wakes the peer, with key 0 and
+//     every waiter (sock_def_wakeup: wake_up_interruptible_all).
+#pragma once
+
+#include "core/file.h"
+#include "core/spinlock.h"
+
+#include <atomic>
+#include <cstdint>
+
+namespace uepoll::objects {
+
+// Linux values on x86-64 with default sysctls.
+inline constexpr long kUnixSndBuf = 212992;        // net.core.wmem_default
+inline constexpr uint32_t kUnixMaxSkb = 36544;     // SKB_MAX_HEAD(0) + UNIX_SKB_FRAGS_SZ
+// sk_buff truesize charged for an skb carrying `size` bytes of a stream write.
+uint32_t unix_skb_truesize(uint32_t size) noexcept;
+
+class UnixSocket;
+
+class UnixConn {
+ public:
+  UnixConn() noexcept = default;
+  ~UnixConn();
+  UnixConn(const UnixConn&) = delete;
+  UnixConn& operator=(const UnixConn&) = delete;
+
+ private:
+  friend class UnixSocket;
+  friend int make_socketpair(int status_flags, int out[2]) noexcept;
+
+  struct Skb {
+    Skb* next;
+    uint32_t len;       // bytes carried
+    uint32_t consumed;  // bytes already read (UNIXCB(skb).consumed)
+    uint32_t truesize;  // charged to the writer's wmem
+    char data[];        // NOLINT: flexible array (GNU extension in C++)
+  };
+  enum : uint8_t { kRcvShutdown = 1, kSendShutdown = 2, kShutdownMask = 3 };
+  struct Side {
+    Skb* head = nullptr;  // receive queue, FIFO
+    Skb* tail = nullptr;
+    uint8_t shutdown = 0;  // sk_shutdown
+    int err = 0;           // sk_err (positive errno)
+    long wmem = 0;         // sk_wmem_alloc minus its base reference
+    bool dead = false;     // released
+  };
+
+  void put() noexcept;
+  // Wakes socket i's queue; no lock held.  nr_exclusive 0 = all.
+  void wake(int i, uint32_t key, int nr_exclusive = 1) noexcept;
+  static void free_list(Skb* s) noexcept;
+
+  core::SpinLock mu_;          // leaf; guards side_
+  Side side_[2];               // guarded by mu_
+  std::atomic<int> refs_{2};   // one per socket
+  std::atomic<core::File*> file_[2] = {nullptr, nullptr};  // cleared on release
+};
+
+class UnixSocket final : public core::File {
+ public:
+  UnixSocket(UnixConn* c, int index, int status_flags) noexcept;
+
+  uint32_t poll(int depth) noexcept override;
+  // count 0: 0.  Returns queued bytes (across skbs) up to count; when empty:
+  // a pending error (-ECONNRESET once, after the peer closed with unread
+  // data), 0 after RCV_SHUTDOWN, else -EAGAIN or sleeps (-EINTR).
+  ssize_t read(void* buf, size_t count) noexcept override;
+  // SEND_SHUTDOWN: -EPIPE + SIGPIPE.  Peer gone or shut for reading while
+  // sending: what was sent, else -EPIPE + SIGPIPE.  Full: partial count,
+  // -EAGAIN, or sleeps until writable.
+  ssize_t write(const void* buf, size_t count) noexcept override;
+  // how outside SHUT_RD..SHUT_RDWR: -EINVAL.
+  int shutdown(int how) noexcept override;
+
+ protected:
+  void on_release() noexcept override;
+
+ private:
+  UnixConn* const conn_;
+  const int me_;  // 0 or 1; the peer is 1 - me_
+};
+
+// Creates a connected pair and installs both.  status_flags: O_RDWR plus
+// O_NONBLOCK for SOCK_NONBLOCK.  Returns 0 and fills out, or -ENOMEM /
+// -EMFILE.
+int make_socketpair(int status_flags, int out[2]) noexcept;
+
+}  // namespace uepoll::objects

@@ -1,0 +1,186 @@
+// timerfd.cpp - TimerFd and the timer service thread (see timerfd.h).
+// Locks: the service registry mutex (above level 6, below nothing a caller
+// holds), TimerFd wq() (6).  No kernel call under a wq lock; no lock held
+// in epoll_wait.
+#include "objects/timerfd.h"
+
+#include "core/alloc.h"
+#include "core/block.h"
+#include "fd/table.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+namespace uepoll::objects {
+
+namespace {
+
+// The process-wide timer service.  Never destroyed (the thread may still be
+// running during static destruction).
+class TimerService {
+ public:
+  static TimerService& get() noexcept {
+    static TimerService* s = new TimerService();  // leaked on purpose
+    return *s;
+  }
+
+  // Registers t under its kernel fd; starts the thread on first use.
+  int add(int kfd, TimerFd* t) noexcept {
+    std::lock_guard<std::mutex> l(mu_);
+    if (int err = start_locked(); err < 0) return err;
+    if (kfd >= cap_) {
+      int ncap = cap_ ? cap_ : 64;
+      while (ncap <= kfd) ncap *= 2;
+      auto* nt = static_cast<TimerFd**>(core::raw_alloc(sizeof(TimerFd*) * static_cast<size_t>(ncap)));
+      if (!nt) return -ENOMEM;
+      for (int i = 0; i < ncap; ++i) nt[i] = i < cap_ ? table_[i] : nullptr;
+      if (table_) core::raw_free(table_);
+      table_ = nt;
+      cap_ = ncap;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLET;
+    ev.data.fd = kfd;
+    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, kfd, &ev) < 0) return -errno;
+    table_[kfd] = t;
+    return 0;
+  }
+
+  void remove(int kfd) noexcept {
+    std::lock_guard<std::mutex> l(mu_);
+    if (epfd_ >= 0) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, kfd, nullptr);
+    if (kfd < cap_) table_[kfd] = nullptr;
+  }
+
+ private:
+  TimerService() = default;
+
+  // Preconditions: mu_ held.
+  int start_locked() noexcept {
+    if (started_) return 0;
+    if (epfd_ < 0) {
+      epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+      if (epfd_ < 0) return -errno;
+    }
+    // The thread must never take a signal meant for the application.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t th;
+    const int rc = pthread_create(&th, nullptr, &TimerService::thread_main, this);
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    if (rc != 0) return -rc;  // EAGAIN (or ENOMEM)
+    pthread_detach(th);
+    started_ = true;
+    return 0;
+  }
+
+  static void* thread_main(void* arg) {
+    static_cast<TimerService*>(arg)->run();
+    return nullptr;
+  }
+
+  void run() noexcept {
+    epoll_event evs[64];
+    for (;;) {
+      // No lock held while waiting.
+      const int n = ::epoll_wait(epfd_, evs, 64, -1);
+      if (n <= 0) continue;  // EINTR cannot happen (signals blocked); be safe
+      std::lock_guard<std::mutex> l(mu_);
+      for (int i = 0; i < n; ++i) {
+        const int kfd = evs[i].data.fd;
+        // A stale event for a closed timer finds nullptr, or (if the kernel
+        // fd number was reused) a spurious wakeup that a re-poll drops.
+        if (kfd >= 0 && kfd < cap_ && table_[kfd]) table_[kfd]->kernel_fired();
+      }
+    }
+  }
+
+  std::mutex mu_;               // guards everything below
+  int epfd_ = -1;               // kernel epoll of all kernel timerfds
+  bool started_ = false;
+  TimerFd** table_ = nullptr;   // kernel fd -> TimerFd (registered ones)
+  int cap_ = 0;
+};
+
+}  // namespace
+
+TimerFd::TimerFd(int kfd, int status_flags) noexcept
+    : core::File(core::FileKind::kTimer, status_flags), kfd_(kfd) {}
+
+uint32_t TimerFd::poll(int) noexcept {
+  // Linux timerfd_poll: EPOLLIN iff ctx->ticks; the kernel timerfd knows.
+  pollfd p{kfd_, POLLIN, 0};
+  const int r = ::poll(&p, 1, 0);
+  return (r > 0 && (p.revents & POLLIN)) ? static_cast<uint32_t>(EPOLLIN) : 0u;
+}
+
+ssize_t TimerFd::read(void* buf, size_t count) noexcept {
+  uint64_t ticks = 0;
+  if (count < sizeof ticks) return -EINVAL;
+  for (;;) {
+    const uint64_t seen = seq_.load(std::memory_order_acquire);
+    const ssize_t n = ::read(kfd_, &ticks, sizeof ticks);
+    if (n == static_cast<ssize_t>(sizeof ticks)) break;
+    const int e = n < 0 ? errno : EIO;
+    if (e != EAGAIN) return -e;  // ECANCELED
+    if (nonblocking()) return -EAGAIN;
+    // Sleep until the service reports another expiry (seq_ moves under the
+    // wq lock, so the check and the queueing cannot miss it).
+    const long r = core::block_on(wq(), false, EPOLLIN, [&]() -> long {
+      return seq_.load(std::memory_order_relaxed) != seen ? 0 : -EAGAIN;
+    });
+    if (r < 0) return r;
+  }
+  if (!buf) return -EFAULT;  // Linux: put_user fails after the ticks were taken
+  std::memcpy(buf, &ticks, sizeof ticks);
+  return static_cast<ssize_t>(sizeof ticks);
+}
+
+int TimerFd::settime(int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept {
+  return ::timerfd_settime(kfd_, flags, new_value, old_value) < 0 ? -errno : 0;
+}
+
+int TimerFd::gettime(struct itimerspec* curr) noexcept {
+  return ::timerfd_gettime(kfd_, curr) < 0 ? -errno : 0;
+}
+
+void TimerFd::kernel_fired() noexcept {
+  wq().lock();
+  seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  wq().wake_locked(EPOLLIN);  // Linux timerfd_triggered: wake_up_locked_poll(EPOLLIN)
+  wq().unlock();
+}
+
+void TimerFd::on_release() noexcept {
+  TimerService::get().remove(kfd_);
+  ::close(kfd_);
+}
+
+int make_timerfd(int clockid, int flags) noexcept {
+  const int kfd = ::timerfd_create(clockid, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (kfd < 0) return -errno;
+  auto* t = core::create<TimerFd>(kfd, O_RDWR | (flags & O_NONBLOCK));
+  if (!t) {
+    ::close(kfd);
+    return -ENOMEM;
+  }
+  if (const int err = TimerService::get().add(kfd, t); err < 0) {
+    core::destroy(t);
+    ::close(kfd);
+    return err;
+  }
+  const int fd = fd::install(t);
+  if (fd < 0) t->put();  // on_release unregisters and closes kfd
+  return fd;
+}
+
+}  // namespace uepoll::objects

@@ -1,0 +1,77 @@
+// timerfd.h - TimerFd: the uepoll timerfd (Linux fs/timerfd.c semantics,
+// obtained by delegation).
+//
+// What it owns.  Each TimerFd owns one kernel timerfd (created
+// TFD_NONBLOCK|TFD_CLOEXEC with the caller's clock).  Everything that
+// defines a timer's state -- settime/gettime, the expiration count, interval
+// overruns (hrtimer_forward_now), TFD_TIMER_CANCEL_ON_SET and ECANCELED --
+// lives in that kernel object, so those semantics are Linux's exactly:
+// settime, gettime and read are forwarded to it (read non-blocking).
+//
+// What uepoll adds is the wakeup.  One process-wide service thread (started
+// with the first timer, all signals blocked, never exits) sleeps in a kernel
+// epoll holding every kernel timerfd with EPOLLIN|EPOLLET.  Each expiry the
+// kernel signals (timerfd_tmrproc / clock-was-set: wake_up_locked_poll(
+// EPOLLIN)) becomes one edge there, and the service turns it into
+// wq().wake_locked(EPOLLIN) on the TimerFd: the same wakeups Linux issues,
+// one per expiry.  A periodic timer that nobody reads therefore wakes once
+// and then stays quiet, as on Linux (the kernel timer does not re-arm until
+// it is read).  poll() asks the kernel timerfd (a poll(2) with timeout 0), so
+// readiness is exact and immediate; only the wakeup goes through the
+// service thread (microseconds late).
+//
+// Locks.  The service's registry mutex (a std::mutex: the kernel-fd ->
+// TimerFd table and the kernel epoll's membership) is taken with no uepoll
+// lock held; under it the service takes a TimerFd's wq lock (level 6) to
+// wake it, so in core/lock_order.h terms it sits just above 6 and below
+// every lock a caller of timer functions could hold.  The service never
+// holds a lock while it waits in epoll_wait.  TimerFd::seq_ (the number of
+// service wakeups) is written under wq(); a blocking read sleeps through
+// core::block_on until seq_ moves.  Kernel calls are never made under a wq
+// lock.
+#pragma once
+
+#include "core/file.h"
+
+#include <atomic>
+#include <cstdint>
+#include <time.h>
+
+struct itimerspec;
+
+namespace uepoll::objects {
+
+class TimerFd final : public core::File {
+ public:
+  TimerFd(int kfd, int status_flags) noexcept;
+
+  uint32_t poll(int depth) noexcept override;  // EPOLLIN when expirations are pending
+  // count < 8: -EINVAL.  Returns the expiration count (8 bytes) and clears
+  // it; -ECANCELED after a clock change (CANCEL_ON_SET); -EAGAIN or sleeps
+  // when none; -EINTR on a signal; -EFAULT for a null buf (count consumed).
+  ssize_t read(void* buf, size_t count) noexcept override;
+
+  // Forwarded to the kernel timerfd; arguments already validated by the C
+  // API (flags, itimerspec ranges, non-null new_value).  0 or -errno.
+  int settime(int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept;
+  int gettime(struct itimerspec* curr) noexcept;
+
+  // Service thread: the kernel timer signalled an expiry.  Takes wq().
+  void kernel_fired() noexcept;
+
+ protected:
+  void on_release() noexcept override;  // unregisters, closes the kernel fd
+
+ private:
+  const int kfd_;                  // immutable; closed in on_release
+  std::atomic<uint64_t> seq_{0};   // written under wq(): service wakeups so far
+};
+
+// Creates a timer on clockid (flags already validated: TFD_NONBLOCK |
+// TFD_CLOEXEC) and installs it.  Returns the descriptor or -errno: the
+// kernel's timerfd_create errors (EINVAL for an unknown clock, EPERM for an
+// alarm clock without CAP_WAKE_ALARM, EMFILE/ENFILE for kernel descriptors),
+// -ENOMEM, -EAGAIN if the service thread cannot start, -EMFILE (uepoll table).
+int make_timerfd(int clockid, int flags) noexcept;
+
+}  // namespace uepoll::objects
