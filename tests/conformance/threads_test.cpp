@@ -1,0 +1,335 @@
+// threads_test.cpp - conformance scenarios that need blocked waiters:
+// EPOLLEXCLUSIVE (one exclusive instance with a sleeper is woken, the rest
+// are skipped), one wakeup per event for ET with several waiters on one
+// instance, waking a sleeper by ADD/MOD of a ready item, close(epfd) while a
+// thread waits in it, EINTR from a signal handler, and liveness under a
+// concurrent producer (events arriving during a harvest are kept).  The
+// sequencing is made deterministic with generous sleeps (a waiter is given
+// 60 ms to block before the event); only outcomes, never timings, go into the
+// compared trace.
+#include "harness.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <csignal>
+#include <thread>
+
+namespace {
+
+using conf::T;
+
+constexpr uint32_t IN = EPOLLIN;
+constexpr uint32_t ET = EPOLLET;
+constexpr int kSettleUs = 60 * 1000;
+
+// A thread blocked in epoll_wait(ep, 1, timeout); `result()` joins it.
+struct Waiter {
+  Waiter(const conf::Api& api, int ep, int timeout_ms)
+      : th([this, &api, ep, timeout_ms] {
+          n = api.epoll_wait(ep, &ev, 1, timeout_ms);
+          err = errno;
+          done.store(true);
+        }) {}
+  ~Waiter() {
+    if (th.joinable()) th.join();
+  }
+  bool finished() const { return done.load(); }
+  std::string result() {
+    th.join();
+    if (n < 0) return "-1 " + conf::errno_name(err);
+    if (n == 0) return "0 (timed out)";
+    return "1 [" + conf::mask_str(ev.events) + ":" + std::to_string(ev.data.u64) + "]";
+  }
+  struct epoll_event ev {};
+  int n = -2;
+  int err = 0;
+  std::atomic<bool> done{false};
+  std::thread th;
+};
+
+// Two instances each hold the same eventfd with EPOLLEXCLUSIVE; a thread
+// sleeps in each.  A write wakes only the first exclusive instance that has
+// a sleeper (registration order); the next write skips the now sleeper-less
+// first instance (it still queues the item) and wakes the second.
+//   e0 -(EXCL)-> efd <-(EXCL)- e1      A sleeps in e0, B sleeps in e1
+TEST(Threads, ExclusiveWakesOneInstance) {
+  auto r = conf::differential([](T& t) {
+    int e0 = t.epoll_create1(), e1 = t.epoll_create1();
+    int efd = t.eventfd(0);
+    t.ctl(e0, EPOLL_CTL_ADD, efd, IN | ET | EPOLLEXCLUSIVE, 10);
+    t.ctl(e1, EPOLL_CTL_ADD, efd, IN | ET | EPOLLEXCLUSIVE, 11);
+    auto a = std::make_unique<Waiter>(t.api, e0, 3000);
+    auto b = std::make_unique<Waiter>(t.api, e1, 3000);
+    usleep(kSettleUs);
+    t.write_u64(efd, 1);
+    usleep(kSettleUs);
+    t.log(std::string("after write 1: A ") + (a->finished() ? "woke" : "asleep") + ", B " +
+          (b->finished() ? "woke" : "asleep"));
+    t.log("A returned " + a->result());
+    t.write_u64(efd, 1);
+    usleep(kSettleUs);
+    t.log(std::string("after write 2: B ") + (b->finished() ? "woke" : "asleep"));
+    t.log("B returned " + b->result());
+    t.wait(e0, 4, 0);  // queued by write 2 although A was not woken
+    t.wait(e1, 4, 0);
+  });
+  EXPECT_LINUX_SEQ(r, {"after write 1: A woke, B asleep", "A returned 1 [IN:10]", "after write 2: B woke",
+                       "B returned 1 [IN:11]", "wait(fd0,4,0) = 1 [IN:10]", "wait(fd1,4,0) = 0"});
+}
+
+// The non-exclusive contrast: one write wakes both instances' sleepers.
+TEST(Threads, NonExclusiveWakesAll) {
+  auto r = conf::differential([](T& t) {
+    int e0 = t.epoll_create1(), e1 = t.epoll_create1();
+    int efd = t.eventfd(0);
+    t.ctl(e0, EPOLL_CTL_ADD, efd, IN | ET, 10);
+    t.ctl(e1, EPOLL_CTL_ADD, efd, IN | ET, 11);
+    Waiter a(t.api, e0, 3000), b(t.api, e1, 3000);
+    usleep(kSettleUs);
+    t.write_u64(efd, 1);
+    t.log("A returned " + a.result());
+    t.log("B returned " + b.result());
+  });
+  EXPECT_LINUX_SEQ(r, {"A returned 1 [IN:10]", "B returned 1 [IN:11]"});
+}
+
+// Several sleepers on one instance: an ET event is delivered once (the
+// other sleeper times out); an LT event is passed on to the next sleeper.
+TEST(Threads, SleepersOnOneInstance) {
+  auto r = conf::differential([](T& t) {
+    int ep = t.epoll_create1();
+    int efd = t.eventfd(0);
+    t.ctl(ep, EPOLL_CTL_ADD, efd, IN | ET, 1);
+    {
+      Waiter a(t.api, ep, 300), b(t.api, ep, 300);
+      usleep(kSettleUs);
+      t.write_u64(efd, 1);
+      std::string ra = a.result(), rb = b.result();
+      int woke = (ra[0] == '1') + (rb[0] == '1');
+      t.log("ET: " + std::to_string(woke) + " of 2 sleepers got the event");
+    }
+    t.read_u64(efd);
+    t.ctl(ep, EPOLL_CTL_MOD, efd, IN, 2);
+    {
+      Waiter a(t.api, ep, 1000), b(t.api, ep, 1000);
+      usleep(kSettleUs);
+      t.write_u64(efd, 1);
+      std::string ra = a.result(), rb = b.result();
+      t.log("LT: A " + ra + ", B " + rb);
+    }
+  });
+  EXPECT_LINUX_SEQ(r, {"ET: 1 of 2 sleepers got the event", "LT: A 1 [IN:2], B 1 [IN:2]"});
+}
+
+// ADD of an already-ready descriptor wakes a sleeper (gVisor UnblockWithNewFD);
+// so does MOD re-arming a ready ONESHOT item.
+TEST(Threads, AddAndModWakeSleeper) {
+  auto r = conf::differential([](T& t) {
+    int ep = t.epoll_create1();
+    int efd = t.eventfd(1);
+    {
+      Waiter a(t.api, ep, 3000);
+      usleep(kSettleUs);
+      t.ctl(ep, EPOLL_CTL_ADD, efd, IN | EPOLLONESHOT, 1);
+      t.log("after ADD: " + a.result());
+    }
+    {
+      Waiter a(t.api, ep, 3000);
+      usleep(kSettleUs);
+      t.log(std::string("disabled item: ") + (a.finished() ? "woke" : "asleep"));
+      t.ctl(ep, EPOLL_CTL_MOD, efd, IN | EPOLLONESHOT, 2);
+      t.log("after MOD: " + a.result());
+    }
+    // A nested instance: ADD into the child wakes a sleeper on the parent.
+    int parent = t.epoll_create1();
+    int child = t.epoll_create1();
+    t.ctl(parent, EPOLL_CTL_ADD, child, IN, 3);
+    {
+      Waiter a(t.api, parent, 3000);
+      usleep(kSettleUs);
+      t.ctl(child, EPOLL_CTL_ADD, efd, IN, 4);
+      t.log("after ADD into the child: " + a.result());
+    }
+  });
+  EXPECT_LINUX_SEQ(r, {"after ADD: 1 [IN:1]", "disabled item: asleep", "after MOD: 1 [IN:2]",
+                       "after ADD into the child: 1 [IN:3]"});
+}
+
+// close(epfd) while a thread sleeps in epoll_wait on it neither wakes nor
+// fails the sleeper: the instance lives until the wait returns.
+TEST(Threads, CloseEpfdWhileWaiting) {
+  auto r = conf::differential([](T& t) {
+    int ep = t.epoll_create1();
+    int efd = t.eventfd(0);
+    t.ctl(ep, EPOLL_CTL_ADD, efd, IN, 1);
+    {
+      Waiter a(t.api, ep, 300);
+      usleep(kSettleUs);
+      t.close(ep);
+      usleep(kSettleUs);
+      t.log(std::string("after close: ") + (a.finished() ? "woke" : "still asleep"));
+      t.log("sleeper returned " + a.result());
+    }
+    int ep2 = t.epoll_create1();
+    t.ctl(ep2, EPOLL_CTL_ADD, efd, IN, 2);
+    {
+      Waiter a(t.api, ep2, 3000);
+      usleep(kSettleUs);
+      t.close(ep2);
+      usleep(kSettleUs);
+      t.write_u64(efd, 1);  // the closed instance still delivers to its sleeper
+      t.log("sleeper returned " + a.result());
+    }
+    t.wait(ep2, 4, 0);  // EBADF now
+  });
+  EXPECT_LINUX_SEQ(r, {"after close: still asleep", "sleeper returned 0 (timed out)", "sleeper returned 1 [IN:2]",
+                       "wait(fd2,4,0) = -1 EBADF"});
+}
+
+// A signal handler interrupts a blocked epoll_wait / epoll_pwait2 / poll with
+// EINTR even with SA_RESTART, and a blocked read without SA_RESTART; events
+// already available are returned.
+std::atomic<int> g_signals{0};
+void on_sigusr1(int) { g_signals++; }
+
+TEST(Threads, SignalInterruptsBlockedCalls) {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigusr1;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old {};
+  sigaction(SIGUSR1, &sa, &old);
+  auto r = conf::differential([](T& t) {
+    int ep = t.epoll_create1();
+    int efd = t.eventfd(0);
+    t.ctl(ep, EPOLL_CTL_ADD, efd, IN, 1);
+    auto interrupt = [&](const std::function<std::string()>& call) {
+      std::string res;
+      std::atomic<bool> done{false};
+      std::thread th([&] {
+        res = call();
+        done = true;
+      });
+      usleep(kSettleUs);
+      pthread_kill(th.native_handle(), SIGUSR1);
+      for (int i = 0; i < 200 && !done; ++i) usleep(5000);
+      if (!done) {  // not interrupted: release it
+        uint64_t v = 1;
+        t.api.write(efd, &v, 8);
+      }
+      th.join();
+      return res;
+    };
+    auto outcome = [](long n) { return n < 0 ? "-1 " + conf::errno_name(errno) : std::to_string(n); };
+    t.log("epoll_wait: " + interrupt([&] {
+      struct epoll_event ev;
+      return outcome(t.api.epoll_wait(ep, &ev, 1, 5000));
+    }));
+    t.log("epoll_pwait2(NULL): " + interrupt([&] {
+      struct epoll_event ev;
+      return outcome(t.api.epoll_pwait2(ep, &ev, 1, nullptr, nullptr));
+    }));
+    t.log("poll: " + interrupt([&] {
+      struct pollfd p = {efd, POLLIN, 0};
+      return outcome(t.api.poll(&p, 1, 5000));
+    }));
+    // Linux restarts a blocking read() under SA_RESTART (uepoll documents
+    // returning EINTR instead), so reads are checked without SA_RESTART.
+    struct sigaction no_restart {};
+    no_restart.sa_handler = on_sigusr1;
+    sigemptyset(&no_restart.sa_mask);
+    sigaction(SIGUSR1, &no_restart, nullptr);
+    t.log("eventfd read: " + interrupt([&] {
+      uint64_t v;
+      return outcome(t.api.read(efd, &v, 8));
+    }));
+    auto [rd, wr] = t.pipe();
+    t.log("pipe read: " + interrupt([&, rd = rd] {
+      char c;
+      return outcome(t.api.read(rd, &c, 1));
+    }));
+    (void)wr;
+    // Events available: returned even with a signal pending.
+    t.write_u64(efd, 1);
+    t.wait(ep, 4, 0);
+  });
+  sigaction(SIGUSR1, &old, nullptr);
+  EXPECT_LINUX_SEQ(r, {"epoll_wait: -1 EINTR", "epoll_pwait2(NULL): -1 EINTR", "poll: -1 EINTR",
+                       "eventfd read: -1 EINTR", "pipe read: -1 EINTR", "wait(fd0,4,0) = 1 [IN:1]"});
+}
+
+// Liveness: a producer thread writes while the consumer harvests; every
+// write is eventually seen (no wakeup lost while a harvest is in progress).
+// Outcomes only: timings and interleavings are not compared.
+void producer_consumer(T& t, bool nested, uint32_t mode) {
+  const int kWrites = 20000;
+  int ep = t.epoll_create1();
+  int efd = t.eventfd(0, EFD_NONBLOCK);
+  int top = ep;
+  if (nested) {
+    top = t.epoll_create1();
+    t.ctl(top, EPOLL_CTL_ADD, ep, IN | ET, 2);
+  }
+  t.ctl(ep, EPOLL_CTL_ADD, efd, IN | mode, 1);
+  std::thread producer([&] {
+    uint64_t one = 1;
+    for (int i = 0; i < kWrites; ++i) t.api.write(efd, &one, 8);
+  });
+  uint64_t sum = 0;
+  int timeouts = 0;
+  while (sum < static_cast<uint64_t>(kWrites) && timeouts == 0) {
+    struct epoll_event ev[4];
+    int n = t.api.epoll_wait(top, ev, 4, 3000);
+    if (n == 0) {
+      ++timeouts;
+      break;
+    }
+    if (nested) t.api.epoll_wait(ep, ev, 4, 0);
+    uint64_t v;
+    if (t.api.read(efd, &v, 8) == 8) sum += v;
+  }
+  producer.join();
+  t.log("consumed " + std::to_string(sum) + " of " + std::to_string(kWrites) + ", lost wakeups: " +
+        std::to_string(timeouts));
+}
+
+TEST(Threads, ProducerConsumerEdgeTriggered) {
+  auto r = conf::differential([](T& t) { producer_consumer(t, false, ET); });
+  EXPECT_LINUX_SEQ(r, {"consumed 20000 of 20000, lost wakeups: 0"});
+}
+TEST(Threads, ProducerConsumerOneshotRearmed) {
+  auto r = conf::differential([](T& t) {
+    const int kWrites = 5000;
+    int ep = t.epoll_create1();
+    int efd = t.eventfd(0, EFD_NONBLOCK);
+    t.ctl(ep, EPOLL_CTL_ADD, efd, IN | EPOLLONESHOT, 1);
+    std::thread producer([&] {
+      uint64_t one = 1;
+      for (int i = 0; i < kWrites; ++i) t.api.write(efd, &one, 8);
+    });
+    uint64_t sum = 0;
+    int timeouts = 0;
+    while (sum < static_cast<uint64_t>(kWrites)) {
+      struct epoll_event ev;
+      if (t.api.epoll_wait(ep, &ev, 1, 3000) == 0) {
+        ++timeouts;
+        break;
+      }
+      uint64_t v;
+      if (t.api.read(efd, &v, 8) == 8) sum += v;
+      struct epoll_event mod = {IN | EPOLLONESHOT, {.u64 = 1}};
+      t.api.epoll_ctl(ep, EPOLL_CTL_MOD, efd, &mod);
+    }
+    producer.join();
+    t.log("consumed " + std::to_string(sum) + ", lost wakeups: " + std::to_string(timeouts));
+  });
+  EXPECT_LINUX_SEQ(r, {"consumed 5000, lost wakeups: 0"});
+}
+//   top -et-> ep -et-> efd      (producer writes efd, consumer waits on top)
+TEST(Threads, ProducerConsumerNested) {
+  auto r = conf::differential([](T& t) { producer_consumer(t, true, ET); });
+  EXPECT_LINUX_SEQ(r, {"consumed 20000 of 20000, lost wakeups: 0"});
+}
+
+}  // namespace
