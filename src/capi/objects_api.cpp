@@ -15,6 +15,7 @@
 #include <uepoll/uepoll.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -28,6 +29,14 @@ using uepoll::capi::to_c;
 constexpr int kNotificationPipe = O_EXCL;
 constexpr int kSockTypeMask = 0xf;  // SOCK_TYPE_MASK
 constexpr int kSockMax = 11;        // SOCK_MAX = SOCK_PACKET + 1
+
+// Linux copy_{from,to}_user(): NULL, the first page and kernel addresses
+// fault (x86-64 TASK_SIZE_MAX).  uepoll cannot see unmapped user pages.
+bool user_ok(const void* p, size_t len) {
+  constexpr uintptr_t kTaskSize = 0x00007ffffffff000ULL;
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  return a >= 4096 && a <= kTaskSize && len <= kTaskSize - a;
+}
 
 bool timespec_valid(const timespec& t) {  // Linux timespec64_valid
   return t.tv_sec >= 0 && static_cast<unsigned long>(t.tv_nsec) < 1000000000UL;
@@ -58,7 +67,7 @@ int uep_pipe2(int pipefd[2], int flags) {
   int fds[2];
   const int err = uepoll::objects::make_pipe(flags, fds);
   if (err < 0) return to_c(err);
-  if (!pipefd) {
+  if (!user_ok(pipefd, 2 * sizeof(int))) {
     uninstall_pair(fds);
     return to_c(-EFAULT);
   }
@@ -76,7 +85,7 @@ int uep_socketpair(int domain, int type, int protocol, int sv[2]) {
   if (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)) return to_c(-EINVAL);
   type &= kSockTypeMask;
   if (uepoll::fd::max_fds() - uepoll::fd::open_count() < 2) return to_c(-EMFILE);
-  if (!sv) return to_c(-EFAULT);
+  if (!user_ok(sv, 2 * sizeof(int))) return to_c(-EFAULT);
   if (domain != AF_UNIX) {
     // Every other family: ask the kernel for its exact error (EAFNOSUPPORT,
     // EINVAL, EPROTONOSUPPORT, ESOCKTNOSUPPORT, EOPNOTSUPP for AF_INET...).
@@ -123,7 +132,7 @@ int uep_timerfd_settime(int fd, int flags, const struct itimerspec* new_value,
   if (!uepoll::fd::in_range(fd)) return ::timerfd_settime(fd, flags, new_value, old_value);
   // Linux: get_itimerspec64 (EFAULT), then flags / itimerspec64_valid
   // (EINVAL), then the descriptor (EBADF, EINVAL if not a timerfd).
-  if (!new_value) return to_c(-EFAULT);
+  if (!user_ok(new_value, sizeof *new_value)) return to_c(-EFAULT);
   if ((flags & ~(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET)) || !timespec_valid(new_value->it_value) ||
       !timespec_valid(new_value->it_interval))
     return to_c(-EINVAL);

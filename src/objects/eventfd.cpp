@@ -49,7 +49,9 @@ ssize_t EventFd::read(void* buf, size_t count) noexcept {
 
 ssize_t EventFd::write(const void* buf, size_t count) noexcept {
   uint64_t ucnt;
-  if (count < sizeof ucnt) return -EINVAL;
+  // Linux 6.18 eventfd_write: count != sizeof(ucnt) -> EINVAL (reads only
+  // need at least 8).
+  if (count != sizeof ucnt) return -EINVAL;
   if (!buf) return -EFAULT;  // Linux: copy_from_user
   std::memcpy(&ucnt, buf, sizeof ucnt);
   if (ucnt == ULLONG_MAX) return -EINVAL;

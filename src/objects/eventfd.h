@@ -34,7 +34,7 @@ class EventFd final : public core::File {
   // write; -EINTR if a signal handler runs.  buf == nullptr: -EFAULT after
   // the counter was consumed (Linux: put_user fails after the read).
   ssize_t read(void* buf, size_t count) noexcept override;
-  // count < 8: -EINVAL; buf == nullptr: -EFAULT; value ULLONG_MAX: -EINVAL;
+  // count != 8: -EINVAL; buf == nullptr: -EFAULT; value ULLONG_MAX: -EINVAL;
   // would reach ULLONG_MAX: -EAGAIN or sleeps until a read.
   ssize_t write(const void* buf, size_t count) noexcept override;
 
