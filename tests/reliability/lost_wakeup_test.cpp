@@ -108,7 +108,7 @@ TEST_P(LostWakeup, Epoll60_AllWaitersWoken) {
 // timeout).  The write lands as A's timeout expires.  Someone must get it.
 TEST_P(LostWakeup, Epoll61_TimeoutDoesNotSwallowWakeup) {
   const Api& a = api();
-  const long R = rounds(2000);
+  const long R = rounds(1200);
   int E = a.epoll_create1(0);
   ASSERT_GE(E, 0);
   int efd = a.eventfd(0, EFD_NONBLOCK);

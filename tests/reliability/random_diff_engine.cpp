@@ -224,6 +224,10 @@ Program generate(uint64_t seed, int len) {
           op.n = 1 + static_cast<int>(r.below(16));
           op.val = r.next();
         }
+        // Exploration past a known divergence: UEPOLL_RANDOM_MAX_WRITE=8
+        // keeps every write at <= 8 bytes.
+        static const long max_write = rel::env_long("UEPOLL_RANDOM_MAX_WRITE", 16);
+        if (op.n > max_write) op.n = static_cast<int>(max_write);
         break;
       }
       case Kind::Close:

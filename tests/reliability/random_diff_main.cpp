@@ -3,6 +3,8 @@
 //   random_diff --seconds N [--len L]          fresh seeds for N seconds
 //   random_diff --seed S [--count C] [--len L] seeds S..S+C-1
 //   random_diff --print --seed S [--len L]     print the program of one seed
+//   --max-write 8   keep writes <= 8 bytes (explore past the eventfd
+//                   >8-byte write divergence)
 // On the first divergence it shrinks the sequence (delta debugging) and
 // prints the minimal reproducer as C calls; exit status 1.
 #include <chrono>
@@ -28,6 +30,7 @@ int main(int argc, char** argv) {
     else if (a == "--count") count = std::atol(val());
     else if (a == "--len") len = std::atol(val());
     else if (a == "--print") print = true;
+    else if (a == "--max-write") setenv("UEPOLL_RANDOM_MAX_WRITE", val(), 1);
     else {
       std::fprintf(stderr, "usage: %s [--seconds N | --seed S [--count C]] [--len L] [--print]\n", argv[0]);
       return 2;
