@@ -352,6 +352,120 @@ TEST_P(EpollBoth, SignalInterruptsWaitUnlessMasked) {
   sigaction(SIGUSR1, &old, nullptr);
 }
 
+// Closing a watched descriptor: the item goes away with the last
+// reference to the open object (not with the number), as in Linux.
+TEST_P(EpollBoth, CloseRemovesItemOnlyWithTheLastReference) {
+  Epoll ep = std::move(make.epoll()).value();
+  std::array<epoll_event, 2> out;
+  {
+    EventFd ev = std::move(make.eventfd(1)).value();
+    const int number = ev.get();
+    ep.add(ev, EPOLLIN, 1);
+    ev.reset();  // last reference
+    EXPECT_TRUE(ep.wait(out, 0ms).empty());
+    EventFd again = std::move(make.eventfd(1)).value();
+    ASSERT_EQ(again.get(), number);    // lowest free number, reused
+    EXPECT_OK(ep.try_add(again, EPOLLIN, 2));  // not EEXIST: the old item is gone
+    auto got = ep.wait(out, 0ms);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].data.u64, 2u);
+    ep.del(again);
+  }
+  {
+    EventFd ev = std::move(make.eventfd()).value();
+    const int number = ev.get();
+    ep.add(ev, EPOLLIN, 7);
+    EventFd alias(ev.fd().dup());
+    ev.reset();  // the dup keeps the object, and so the item, alive
+    alias.write(1);
+    auto got = ep.wait(out, 0ms);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].data.u64, 7u);
+    EXPECT_ERRC(ep.try_del(number), EBADF);   // the number is closed
+    EXPECT_ERRC(ep.try_del(alias), ENOENT);   // the key is (object, old number)
+    EXPECT_ERRC(ep.try_mod(alias, EPOLLIN), ENOENT);
+    alias.reset();
+    EXPECT_TRUE(ep.wait(out, 0ms).empty());
+  }
+}
+
+// Edge-triggered readiness wakes exactly one of several blocked waiters
+// (exclusive FIFO wakeup); the others time out.
+TEST_P(EpollBoth, OneEdgeWakesOneWaiter) {
+  Epoll ep = std::move(make.epoll()).value();
+  EventFd ev = std::move(make.eventfd()).value();
+  ep.add(ev, EPOLLIN | EPOLLET, 1);
+  std::atomic<int> got_event{0}, timed_out{0}, failed{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 4; ++i) {
+    waiters.emplace_back([&] {
+      std::array<epoll_event, 1> out;
+      auto r = ep.try_wait(out, 400ms);
+      if (!r)
+        failed++;
+      else if (r->empty())
+        timed_out++;
+      else
+        got_event++;
+    });
+  }
+  std::this_thread::sleep_for(50ms);
+  ev.write(1);
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(got_event.load(), 1);
+  EXPECT_EQ(timed_out.load(), 3);
+  EXPECT_EQ(failed.load(), 0);
+}
+
+// Level-triggered readiness reaches every blocked waiter (each harvest
+// re-queues the item and passes the wakeup on).
+TEST_P(EpollBoth, LevelTriggeredReachesEveryWaiter) {
+  Epoll ep = std::move(make.epoll()).value();
+  EventFd ev = std::move(make.eventfd()).value();
+  ep.add(ev, EPOLLIN, 1);
+  std::atomic<int> got_event{0};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < 4; ++i) {
+    waiters.emplace_back([&] {
+      std::array<epoll_event, 1> out;
+      auto r = ep.try_wait(out, 2s);
+      if (r && r->size() == 1) got_event++;
+    });
+  }
+  std::this_thread::sleep_for(50ms);
+  ev.write(1);
+  for (auto& t : waiters) t.join();
+  EXPECT_EQ(got_event.load(), 4);
+}
+
+// add/mod/del on one thread while another waits: every wait result is a
+// valid prefix and nothing fails.
+TEST_P(EpollBoth, CtlConcurrentWithWait) {
+  Epoll ep = std::move(make.epoll()).value();
+  EventFd ev = std::move(make.eventfd(1)).value();
+  std::atomic<bool> stop{false};
+  std::atomic<int> bad{0};
+  std::thread waiter([&] {
+    std::array<epoll_event, 4> out;
+    while (!stop) {
+      auto r = ep.try_wait(out, 1ms);
+      if (!r || r->size() > 1 || (r->size() == 1 && r->front().data.u64 != 42)) bad++;
+    }
+  });
+  const auto end = Clock::now() + 200ms;
+  int rounds = 0;
+  while (Clock::now() < end) {
+    if (!ep.try_add(ev, EPOLLIN, 42)) bad++;
+    if (!ep.try_mod(ev, EPOLLIN | EPOLLET, 42)) bad++;
+    if (!ep.try_del(ev)) bad++;
+    ++rounds;
+  }
+  stop = true;
+  waiter.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_GT(rounds, 10);
+}
+
 INSTANTIATE_TEST_SUITE_P(Cxx, EpollBoth, ::testing::Values(cxxtest::Backend::Linux, cxxtest::Backend::Uepoll),
                          cxxtest::backend_name);
 
