@@ -49,7 +49,7 @@ TEST(CtlOrder, EfaultComesFirst) {
     t.ctl_ptr(ep, EPOLL_CTL_DEL, efd, nullptr, "NULL");  // DEL needs no event: ENOENT
     t.ctl_ptr(-1, EPOLL_CTL_DEL, -1, nullptr, "NULL");   // EBADF
     t.ctl_ptr(ep, EPOLL_CTL_DEL, efd, static_cast<struct epoll_event*>(conf::kernel_address()), "kernel");
-  });
+  }, /*forked=*/true);
   EXPECT_LINUX_SEQ(r, {
                          "ctl(fd0,ADD,fd1,NULL) = -1 EFAULT",
                          "ctl(fd0,MOD,fd1,NULL) = -1 EFAULT",

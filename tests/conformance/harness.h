@@ -27,7 +27,9 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include <chrono>
@@ -120,8 +122,16 @@ class T {
 
   // ---- trace bookkeeping -------------------------------------------------
   void log(const std::string& s) {
-    if (quiet_ == 0) lines.push_back(s);
+    if (quiet_ != 0) return;
+    lines.push_back(s);
+    if (sink_ >= 0) {  // forked run: stream each line to the parent at once
+      std::string l = s + "\n";
+      ssize_t unused = ::write(sink_, l.data(), l.size());
+      (void)unused;
+    }
   }
+  // Forked runs only: also send every recorded line to this pipe.
+  void set_sink(int fd) { sink_ = fd; }
   // RAII: calls made while a Quiet is alive are not recorded.
   struct Quiet {
     explicit Quiet(T& t) : t_(t) { ++t_.quiet_; }
@@ -470,6 +480,7 @@ class T {
 
  private:
   int quiet_ = 0;
+  int sink_ = -1;
   int next_ = 0;
   std::map<int, std::string> names_;
   std::set<int> open_;
@@ -516,17 +527,70 @@ inline std::vector<std::string> run_one(const Api& api, const Scenario& s) {
   return std::move(t.lines);
 }
 
-// Runs `s` on Linux then on uepoll and expects identical traces.
-inline Traces differential(const Scenario& s) {
+// Runs `s` in a forked child, streaming the trace back line by line, so a
+// crash (e.g. SIGSEGV on a bad pointer that Linux answers with EFAULT) ends
+// the trace with a "<killed by SIG...>" line instead of ending the test
+// binary.  Used for scenarios that pass invalid pointers.  The child has no
+// threads but the one that forked: nothing in these scenarios needs others.
+inline std::vector<std::string> run_forked(const Api& api, const Scenario& s) {
+  fflush(stdout);
+  fflush(stderr);
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) return {"<pipe failed>"};
+  pid_t pid = fork();
+  if (pid < 0) return {"<fork failed>"};
+  if (pid == 0) {
+    ::close(p[0]);
+    {
+      T t(api);
+      t.set_sink(p[1]);
+      s(t);
+    }
+    _exit(0);
+  }
+  ::close(p[1]);
+  std::string data;
+  double deadline = now_ms() + 20000;
+  for (;;) {
+    struct pollfd pf = {p[0], POLLIN, 0};
+    int left = static_cast<int>(deadline - now_ms());
+    if (left <= 0 || ::poll(&pf, 1, left) <= 0) break;
+    char buf[4096];
+    ssize_t n = ::read(p[0], buf, sizeof buf);
+    if (n <= 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  ::close(p[0]);
+  int status = 0;
+  pid_t w = 0;
+  // EOF on the pipe comes just before the child is reapable: wait briefly.
+  for (int i = 0; i < 2000 && (w = waitpid(pid, &status, WNOHANG)) == 0; ++i) usleep(1000);
+  if (w == 0) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    data += "<hung: killed after 20 s>\n";
+  } else if (WIFSIGNALED(status)) {
+    const char* ab = sigabbrev_np(WTERMSIG(status));
+    data += "<killed by " + (ab ? "SIG" + std::string(ab) : "signal " + std::to_string(WTERMSIG(status))) + ">\n";
+  }
+  std::vector<std::string> lines;
+  std::istringstream in(data);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+// Runs `s` on Linux then on uepoll and expects identical traces.  With
+// `forked`, each side runs in a child process (see run_forked).
+inline Traces differential(const Scenario& s, bool forked = false) {
   Traces r;
-  r.linux_trace = run_one(uepoll_test::linux_api(), s);
+  r.linux_trace = forked ? run_forked(uepoll_test::linux_api(), s) : run_one(uepoll_test::linux_api(), s);
   if (env_flag("UEPOLL_CONF_VERBOSE")) {
     std::string all;
     for (auto& l : r.linux_trace) all += "    " + l + "\n";
     printf("linux trace:\n%s", all.c_str());
   }
   if (linux_only()) return r;
-  r.uepoll_trace = run_one(uepoll_test::uepoll_api(), s);
+  r.uepoll_trace = forked ? run_forked(uepoll_test::uepoll_api(), s) : run_one(uepoll_test::uepoll_api(), s);
   EXPECT_TRUE(r.linux_trace == r.uepoll_trace)
       << "traces differ (L = Linux, U = uepoll):\n"
       << format_traces(r.linux_trace, r.uepoll_trace);

@@ -475,7 +475,7 @@ TEST(Timerfd, CreateAndSettimeErrors) {
     t.write_u64(tm, 1);  // timerfd has no write
     t.read(tm, 4);
     t.read(tm, 8);
-  });
+  }, /*forked=*/true);
   EXPECT_LINUX_SEQ(r, {"timerfd_create(42,0) = -1 EINVAL", "timerfd_create(-1,0) = -1 EINVAL",
                        "timerfd_create(2,0) = -1 EINVAL", "timerfd_create(1,0x1) = -1 EINVAL",
                        "timerfd_create(1,0x1) = -1 EINVAL", "timerfd_create(1,CLOEXEC|NONBLOCK) = fd0",

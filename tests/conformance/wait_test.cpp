@@ -51,7 +51,7 @@ TEST(WaitArgs, CheckOrder) {
     t.wait_raw(ep, buf, conf::kEpMaxEvents, 0, "buf");
     // Huge buffer end: the range check fails.
     t.wait_raw(ep, reinterpret_cast<struct epoll_event*>(0x7ffffffff000ULL), 1000, 0, "near-top");
-  });
+  }, /*forked=*/true);
   EXPECT_LINUX_SEQ(r, {"wait(fd2,buf,-1,0) = -1 EBADF",       "wait(-1,kernel,0,0) = -1 EBADF",
                        "wait(fd0,buf,0,0) = -1 EINVAL",       "wait(fd0,buf,-1,0) = -1 EINVAL",
                        "wait(fd0,buf,-2147483648,0) = -1 EINVAL",
@@ -73,7 +73,7 @@ TEST(WaitArgs, NullBufferWithReadyEvent) {
     t.wait_raw(ep, nullptr, 1, 0, "NULL");
     t.wait(ep, 4, 0);  // still there (put back on the list)
     t.wait(ep, 4, 0);
-  });
+  }, /*forked=*/true);
   EXPECT_LINUX_SEQ(r, {"wait(fd0,NULL,1,0) = -1 EFAULT", "wait(fd0,4,0) = 1 [IN:5]", "wait(fd0,4,0) = 0"});
 }
 
@@ -89,7 +89,7 @@ TEST(WaitArgs, ReadOnlyBufferWithReadyEvent) {
     t.wait_raw(ep, static_cast<struct epoll_event*>(page), 1, 0, "readonly");
     t.wait(ep, 4, 0);
     munmap(page, 4096);
-  });
+  }, /*forked=*/true);
   EXPECT_LINUX_SEQ(r, {"wait(fd0,readonly,1,0) = 0", "wait(fd0,readonly,1,0) = -1 EFAULT",
                        "wait(fd0,4,0) = 1 [IN:5]"});
 }
@@ -124,7 +124,7 @@ TEST(WaitArgs, Pwait2TimespecAndPwaitMask) {
     t.pwait(ep, 4, 0, &empty);
     t.pwait(gone, 4, 0, &empty);
     t.pwait(ep, 0, 0, nullptr);
-  });
+  }, /*forked=*/true);
   EXPECT_LINUX_SEQ(r, {"pwait2(fd0,4,{0,1e9}) = -1 EINVAL", "pwait2(fd0,4,{0,-1}) = -1 EINVAL",
                        "pwait2(fd0,4,{-1,0}) = -1 EINVAL", "pwait2(fd0,4,kernel) = -1 EFAULT",
                        "pwait2(fd1,4,{0,1e9}) = -1 EINVAL", "pwait2(fd1,0,kernel) = -1 EFAULT",
