@@ -128,6 +128,9 @@ long epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeou
     int r = ::epoll_pwait(epfd, events, maxevents, timeout, sigmask);
     return r < 0 ? -errno : r;
   }
+  // Linux set_user_sigmask() runs before do_epoll_wait(): a mask it cannot
+  // read is EFAULT before any descriptor check (the kernel sigset is 8 bytes).
+  if (sigmask && !user_readable(sigmask, 8)) return -EFAULT;
   return wait_ms(epfd, events, maxevents, timeout, sigmask);
 }
 
@@ -152,6 +155,7 @@ long epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const str
       dp = &deadline;
     }
   }
+  if (sigmask && !user_readable(sigmask, 8)) return -EFAULT;  // set_user_sigmask()
   return wait(epfd, events, maxevents, dp, nonblocking, sigmask);
 }
 

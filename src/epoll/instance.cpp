@@ -9,6 +9,7 @@
 
 #include "core/alloc.h"
 #include "core/tuning.h"
+#include "core/user_memory.h"
 #include "core/waiter.h"
 #include "epoll/item_cache.h"
 #include "epoll/topology.h"
@@ -56,9 +57,6 @@ bool user_range_ok(const void* p, size_t len) {
   return a <= kTaskSize && len <= kTaskSize - a;
 }
 
-// The part of "copy_to_user faults" we can see without a system call: the
-// first page is never mapped.
-bool user_writable(const void* p) { return reinterpret_cast<uintptr_t>(p) >= 4096; }
 
 }  // namespace
 
@@ -496,6 +494,7 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
   ready_lock_.unlock();
 
   int res = 0;
+  int writable = -1;  // events the buffer can take; probed at the first copy
   while (res < maxevents) {
     ready_lock_.lock();
     if (tx.next == &tx) {
@@ -518,16 +517,22 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
     puts.put(f);
 
     ready_lock_.lock();
-    if (revents && it->registered) {
-      struct epoll_event* out = &evs[res];
-      if (!user_writable(out)) {
-        // Linux: put it back and report EFAULT if nothing was copied.
+    if (revents && it->registered && writable < 0) {
+      ready_lock_.unlock();
+      writable = static_cast<int>(core::writable_prefix(evs, sizeof(struct epoll_event) * maxevents) /
+                                  sizeof(struct epoll_event));
+      ready_lock_.lock();
+    }
+    if (revents && it->registered) {  // (re-checked: a DEL may have run while we probed)
+      if (res >= writable) {
+        // Linux: the copy faulted; put it back, EFAULT if nothing was copied.
         list_add_head_locked(&tx, it);
         ready_lock_.unlock();
         item_unref(it);
         if (res == 0) res = -EFAULT;
         break;
       }
+      struct epoll_event* out = &evs[res];
       out->events = revents;
       out->data.u64 = data;
       ++res;
