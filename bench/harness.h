@@ -60,9 +60,10 @@ struct Sample {
 };
 
 // Runs body(i) for i in [0, n) on n threads that start together; returns the
-// seconds from their release to the last one's return.  An exception thrown
-// by any body is rethrown here after every thread has been joined.
-double run_threads(int n, const std::function<void(int)>& body);
+// seconds from their release to the last one's return, and in *cpu_secs (when
+// given) the CPU time the n threads used, summed.  An exception thrown by any
+// body is rethrown here after every thread has been joined.
+double run_threads(int n, const std::function<void(int)>& body, double* cpu_secs = nullptr);
 
 // A prepared run: called once per warm-up and once per repetition.  State that
 // is costly to build (a million registrations) lives in the closure and is
@@ -117,6 +118,7 @@ struct CaseResult {
   const Case* c = nullptr;
   std::map<std::string, VariantResult> v;  // keyed by backend name
   double ratio = 0;       // uepoll median / linux median (0: unknown)
+  double cpu_ratio = 0;   // linux CPU time per op / uepoll's (0: unknown)
   int verdict = -1;       // -1 no target / n.a., 0 MISS, 1 PASS
 };
 

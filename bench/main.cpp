@@ -120,6 +120,13 @@ std::string machine_text() {
          (model.empty() ? "" : ", " + model);
 }
 
+std::string loadavg() {
+  std::ifstream f("/proc/loadavg");
+  std::string a, b, c;
+  f >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
 std::string kernel_text() {
   struct utsname u {};
   uname(&u);
@@ -273,6 +280,7 @@ int main(int argc, char** argv) {
   info.quick = o.quick;
   info.reps = o.reps;
   info.malloc_hook = malloc_count::available();
+  info.load_start = loadavg();
   std::string why;
   info.uepoll_available = probe_uepoll(why);
   bool knobs_ok = info.uepoll_available && why.empty();
@@ -374,6 +382,11 @@ int main(int argc, char** argv) {
       }
       if (li != r.v.end() && ui != r.v.end() && li->second.ran && ui->second.ran && li->second.stats.median > 0) {
         r.ratio = ui->second.stats.median / li->second.stats.median;
+        for (const char* key : {"cpu_ns/op", "cpu_ns/event"}) {
+          auto lc = li->second.extra.find(key), uc = ui->second.extra.find(key);
+          if (lc != li->second.extra.end() && uc != ui->second.extra.end() && uc->second > 0)
+            r.cpu_ratio = lc->second / uc->second;
+        }
         if (c.pass) r.verdict = c.pass(li->second.stats.median, ui->second.stats.median, ui->second.extra) ? 1 : 0;
       }
       mine.push_back(std::move(r));
@@ -386,6 +399,8 @@ int main(int argc, char** argv) {
   }
   double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   std::fprintf(stderr, "done in %.1f s\n", total_s);
+  info.seconds = total_s;
+  info.load_end = loadavg();
 
   print_table(stdout, info, results, checks);
   std::fflush(stdout);

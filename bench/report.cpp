@@ -71,7 +71,8 @@ std::string extras_text(const std::map<std::string, double>& ex) {
   for (const auto& [k, v] : ex) {
     if (!o.empty()) o += ' ';
     char buf[64];
-    if (v == std::floor(v) && std::fabs(v) < 1e12) std::snprintf(buf, sizeof buf, "%s=%.0f", k.c_str(), v);
+    if ((v == std::floor(v) || std::fabs(v) >= 100) && std::fabs(v) < 1e15)
+      std::snprintf(buf, sizeof buf, "%s=%.0f", k.c_str(), v);
     else std::snprintf(buf, sizeof buf, "%s=%.3g", k.c_str(), v);
     o += buf;
   }
@@ -105,13 +106,15 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
   std::fprintf(out, "uepoll-bench  %s  Linux %s  %s\n", info.date_utc.c_str(), info.kernel.c_str(),
                info.machine.c_str());
   std::fprintf(out, "command: %s\n", info.command.c_str());
+  std::fprintf(out, "load average at start: %s, at end: %s; run took %.0f s\n", info.load_start.c_str(),
+               info.load_end.c_str(), info.seconds);
   std::fprintf(out, "%d repetitions per backend, alternating; cells are median [min-max]%s\n", info.reps,
                info.quick ? "; --quick" : "");
   if (!info.uepoll_available) std::fprintf(out, "uepoll NOT measured: %s\n", info.uepoll_error.c_str());
   std::fprintf(out, "\n");
-  const char* hdr = "%-12s %-14s %-15s %-26s %-26s %-26s %-9s %-36s %s\n";
-  std::fprintf(out, hdr, "scenario", "case", "unit", "linux", "uepoll", "uepoll-off", "uep/linux", "target",
-               "verdict");
+  const char* hdr = "%-12s %-16s %-15s %-26s %-26s %-26s %-9s %-9s %-36s %s\n";
+  std::fprintf(out, hdr, "scenario", "case", "unit", "linux", "uepoll", "uepoll-off", "uep/linux", "cpu ratio",
+               "target", "verdict");
   std::string last;
   for (const auto& r : results) {
     const Case& c = *r.c;
@@ -124,11 +127,12 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
       std::fprintf(out, "-- %s%s\n", c.scenario.c_str(), k.empty() ? "" : ("  (uepoll-off: " + k + " = 0)").c_str());
       last = c.scenario;
     }
-    char ratio[32] = "-";
+    char ratio[32] = "-", cpu_ratio[32] = "-";
     if (r.ratio > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.ratio);
+    if (r.cpu_ratio > 0) std::snprintf(cpu_ratio, sizeof cpu_ratio, "%.2fx", r.cpu_ratio);
     const char* verdict = r.verdict == 1 ? "PASS" : r.verdict == 0 ? "MISS" : "";
     std::fprintf(out, hdr, "", c.label.c_str(), c.unit.c_str(), cell(r, "linux").c_str(), cell(r, "uepoll").c_str(),
-                 cell(r, "uepoll-off").c_str(), ratio, c.target.c_str(), verdict);
+                 cell(r, "uepoll-off").c_str(), ratio, cpu_ratio, c.target.c_str(), verdict);
     std::string detail;
     for (const char* vn : kVariants) {
       auto it = r.v.find(vn);
@@ -164,6 +168,9 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
       misses += "  " + ck.scenario + " " + ck.what + "\n";
     }
   }
+  std::fprintf(out,
+               "\nuep/linux: ratio of the medians (for B/registration lower is better); cpu ratio: Linux CPU time per\n"
+               "operation over uepoll's (threads' CPU clocks), which a loaded machine distorts less.\n");
   std::fprintf(out, "\ntargets: %d PASS, %d MISS (targets are reported, not asserted)\n%s", pass, miss,
                misses.c_str());
 }
@@ -181,6 +188,9 @@ bool write_json(const std::string& path, const RunInfo& info, const std::vector<
   f << "  \"reps\": " << info.reps << ",\n";
   f << "  \"uepoll_available\": " << (info.uepoll_available ? "true" : "false") << ",\n";
   if (!info.uepoll_available) f << "  \"uepoll_error\": " << json_str(info.uepoll_error) << ",\n";
+  f << "  \"load_start\": " << json_str(info.load_start) << ",\n";
+  f << "  \"load_end\": " << json_str(info.load_end) << ",\n";
+  f << "  \"seconds\": " << json_num(info.seconds) << ",\n";
   f << "  \"malloc_hook\": " << (info.malloc_hook ? "true" : "false") << ",\n";
   f << "  \"cases\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {
@@ -190,7 +200,8 @@ bool write_json(const std::string& path, const RunInfo& info, const std::vector<
       << ", \"label\": " << json_str(c.label) << ", \"x_name\": " << json_str(c.x_name) << ", \"x\": " << json_num(c.x)
       << ", \"unit\": " << json_str(c.unit) << ", \"higher_is_better\": " << (c.higher_is_better ? "true" : "false")
       << ", \"knob\": " << (c.knob ? json_str(c.knob) : "null") << ", \"target\": " << json_str(c.target)
-      << ", \"ratio\": " << (r.ratio > 0 ? json_num(r.ratio) : "null") << ", \"verdict\": "
+      << ", \"ratio\": " << (r.ratio > 0 ? json_num(r.ratio) : "null")
+      << ", \"cpu_ratio\": " << (r.cpu_ratio > 0 ? json_num(r.cpu_ratio) : "null") << ", \"verdict\": "
       << (r.verdict == 1 ? "\"PASS\"" : r.verdict == 0 ? "\"MISS\"" : "null") << ",\n      \"backends\": {";
     bool first = true;
     for (const char* vn : kVariants) {

@@ -21,6 +21,8 @@ struct RunInfo {
   bool uepoll_available = false;
   std::string uepoll_error;  // why uepoll did not run, when it did not
   bool malloc_hook = false;
+  std::string load_start, load_end;  // /proc/loadavg (1, 5, 15 min) around the run
+  double seconds = 0;                // wall time of the whole run
 };
 
 // Variant names in display order.

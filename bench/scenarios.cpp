@@ -151,6 +151,7 @@ RunFn ctl_pairs(const Backend& b, bool nested, int workers, Budget bud) {
     }
     std::vector<uint64_t> done(workers, 0);
     KnobGuard knob(b);
+    double cpu = 0;
     double secs = run_threads(workers, [&](int i) {
       Stopper st(use);
       struct epoll_event ev {};
@@ -165,11 +166,12 @@ RunFn ctl_pairs(const Backend& b, bool nested, int workers, Budget bud) {
         n += kBatch;
       }
       done[i] = n;
-    });
+    }, &cpu);
     uint64_t total = 0;
     for (auto d : done) total += d;
     Sample s;
     s.value = static_cast<double>(total) / secs;
+    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(total);
     return s;
   };
 }
@@ -239,6 +241,7 @@ RunFn readd(const Backend& b, Budget bud) {
     }
     uint64_t n = 0, mallocs = 0;
     unsigned long long uep0 = b.is_uepoll ? uep_debug_alloc_count() : 0;
+    double cpu = 0;
     double secs = run_threads(1, [&](int) {
       Stopper st(use);
       malloc_count::enable(true);
@@ -252,9 +255,10 @@ RunFn readd(const Backend& b, Budget bud) {
       }
       mallocs = malloc_count::allocations() - m0;
       malloc_count::enable(false);
-    });
+    }, &cpu);
     Sample s;
     s.value = static_cast<double>(n) / secs;
+    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(n);
     if (malloc_count::available()) s.extra["mallocs/pair"] = static_cast<double>(mallocs) / static_cast<double>(n);
     if (b.is_uepoll) s.extra["uep_allocs/pair"] = static_cast<double>(uep_debug_alloc_count() - uep0) / static_cast<double>(n);
     return s;
@@ -303,6 +307,7 @@ RunFn nested_wait(const Backend& b, bool shared, int threads, Budget bud) {
     }
     std::vector<uint64_t> done(threads, 0);
     KnobGuard knob(b);
+    double cpu = 0;
     double secs = run_threads(threads, [&](int i) {
       Stopper st(use);
       int ep = top[shared ? 0 : i];
@@ -320,11 +325,12 @@ RunFn nested_wait(const Backend& b, bool shared, int threads, Budget bud) {
         n += kBatch;
       }
       done[i] = n;
-    });
+    }, &cpu);
     uint64_t total = 0;
     for (auto d : done) total += d;
     Sample s;
     s.value = static_cast<double>(total) / secs;
+    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(total);
     return s;
   };
 }
@@ -375,6 +381,7 @@ RunFn stress(const Backend& b, int producers, Budget bud) {
     std::atomic<int> finished{0};
     uint64_t consumed = 0;
     KnobGuard knob(b);
+    double cpu = 0;
     double secs = run_threads(producers + 1, [&](int i) {
       const Api& a = *b;
       if (i < producers) {
@@ -405,13 +412,14 @@ RunFn stress(const Backend& b, int producers, Budget bud) {
           else if (!(got < 0 && errno == EAGAIN)) fail(b, "read(eventfd)", errno);
         }
       }
-    });
+    }, &cpu);
     uint64_t total = 0;
     for (auto w : written) total += w;
     if (consumed != total)
       fail_msg(b, "stress: consumer read " + std::to_string(consumed) + " of " + std::to_string(total) + " writes");
     Sample s;
     s.value = static_cast<double>(total) / (secs * 1000.0);
+    s.extra["cpu_ns/event"] = cpu * 1e9 / static_cast<double>(total);
     return s;
   };
 }
@@ -566,6 +574,7 @@ RunFn shared_ctl(const Backend& b, int threads, Budget bud) {
     for (int i = 0; i < threads; ++i) efd[i] = fds.eventfd();
     std::vector<uint64_t> done(threads, 0);
     KnobGuard knob(b);
+    double cpu = 0;
     double secs = run_threads(threads, [&](int i) {
       Stopper st(use);
       const Api& a = *b;
@@ -580,11 +589,12 @@ RunFn shared_ctl(const Backend& b, int threads, Budget bud) {
         n += kBatch;
       }
       done[i] = n;
-    });
+    }, &cpu);
     uint64_t total = 0;
     for (auto d : done) total += d;
     Sample s;
     s.value = static_cast<double>(total) / secs;
+    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(total);
     return s;
   };
 }
@@ -839,6 +849,7 @@ RunFn scale(const Backend& b, long n, bool wait, Budget bud) {
   return [&b, st, wait, bud](bool warmup) {
     Budget use = warmup ? bud.scaled(0.1) : bud;
     uint64_t n_ops = 0;
+    double cpu = 0;
     double secs = run_threads(1, [&](int) {
       Stopper stp(use);
       const Api& a = *b;
@@ -862,9 +873,10 @@ RunFn scale(const Backend& b, long n, bool wait, Budget bud) {
         }
         n_ops += kBatch;
       }
-    });
+    }, &cpu);
     Sample s;
     s.value = static_cast<double>(n_ops) / secs;
+    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(n_ops);
     s.extra["n"] = static_cast<double>(st->n);
     s.note = st->note;
     return s;
@@ -937,22 +949,30 @@ const std::vector<Scenario>& scenarios() {
   return all;
 }
 
-double run_threads(int n, const std::function<void(int)>& body) {
+double run_threads(int n, const std::function<void(int)>& body, double* cpu_secs) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::exception_ptr first;
   std::atomic<bool> have_error{false};
+  std::vector<double> cpu(static_cast<size_t>(n), 0.0);
   std::vector<std::thread> th;
   th.reserve(static_cast<size_t>(n));
+  auto thread_cpu = [] {
+    struct timespec ts {};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+  };
   for (int i = 0; i < n; ++i) {
     th.emplace_back([&, i] {
       ready.fetch_add(1, std::memory_order_acq_rel);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      double c0 = thread_cpu();
       try {
         body(i);
       } catch (...) {
         if (!have_error.exchange(true)) first = std::current_exception();
       }
+      cpu[static_cast<size_t>(i)] = thread_cpu() - c0;
     });
   }
   while (ready.load(std::memory_order_acquire) < n) std::this_thread::yield();
@@ -961,6 +981,10 @@ double run_threads(int n, const std::function<void(int)>& body) {
   for (auto& t : th) t.join();
   auto t1 = Clock::now();
   if (first) std::rethrow_exception(first);
+  if (cpu_secs) {
+    *cpu_secs = 0;
+    for (double c : cpu) *cpu_secs += c;
+  }
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
