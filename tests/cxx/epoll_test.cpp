@@ -113,7 +113,7 @@ TEST_P(EpollBoth, DataOverloadsRoundTrip) {
   ASSERT_EQ(got.size(), 3u);
   bool seen_u64 = false, seen_ptr = false, seen_zero = false;
   for (const epoll_event& e : got) {
-    EXPECT_EQ(e.events, static_cast<std::uint32_t>(EPOLLIN));
+    EXPECT_EQ(cxxtest::events(e), static_cast<std::uint32_t>(EPOLLIN));
     if (e.data.u64 == 0x1122334455667788) seen_u64 = true;
     if (e.data.ptr == &marker) seen_ptr = true;
     if (e.data.u64 == 0) seen_zero = true;
@@ -125,8 +125,8 @@ TEST_P(EpollBoth, DataOverloadsRoundTrip) {
   ep.del(c);
   got = ep.wait(out, 0ms);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].data.u64, 77u);
-  EXPECT_EQ(got[0].events, static_cast<std::uint32_t>(EPOLLOUT));
+  EXPECT_EQ(cxxtest::u64(got[0]), 77u);
+  EXPECT_EQ(cxxtest::events(got[0]), static_cast<std::uint32_t>(EPOLLOUT));
 }
 
 TEST_P(EpollBoth, WaitFillsAPrefixAndRotatesLevelTriggered) {
@@ -141,15 +141,15 @@ TEST_P(EpollBoth, WaitFillsAPrefixAndRotatesLevelTriggered) {
   auto got = ep.wait(std::span(out).first(2), 0ms);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got.data(), out.data());  // the prefix of the span passed in
-  EXPECT_EQ(out[2].events, sentinel().events);
-  EXPECT_EQ(out[2].data.u64, sentinel().data.u64);
-  EXPECT_EQ(got[0].data.u64, 0u);
-  EXPECT_EQ(got[1].data.u64, 1u);
+  EXPECT_EQ(cxxtest::events(out[2]), cxxtest::events(sentinel()));
+  EXPECT_EQ(cxxtest::u64(out[2]), cxxtest::u64(sentinel()));
+  EXPECT_EQ(cxxtest::u64(got[0]), 0u);
+  EXPECT_EQ(cxxtest::u64(got[1]), 1u);
   // Level-triggered items go back to the tail: 2 first, then 0.
   got = ep.wait(std::span(out).first(2), 0ms);
   ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[0].data.u64, 2u);
-  EXPECT_EQ(got[1].data.u64, 0u);
+  EXPECT_EQ(cxxtest::u64(got[0]), 2u);
+  EXPECT_EQ(cxxtest::u64(got[1]), 0u);
   got = ep.wait(out, 0ms);
   EXPECT_EQ(got.size(), 3u);
 }
@@ -176,11 +176,11 @@ TEST_P(EpollBoth, EdgeTriggeredAndOneShot) {
   et.write(1);                              // a new edge
   auto got = ep.wait(out, 0ms);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].data.u64, 1u);
+  EXPECT_EQ(cxxtest::u64(got[0]), 1u);
   ep.mod(os, EPOLLIN | EPOLLONESHOT, 3);  // re-arm
   got = ep.wait(out, 0ms);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].data.u64, 3u);
+  EXPECT_EQ(cxxtest::u64(got[0]), 3u);
 }
 
 TEST_P(EpollBoth, ChronoTimeouts) {
@@ -229,8 +229,8 @@ TEST_P(EpollBoth, ForeverWaitWokenByEventFdWrite) {
     waiter.join();
     ASSERT_OK(count);
     ASSERT_EQ(*count, 1u);
-    EXPECT_EQ(out[0].data.u64, 99u);
-    EXPECT_EQ(out[0].events, static_cast<std::uint32_t>(EPOLLIN));
+    EXPECT_EQ(cxxtest::u64(out[0]), 99u);
+    EXPECT_EQ(cxxtest::events(out[0]), static_cast<std::uint32_t>(EPOLLIN));
     EXPECT_EQ(ev.read(), 1u);
   }
 }
@@ -250,11 +250,11 @@ TEST_P(EpollBoth, NestedInstanceReportsEpollin) {
   auto got = outer.wait(out, 5s);
   writer.join();
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].data.u64, 2u);
-  EXPECT_EQ(got[0].events, static_cast<std::uint32_t>(EPOLLIN));
+  EXPECT_EQ(cxxtest::u64(got[0]), 2u);
+  EXPECT_EQ(cxxtest::events(got[0]), static_cast<std::uint32_t>(EPOLLIN));
   got = inner.wait(out, 0ms);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].data.u64, 1u);
+  EXPECT_EQ(cxxtest::u64(got[0]), 1u);
 }
 
 std::atomic<int> g_signals{0};
@@ -368,7 +368,7 @@ TEST_P(EpollBoth, CloseRemovesItemOnlyWithTheLastReference) {
     EXPECT_OK(ep.try_add(again, EPOLLIN, 2));  // not EEXIST: the old item is gone
     auto got = ep.wait(out, 0ms);
     ASSERT_EQ(got.size(), 1u);
-    EXPECT_EQ(got[0].data.u64, 2u);
+    EXPECT_EQ(cxxtest::u64(got[0]), 2u);
     ep.del(again);
   }
   {
@@ -380,7 +380,7 @@ TEST_P(EpollBoth, CloseRemovesItemOnlyWithTheLastReference) {
     alias.write(1);
     auto got = ep.wait(out, 0ms);
     ASSERT_EQ(got.size(), 1u);
-    EXPECT_EQ(got[0].data.u64, 7u);
+    EXPECT_EQ(cxxtest::u64(got[0]), 7u);
     EXPECT_ERRC(ep.try_del(number), EBADF);   // the number is closed
     EXPECT_ERRC(ep.try_del(alias), ENOENT);   // the key is (object, old number)
     EXPECT_ERRC(ep.try_mod(alias, EPOLLIN), ENOENT);

@@ -176,7 +176,7 @@ TEST(Fd, DupIsLowestFreeAndSharesTheObject) {
   std::array<epoll_event, 2> out;
   auto got = ep.wait(out, std::chrono::milliseconds(0));
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[0].data.u64, 5u);
+  EXPECT_EQ(cxxtest::u64(got[0]), 5u);
   EXPECT_ERRC(ep.try_add(ev, EPOLLIN), EEXIST);
   // Closing the dup leaves the original open.
   const int dup_raw = via_dup.get();

@@ -84,6 +84,11 @@ class BothBackends : public ::testing::TestWithParam<Backend> {
   bool uepoll_side() const { return GetParam() == Backend::Uepoll; }
 };
 
+// epoll_event is packed on x86-64: gtest's EXPECT_EQ binds references, so
+// read its fields by value through these.
+inline std::uint64_t u64(const epoll_event& e) { return e.data.u64; }
+inline std::uint32_t events(const epoll_event& e) { return e.events; }
+
 // Byte-span helpers.
 inline std::span<const std::byte> bytes(const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); }
 template <std::size_t N>
