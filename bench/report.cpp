@@ -148,7 +148,7 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
   if (!checks.empty()) {
     std::fprintf(out, "\ncross-row checks\n");
     for (const auto& ck : checks)
-      std::fprintf(out, "  %-12s %-40s %8.2f  target %-8s %s\n", ck.scenario.c_str(), ck.what.c_str(), ck.value,
+      std::fprintf(out, "  %-12s %-50s %8.2f  target %-8s %s\n", ck.scenario.c_str(), ck.what.c_str(), ck.value,
                    ck.target.c_str(), ck.target == "(reference)" ? "" : ck.pass ? "PASS" : "MISS");
   }
   int pass = 0, miss = 0;
