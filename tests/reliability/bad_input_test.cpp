@@ -76,6 +76,15 @@ struct Row {
   std::function<long(Ctx&)> fn;
 };
 
+// Rows where uepoll intentionally differs (objects it does not provide):
+// the test requires a clean -1/errno from uepoll instead of Linux's result,
+// and prints the difference.
+bool intentional_deviation(const std::string& name) {
+  // uepoll provides AF_UNIX SOCK_STREAM socket pairs only.
+  return name == "socketpair AF_UNIX SOCK_DGRAM" || name == "socketpair AF_UNIX SOCK_SEQPACKET" ||
+         name == "socketpair AF_UNIX SOCK_RAW";
+}
+
 // An address that access_ok() rejects (kernel half): EFAULT without a fault.
 void* const kKernelPtr = reinterpret_cast<void*>(0xffff800000001000ULL);
 constexpr int kEpMaxEvents = static_cast<int>(INT_MAX / sizeof(struct epoll_event));
@@ -569,6 +578,11 @@ TEST(BadInput, TableLinuxVsUepoll) {
     for (int i = 0; i < 2; ++i) out[i] = run_row(row, *apis[i]);
     if (std::getenv("UEPOLL_BAD_INPUT_PRINT")) std::printf("  %-60s linux: %s\n", row.name, out[0].c_str());
     if (out[0] != out[1]) ++mismatches;
+    if (intentional_deviation(row.name)) {
+      std::printf("[bad_input] deviation: %s: Linux %s, uepoll %s\n", row.name, out[0].c_str(), out[1].c_str());
+      EXPECT_TRUE(out[1] == out[0] || out[1].rfind("-1 ", 0) == 0) << row.name;
+      continue;
+    }
     EXPECT_EQ(out[1], out[0]) << row.name << "  (Linux: " << out[0] << ", uepoll: " << out[1] << ")";
   }
   std::printf("[bad_input] %zu rows compared, %d mismatches\n", rs.size(), mismatches);
