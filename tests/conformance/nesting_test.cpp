@@ -173,6 +173,67 @@ TEST(Nested, ChildWithDisabledItem) {
                        "poll(fd1,0) = 0 [0]", "wait(fd0,4,0) = 1 [IN:10]"});
 }
 
+// The order in which one object's wakeup reaches several instances is the
+// kernel's wait-queue order: non-exclusive entries are added at the head
+// (so the newest registration is called first), EPOLLEXCLUSIVE entries at
+// the tail (called in registration order).  A parent watching the children
+// sees its items queued in that callback order.  No child has a sleeper, so
+// no exclusive entry stops the walk.
+//          P
+//     /  /   \  \             (P's items added in order c1 c2 c3 c4)
+//   c1  c2   c3  c4
+//     \  \   /  /
+//         efd                 (registered in c2, c4(EXCL), c1, c3(EXCL) order)
+TEST(Nested, WaitQueueOrderSeenThroughParent) {
+  auto r = conf::differential([](T& t) {
+    int p = t.epoll_create1();
+    int c[4];
+    for (int& x : c) x = t.epoll_create1();
+    int efd = t.eventfd(0);
+    t.ctl(c[1], EPOLL_CTL_ADD, efd, IN, 2);
+    t.ctl(c[3], EPOLL_CTL_ADD, efd, IN | EPOLLEXCLUSIVE, 4);
+    t.ctl(c[0], EPOLL_CTL_ADD, efd, IN, 1);
+    t.ctl(c[2], EPOLL_CTL_ADD, efd, IN | EPOLLEXCLUSIVE, 3);
+    for (int i = 0; i < 4; ++i) t.ctl(p, EPOLL_CTL_ADD, c[i], IN | ET, 10 + i);
+    t.wait(p, 8, 0);
+    t.write_u64(efd, 1);
+    t.wait(p, 8, 0);
+    t.write_u64(efd, 1);
+    t.wait(p, 8, 0);
+    // Re-registering c1 moves it to the head.
+    t.ctl(c[0], EPOLL_CTL_DEL, efd, 0, 0);
+    t.ctl(c[0], EPOLL_CTL_ADD, efd, IN, 1);
+    t.wait(p, 8, 0);  // the ADD itself queued c1's item: an edge for P
+    t.write_u64(efd, 1);
+    t.wait(p, 8, 0);
+  });
+  EXPECT_LINUX_SEQ(r, {"wait(fd0,8,0) = 0", "wait(fd0,8,0) = 4 [IN:10 IN:11 IN:13 IN:12]",
+                       "wait(fd0,8,0) = 4 [IN:10 IN:11 IN:13 IN:12]", "wait(fd0,8,0) = 1 [IN:10]",
+                       "wait(fd0,8,0) = 4 [IN:10 IN:11 IN:13 IN:12]"});
+}
+
+// An EPOLLONESHOT parent item over a child fires once, then stays silent
+// while the child remains ready, until MOD.
+//   e0 -oneshot-> e1 -lt-> efd
+TEST(Nested, OneshotParentItem) {
+  auto r = conf::differential([](T& t) {
+    int e0 = t.epoll_create1(), e1 = t.epoll_create1();
+    int efd = t.eventfd(0);
+    t.ctl(e1, EPOLL_CTL_ADD, efd, IN, 1);
+    t.ctl(e0, EPOLL_CTL_ADD, e1, IN | EPOLLONESHOT, 10);
+    t.write_u64(efd, 1);
+    t.wait(e0, 4, 0);
+    t.write_u64(efd, 1);
+    t.wait(e0, 4, 0);
+    t.poll({{e0, POLLIN}}, 0);
+    t.ctl(e0, EPOLL_CTL_MOD, e1, IN | EPOLLONESHOT, 11);
+    t.wait(e0, 4, 0);
+    t.wait(e0, 4, 0);
+  });
+  EXPECT_LINUX_SEQ(r, {"wait(fd0,4,0) = 1 [IN:10]", "wait(fd0,4,0) = 0", "poll(fd0,0) = 0 [0]",
+                       "wait(fd0,4,0) = 1 [IN:11]", "wait(fd0,4,0) = 0"});
+}
+
 // Readiness seen through 2 and 4 levels, single-threaded.
 //   e0 -> e1 -> e2 -> efd       t0 -> t1 -> t2 -> t3 -> t4 -> rd
 TEST(Nested, ReadinessThroughLevels) {

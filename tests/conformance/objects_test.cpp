@@ -468,6 +468,13 @@ TEST(Timerfd, CreateAndSettimeErrors) {
     t.timerfd_settime(e, 0, 1000000, 0, nullptr, "on an eventfd");
     t.timerfd_settime(gone, 0, 1000000, 0, nullptr, "closed");
     t.timerfd_settime_raw(tm, 0, static_cast<struct itimerspec*>(conf::kernel_address()), nullptr, "kernel");
+    // TFD_TIMER_CANCEL_ON_SET is accepted (and ignored) on a monotonic timer.
+    const long long hour = 3600 * 1000000000LL;
+    t.timerfd_settime(tm, TFD_TIMER_CANCEL_ON_SET, hour, 0, nullptr, "mono CANCEL_ON_SET");
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    t.timerfd_settime(tm, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, mono.tv_sec * 1000000000LL + hour, 0, nullptr,
+                      "mono ABSTIME|CANCEL_ON_SET");
     struct itimerspec cur;
     t.timerfd_gettime(e, &cur);
     t.timerfd_gettime(gone, &cur);
@@ -485,17 +492,27 @@ TEST(Timerfd, CreateAndSettimeErrors) {
                        "timerfd_settime(fd0,4,flags 0x4) = -1 EINVAL",
                        "timerfd_settime(fd0,9,flags ABSTIME|0x8) = -1 EINVAL",
                        "timerfd_settime(fd2,0,on an eventfd) = -1 EINVAL", "timerfd_settime(fd3,0,closed) = -1 EBADF",
-                       "timerfd_settime(fd0,0,kernel) = -1 EFAULT", "timerfd_gettime(fd2) = -1 EINVAL",
+                       "timerfd_settime(fd0,0,kernel) = -1 EFAULT",
+                       "timerfd_settime(fd0,2,mono CANCEL_ON_SET) = 0",
+                       "timerfd_settime(fd0,3,mono ABSTIME|CANCEL_ON_SET) = 0", "timerfd_gettime(fd2) = -1 EINVAL",
                        "timerfd_gettime(fd3) = -1 EBADF", "timerfd_gettime(fd0) = -1 EFAULT",
                        "write_u64(fd0,0x1) = -1 EINVAL", "read(fd0,4) = -1 EINVAL", "read(fd0,8) = -1 EAGAIN"});
 }
 
-// Other clocks Linux accepts (uepoll may document a deviation here).
+// Other clocks Linux accepts (uepoll may document a deviation here), and
+// TFD_TIMER_CANCEL_ON_SET on a realtime absolute timer.
 TEST(Timerfd, OtherClocks) {
   auto r = conf::differential([](T& t) {
     t.timerfd_create(CLOCK_BOOTTIME, 0);
     t.timerfd_create(CLOCK_REALTIME_ALARM, 0);
     t.timerfd_create(CLOCK_BOOTTIME_ALARM, 0);
+    int rt = t.timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long long now_ns = now.tv_sec * 1000000000LL + now.tv_nsec;
+    t.timerfd_settime(rt, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, now_ns + 3600 * 1000000000LL, 0, nullptr,
+                      "now+1h ABSTIME|CANCEL_ON_SET");
+    t.read(rt, 8);
   });
   EXPECT_LINUX_SEQ(r, {"timerfd_create(7,0) = fd0"});
 }

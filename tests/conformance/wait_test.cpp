@@ -227,6 +227,28 @@ TEST(WaitOrder, AddOrderAndReadinessOrder) {
                        "wait(fd0,8,0) = 3 [IN:2 IN:3 IN:1]", "wait(fd0,8,0) = 3 [IN:2 IN:3 IN:1]"});
 }
 
+// Two items for one object (a descriptor and its dup) are called back in
+// wait-queue order: the newer registration (at the head) is queued first.
+TEST(WaitOrder, OneObjectTwoItems) {
+  auto r = conf::differential([](T& t) {
+    int ep = t.epoll_create1();
+    int efd = t.eventfd(0);
+    int d = t.dup(efd);
+    t.ctl(ep, EPOLL_CTL_ADD, efd, IN, 1);
+    t.ctl(ep, EPOLL_CTL_ADD, d, IN, 2);
+    t.write_u64(efd, 1);
+    t.wait(ep, 4, 0);
+    auto [rd, wr] = t.pipe();
+    int rd2 = t.dup(rd);
+    t.ctl(ep, EPOLL_CTL_ADD, rd2, IN | EPOLLET, 3);
+    t.ctl(ep, EPOLL_CTL_ADD, rd, IN | EPOLLET, 4);
+    t.read_u64(efd);
+    t.write(wr, "x", 1);
+    t.wait(ep, 4, 0);
+  });
+  EXPECT_LINUX_SEQ(r, {"wait(fd0,4,0) = 2 [IN:2 IN:1]", "wait(fd0,4,0) = 2 [IN:4 IN:3]"});
+}
+
 // LT round robin (LTP epoll_wait14): 13 always-ready items, maxevents 3,
 // 4 full rotations: each item reported exactly 4 times, in a fixed order.
 TEST(WaitOrder, LevelTriggeredRoundRobin) {
