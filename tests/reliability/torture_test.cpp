@@ -581,7 +581,15 @@ TEST_P(Torture, CloseInstanceWhileWaiting) {
   std::printf("[torture %s] close-instance-while-waiting: %ld rounds\n", a.name, rounds);
 }
 
+// Under TSan the Linux side is left out: the scenarios deliberately use
+// descriptors that other threads close and reuse, which TSan's descriptor
+// model reports as races on the kernel side (the invariants themselves are
+// validated against Linux in the normal and ASan builds).
+#if defined(UEP_REL_TSAN)
+INSTANTIATE_TEST_SUITE_P(Impl, Torture, ::testing::Values(&uepoll_api()),
+#else
 INSTANTIATE_TEST_SUITE_P(Impl, Torture, ::testing::Values(&linux_api(), &uepoll_api()),
+#endif
                          [](const ::testing::TestParamInfo<const Api*>& i) {
                            return std::string(i.param->name);
                          });
