@@ -40,25 +40,32 @@
 // an empty std::optional<duration>).  A zero or negative duration means
 // "do not block", as for std::condition_variable::wait_for.
 //
-// Example:
+// Contents: Result<T> / Result<void>; Timeout and `forever`; BorrowedFd;
+// Fd (any descriptor); the typed owners Epoll, EventFd, TimerFd, Socket;
+// the aggregates Pipe {read_end, write_end} and SocketPair {first, second};
+// the free functions read, write, poll, shutdown over std::span buffers.
+// Errors are Linux's, in Linux's order of detection, exactly as the C API
+// reports them (both are edges of the same engine).
+//
+// Example (compiled by tests/cxx/header_check.cpp, which keeps a copy):
 //
 //   #include <uepoll/uepoll.hpp>
 //   using namespace std::chrono_literals;
 //
 //   uepoll::Epoll ep = uepoll::Epoll::create();          // throws on error
 //   uepoll::EventFd ev = uepoll::EventFd::create(0, EFD_NONBLOCK);
-//   ep.add(ev, EPOLLIN, std::uint64_t{42});              // data.u64 = 42
-//   std::thread t([&] { ev.write(1); });
+//   ep.add(ev, EPOLLIN, 42);                             // data.u64 = 42
+//   std::thread t([&] { ev.write(1); });                 // wakes the wait
 //   std::array<epoll_event, 8> buf;
-//   for (const epoll_event& e : ep.wait(buf, 1s))        // filled prefix
-//     if (e.data.u64 == 42) std::uint64_t n = ev.read(); // n == 1
+//   for (const epoll_event& e : ep.wait(buf, 1s))        // the filled prefix
+//     if (e.data.u64 == 42) std::printf("%lu\n", (unsigned long)ev.read());
 //   t.join();
 //
-//   // Non-throwing style:
-//   if (uepoll::Result<uepoll::Epoll> r = uepoll::Epoll::try_create(); !r)
-//     std::fprintf(stderr, "%s\n", r.error().message().c_str());
-//   auto w = ep.try_wait(buf, 0ms);                     // Result<span>
+//   // The same without exceptions:
+//   uepoll::Result<std::span<epoll_event>> w = ep.try_wait(buf, 0ms);
 //   if (!w && w.error() == std::errc::interrupted) { /* retry */ }
+//   else if (!w) std::fprintf(stderr, "%s\n", w.error().message().c_str());
+//   else for (const epoll_event& e : *w) (void)e;
 #pragma once
 
 #include <uepoll/detail/ops.hpp>

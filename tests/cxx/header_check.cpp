@@ -122,3 +122,29 @@ static_assert(!std::is_convertible_v<int, Timeout>);  // a bare int is not a tim
 }
 
 }  // namespace uepoll_header_check
+
+// The example in uepoll.hpp's top comment, verbatim.
+#include <cstdio>
+#include <thread>
+
+namespace uepoll_header_example {
+using namespace std::chrono_literals;
+
+[[maybe_unused]] void example() {
+  uepoll::Epoll ep = uepoll::Epoll::create();          // throws on error
+  uepoll::EventFd ev = uepoll::EventFd::create(0, EFD_NONBLOCK);
+  ep.add(ev, EPOLLIN, 42);                             // data.u64 = 42
+  std::thread t([&] { ev.write(1); });                 // wakes the wait
+  std::array<epoll_event, 8> buf;
+  for (const epoll_event& e : ep.wait(buf, 1s))        // the filled prefix
+    if (e.data.u64 == 42) std::printf("%lu\n", (unsigned long)ev.read());
+  t.join();
+
+  // The same without exceptions:
+  uepoll::Result<std::span<epoll_event>> w = ep.try_wait(buf, 0ms);
+  if (!w && w.error() == std::errc::interrupted) { /* retry */ }
+  else if (!w) std::fprintf(stderr, "%s\n", w.error().message().c_str());
+  else for (const epoll_event& e : *w) (void)e;
+}
+
+}  // namespace uepoll_header_example

@@ -101,3 +101,19 @@ TEST(Timeout, NegativeIsZeroAndHugeSaturates) {
 }
 
 }  // namespace
+
+namespace uepoll_header_example {
+void example();
+}
+
+namespace {
+
+// The example from uepoll.hpp's top comment runs and prints the eventfd
+// count read after the wait.
+TEST(HeaderExample, Runs) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_NO_THROW(uepoll_header_example::example());
+  EXPECT_EQ(::testing::internal::GetCapturedStdout(), "1\n");
+}
+
+}  // namespace
