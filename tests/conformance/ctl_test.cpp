@@ -599,6 +599,42 @@ TEST(CtlPathLimits, BottomUpLength5) {
                        "ctl(fd14,DEL,fd3,0,0) = 0", "ctl(fd0,ADD,fd15,IN,0) = 0", "wait(fd4,4,0) = 1 [IN:100]"});
 }
 
+// Paths are counted per distinct route, through diamonds too: 2 middles
+// (a, b) over m, 50 roots over each: 100 paths of 3 instances (the limit);
+// one more root over a is refused.
+//   r0..r49   r50..r99
+//      \         /
+//       a       b
+//        \     /
+//           m -> efd
+TEST(CtlPathLimits, DiamondPathsCounted) {
+  auto r = conf::differential([](T& t) {
+    int efd = t.eventfd(1);
+    int m = t.epoll_create1(), a = t.epoll_create1(), b = t.epoll_create1();
+    t.ctl(m, EPOLL_CTL_ADD, efd, IN, 0);
+    t.ctl(a, EPOLL_CTL_ADD, m, IN, 1);
+    t.ctl(b, EPOLL_CTL_ADD, m, IN, 2);
+    int ok = 0;
+    std::vector<int> roots;
+    {
+      T::Quiet q(t);
+      for (int i = 0; i < 100; ++i) {
+        roots.push_back(t.epoll_create1());
+        ok += t.ctl(roots.back(), EPOLL_CTL_ADD, i < 50 ? a : b, IN, 100 + i) == 0;
+      }
+    }
+    t.log("roots added: " + std::to_string(ok));
+    int extra = t.epoll_create1();
+    t.ctl(extra, EPOLL_CTL_ADD, a, IN, 7);
+    t.ctl(extra, EPOLL_CTL_ADD, m, IN, 8);  // a path of 2 instances: other limit
+    t.ctl(roots[0], EPOLL_CTL_ADD, m, IN, 9);  // r0 is not a root any more? it is: nobody watches r0
+    T::Quiet q(t);
+    for (int x : roots) t.close(x);
+  });
+  EXPECT_LINUX_SEQ(r, {"roots added: 100", "ctl(fd104,ADD,fd2,IN,7) = -1 EINVAL", "ctl(fd104,ADD,fd1,IN,8) = 0",
+                       "ctl(fd4,ADD,fd1,IN,9) = 0"});
+}
+
 // Paths of one instance are unlimited: one file in 1200 instances.
 TEST(CtlPathLimits, DirectWatchersUnlimited) {
   auto r = conf::differential([](T& t) {

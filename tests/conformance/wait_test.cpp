@@ -94,6 +94,26 @@ TEST(WaitArgs, ReadOnlyBufferWithReadyEvent) {
                        "wait(fd0,4,0) = 1 [IN:5]"});
 }
 
+// A fault on the second event: the first is returned (count so far), the
+// second stays queued for the next call.
+TEST(WaitArgs, FaultAfterFirstEvent) {
+  auto r = conf::differential([](T& t) {
+    char* pages = static_cast<char*>(mmap(nullptr, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    ASSERT_NE(pages, MAP_FAILED);
+    mprotect(pages + 4096, 4096, PROT_READ);
+    auto* buf = reinterpret_cast<struct epoll_event*>(pages + 4096 - sizeof(struct epoll_event));
+    int ep = t.epoll_create1();
+    int a = t.eventfd(1), b = t.eventfd(1);
+    t.ctl(ep, EPOLL_CTL_ADD, a, EPOLLIN | EPOLLET, 1);
+    t.ctl(ep, EPOLL_CTL_ADD, b, EPOLLIN | EPOLLET, 2);
+    t.wait_raw(ep, buf, 2, 0, "one-writable-slot");
+    t.wait(ep, 4, 0);
+    t.wait(ep, 4, 0);
+    munmap(pages, 8192);
+  }, /*forked=*/true);
+  EXPECT_LINUX_SEQ(r, {"wait(fd0,one-writable-slot,2,0) = 1 [IN:1]", "wait(fd0,4,0) = 1 [IN:2]", "wait(fd0,4,0) = 0"});
+}
+
 // epoll_pwait2: the timespec is read and validated before anything else;
 // epoll_pwait: the signal mask is copied before the descriptor checks.
 TEST(WaitArgs, Pwait2TimespecAndPwaitMask) {
@@ -459,6 +479,35 @@ TEST(WaitEdge, SocketpairEdges) {
     t.wait(ep, 4, 0);
   });
   EXPECT_LINUX_SEQ(r, {"wait(fd0,4,0) = 1 [OUT:2]", "wait(fd0,4,0) = 1 [IN:1]", "wait(fd0,4,0) = 1 [IN:1]"});
+}
+
+// Zero-length writes and reads: an eventfd write of 0 wakes (an edge), a
+// zero-length pipe or socket write does not; a zero-length read wakes no
+// writer.
+TEST(WaitEdge, ZeroLengthTransfers) {
+  auto r = conf::differential([](T& t) {
+    int ep = t.epoll_create1();
+    auto [rd, wr] = t.pipe2(O_NONBLOCK);
+    auto [s0, s1] = t.unix_stream(SOCK_NONBLOCK);
+    t.ctl(ep, EPOLL_CTL_ADD, rd, IN | ET, 1);
+    t.ctl(ep, EPOLL_CTL_ADD, s0, IN | ET, 2);
+    t.ctl(ep, EPOLL_CTL_ADD, s1, OUT | ET, 3);
+    t.wait(ep, 4, 0);
+    t.write(wr, "", 0);
+    t.write(s1, "", 0);
+    t.wait(ep, 4, 0);
+    t.write(wr, "a", 1);
+    t.write(s1, "b", 1);
+    t.wait(ep, 4, 0);
+    t.write(wr, "", 0);
+    t.write(s1, "", 0);
+    t.wait(ep, 4, 0);
+    t.read(s0, 0);
+    t.read(rd, 0);
+    t.wait(ep, 4, 0);
+  });
+  EXPECT_LINUX_SEQ(r, {"wait(fd0,4,0) = 1 [OUT:3]", "write(fd2,0) = 0", "write(fd4,0) = 0", "wait(fd0,4,0) = 0",
+                       "wait(fd0,4,0) = 2 [IN:1 IN:2]", "wait(fd0,4,0) = 0", "read(fd3,0) = 0", "read(fd1,0) = 0"});
 }
 
 // EPOLLONESHOT: disabled after one report (ERR/HUP included) until MOD;
