@@ -424,6 +424,33 @@ TEST(CtlLoop, ChainDepthLimit) {
                      });
 }
 
+// The depth that counts is the longest route, whichever route was built
+// first.
+//   t -> a -> b -> c -> d      and t -> d (short route, built first)
+//   d -> x : the long route makes t a b c d x = 6 instances: ELOOP
+//   y -> t : y t a b c d = 6: ELOOP (downward depth of t is the long route)
+TEST(CtlLoop, LongestRouteCounts) {
+  auto r = conf::differential([](T& t) {
+    int tt = t.epoll_create1(), a = t.epoll_create1(), b = t.epoll_create1(), c = t.epoll_create1(),
+        d = t.epoll_create1(), x = t.epoll_create1(), y = t.epoll_create1();
+    t.ctl(tt, EPOLL_CTL_ADD, d, IN, 1);
+    t.ctl(c, EPOLL_CTL_ADD, d, IN, 2);
+    t.ctl(b, EPOLL_CTL_ADD, c, IN, 3);
+    t.ctl(a, EPOLL_CTL_ADD, b, IN, 4);
+    t.ctl(tt, EPOLL_CTL_ADD, a, IN, 5);
+    t.ctl(d, EPOLL_CTL_ADD, x, IN, 6);  // ELOOP
+    t.ctl(y, EPOLL_CTL_ADD, tt, IN, 7);  // ELOOP
+    t.ctl(y, EPOLL_CTL_ADD, d, IN, 8);   // short: ok
+    t.ctl(tt, EPOLL_CTL_DEL, a, 0, 0);
+    t.ctl(d, EPOLL_CTL_ADD, x, IN, 6);  // a b c d x: 5, t d x: 3: ok
+    t.ctl(y, EPOLL_CTL_ADD, tt, IN, 7);  // y t d x: ok
+    t.ctl(tt, EPOLL_CTL_ADD, a, IN, 5);  // y t a b c d x = 7: ELOOP
+  });
+  EXPECT_LINUX_SEQ(r, {"ctl(fd0,ADD,fd1,IN,5) = 0", "ctl(fd4,ADD,fd5,IN,6) = -1 ELOOP",
+                       "ctl(fd6,ADD,fd0,IN,7) = -1 ELOOP", "ctl(fd6,ADD,fd4,IN,8) = 0", "ctl(fd4,ADD,fd5,IN,6) = 0",
+                       "ctl(fd6,ADD,fd0,IN,7) = 0", "ctl(fd0,ADD,fd1,IN,5) = -1 ELOOP"});
+}
+
 // Joining two chains: the new path is (depth above) + 1 + (depth below).
 //   c0 -> c1 -> c2   d0 -> d1 -> d2   : c2 -> d0 makes 6 instances: ELOOP
 //   c0 -> c1 -> c2   d0 -> d1         : c2 -> d0 makes 5: ok

@@ -78,6 +78,72 @@ TEST(Threads, ExclusiveWakesOneInstance) {
                        "B returned 1 [IN:11]", "wait(fd0,4,0) = 1 [IN:10]", "wait(fd1,4,0) = 0"});
 }
 
+// Sleepers on one instance are woken newest first: ep_poll() queues a sleeper
+// with __add_wait_queue_exclusive(), which inserts at the head of ep->wq
+// (the reference notes say tail; Linux 6.18 observably wakes the newest).
+TEST(Threads, SleepersWokenNewestFirst) {
+  auto r = conf::differential([](T& t) {
+    int ep = t.epoll_create1();
+    int efd = t.eventfd(0);
+    t.ctl(ep, EPOLL_CTL_ADD, efd, IN | ET, 1);
+    std::vector<std::unique_ptr<Waiter>> w;
+    for (int i = 0; i < 3; ++i) {  // A, B, C go to sleep in this order
+      w.push_back(std::make_unique<Waiter>(t.api, ep, 3000));
+      usleep(kSettleUs);
+    }
+    std::string order;
+    for (int k = 0; k < 3; ++k) {
+      t.write_u64(efd, 1);
+      usleep(kSettleUs);
+      std::string now;
+      for (int i = 0; i < 3; ++i)
+        if (w[i]->finished() && order.find(static_cast<char>('A' + i)) == std::string::npos) now += static_cast<char>('A' + i);
+      order += now.empty() ? "-" : now.size() > 1 ? "(" + now + ")" : now;
+    }
+    t.log("wake order: " + order);
+    for (int i = 0; i < 3; ++i) t.log(std::string(1, static_cast<char>('A' + i)) + " " + w[i]->result());
+  });
+  EXPECT_LINUX_SEQ(r, {"wake order: CBA", "A 1 [IN:1]", "B 1 [IN:1]", "C 1 [IN:1]"});
+}
+
+// An exclusive wakeup whose key carries both IN and OUT (a pipe's release
+// wakes with IN|OUT|ERR|HUP) is not consumed by any exclusive entry: every
+// exclusive instance's sleeper wakes.  A plain write (key IN) wakes one.
+//   e0 -(EXCL)-> rd <-(EXCL)- e1      A sleeps in e0, B in e1
+TEST(Threads, ExclusiveWakeWithInAndOutKeyWakesAll) {
+  auto r = conf::differential([](T& t) {
+    int e0 = t.epoll_create1(), e1 = t.epoll_create1();
+    auto [rd, wr] = t.pipe2(O_NONBLOCK);
+    t.ctl(e0, EPOLL_CTL_ADD, rd, IN | ET | EPOLLEXCLUSIVE, 10);
+    t.ctl(e1, EPOLL_CTL_ADD, rd, IN | ET | EPOLLEXCLUSIVE, 11);
+    {
+      auto a = std::make_unique<Waiter>(t.api, e0, 3000);
+      auto b = std::make_unique<Waiter>(t.api, e1, 3000);
+      usleep(kSettleUs);
+      t.write(wr, "x", 1);
+      usleep(kSettleUs);
+      t.log(std::string("write woke: ") + (a->finished() ? "A" : "") + (b->finished() ? "B" : ""));
+      t.log("A " + a->result());
+      t.write(wr, "y", 1);  // release B
+      t.log("B " + b->result());
+    }
+    t.read(rd, 8);
+    t.wait(e0, 4, 0);
+    t.wait(e1, 4, 0);
+    {
+      auto a = std::make_unique<Waiter>(t.api, e0, 3000);
+      auto b = std::make_unique<Waiter>(t.api, e1, 3000);
+      usleep(kSettleUs);
+      t.close(wr);
+      usleep(kSettleUs);
+      t.log(std::string("close of the writer woke: ") + (a->finished() ? "A" : "") + (b->finished() ? "B" : ""));
+      t.log("A " + a->result() + ", B " + b->result());
+    }
+  });
+  EXPECT_LINUX_SEQ(r, {"write woke: A", "A 1 [IN:10]", "B 1 [IN:11]", "close of the writer woke: AB",
+                       "A 1 [HUP:10], B 1 [HUP:11]"});
+}
+
 // The non-exclusive contrast: one write wakes both instances' sleepers.
 TEST(Threads, NonExclusiveWakesAll) {
   auto r = conf::differential([](T& t) {
