@@ -108,6 +108,10 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
   std::fprintf(out, "command: %s\n", info.command.c_str());
   std::fprintf(out, "load average at start: %s, at end: %s; run took %.0f s\n", info.load_start.c_str(),
                info.load_end.c_str(), info.seconds);
+  std::fprintf(out,
+               "null system call (getppid): %.0f ns CPU; every Linux epoll call pays at least this, uepoll calls "
+               "none\n",
+               info.syscall_ns);
   std::fprintf(out, "%d repetitions per backend, alternating; cells are median [min-max]%s\n", info.reps,
                info.quick ? "; --quick" : "");
   if (!info.uepoll_available) std::fprintf(out, "uepoll NOT measured: %s\n", info.uepoll_error.c_str());
@@ -191,6 +195,7 @@ bool write_json(const std::string& path, const RunInfo& info, const std::vector<
   f << "  \"load_start\": " << json_str(info.load_start) << ",\n";
   f << "  \"load_end\": " << json_str(info.load_end) << ",\n";
   f << "  \"seconds\": " << json_num(info.seconds) << ",\n";
+  f << "  \"syscall_ns\": " << json_num(info.syscall_ns) << ",\n";
   f << "  \"malloc_hook\": " << (info.malloc_hook ? "true" : "false") << ",\n";
   f << "  \"cases\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {

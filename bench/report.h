@@ -23,6 +23,7 @@ struct RunInfo {
   bool malloc_hook = false;
   std::string load_start, load_end;  // /proc/loadavg (1, 5, 15 min) around the run
   double seconds = 0;                // wall time of the whole run
+  double syscall_ns = 0;             // CPU ns of one null system call (getppid)
 };
 
 // Variant names in display order.

@@ -740,16 +740,16 @@ namespace {
 
 RunFn memory(const Backend& b, long n, std::string self_exe) {
   return [&b, n, self_exe](bool) {
+    // Everything the child needs is built before fork(): between fork and
+    // exec it only makes async-signal-safe calls.
+    std::string ns = std::to_string(n);
+    const char* which = b.is_uepoll ? "uepoll" : "linux";
     int p[2];
-    if (pipe(p) != 0) fail(b, "pipe", errno);
+    if (pipe2(p, O_CLOEXEC) != 0) fail(b, "pipe", errno);
     pid_t pid = fork();
     if (pid < 0) fail(b, "fork", errno);
     if (pid == 0) {
-      dup2(p[1], 1);
-      close(p[0]);
-      close(p[1]);
-      std::string ns = std::to_string(n);
-      const char* which = b.is_uepoll ? "uepoll" : "linux";
+      dup2(p[1], 1);  // dup2 clears O_CLOEXEC on the copy
       execl(self_exe.c_str(), "uepoll-bench", "--memory-child", which, ns.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
