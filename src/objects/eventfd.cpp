@@ -6,6 +6,7 @@
 #include "core/alloc.h"
 #include "core/block.h"
 #include "fd/table.h"
+#include "objects/user_ptr.h"
 
 #include <cerrno>
 #include <climits>
@@ -42,7 +43,7 @@ ssize_t EventFd::read(void* buf, size_t count) noexcept {
     return static_cast<long>(sizeof ucnt);
   });
   if (r < 0) return r;
-  if (!buf) return -EFAULT;  // Linux: copy_to_iter fails after the read
+  if (faulting_ptr(buf)) return -EFAULT;  // Linux: copy_to_iter fails after the read
   std::memcpy(buf, &ucnt, sizeof ucnt);
   return r;
 }
@@ -52,7 +53,7 @@ ssize_t EventFd::write(const void* buf, size_t count) noexcept {
   // Linux 6.18 eventfd_write: count != sizeof(ucnt) -> EINVAL (reads only
   // need at least 8).
   if (count != sizeof ucnt) return -EINVAL;
-  if (!buf) return -EFAULT;  // Linux: copy_from_user
+  if (faulting_ptr(buf)) return -EFAULT;  // Linux: copy_from_user
   std::memcpy(&ucnt, buf, sizeof ucnt);
   if (ucnt == ULLONG_MAX) return -EINVAL;
   return core::block_on(wq(), nonblocking(), EPOLLOUT, [&]() -> long {

@@ -9,6 +9,7 @@
 #include "core/block.h"
 #include "core/reclaim.h"
 #include "fd/table.h"
+#include "objects/user_ptr.h"
 
 #include <cerrno>
 #include <cstring>
@@ -101,7 +102,7 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
       Pipe::Buf& b = p.slot_locked(p.tail_);
       size_t chars = b.len;
       if (chars > total) chars = total;
-      if (!dst) {  // Linux: copy_page_to_iter fails
+      if (faulting_ptr(dst)) {  // Linux: copy_page_to_iter fails
         if (!ret) ret = -EFAULT;
         break;
       }
@@ -195,7 +196,7 @@ ssize_t PipeWriter::write(const void* buf, size_t count) noexcept {
     ret = -EPIPE;
     goto out;
   }
-  if (!src) {  // Linux copies and fails with EFAULT; uepoll fails early
+  if (faulting_ptr(src)) {  // Linux copies and fails with EFAULT; uepoll fails early
     ret = -EFAULT;
     goto out;
   }

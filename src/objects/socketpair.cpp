@@ -9,6 +9,7 @@
 #include "core/reclaim.h"
 #include "fd/table.h"
 #include "objects/pipe.h"  // raise_sigpipe
+#include "objects/user_ptr.h"
 
 #include <cerrno>
 #include <cstddef>
@@ -118,7 +119,7 @@ ssize_t UnixSocket::read(void* buf, size_t count) noexcept {
     while (UnixConn::Skb* skb = s.head) {
       size_t chunk = skb->len - skb->consumed;
       if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
-      if (!dst) {  // skb_copy_datagram_msg fails
+      if (faulting_ptr(dst)) {  // skb_copy_datagram_msg fails
         if (!copied) copied = -EFAULT;
         break;
       }
@@ -196,7 +197,7 @@ ssize_t UnixSocket::write(const void* buf, size_t count) noexcept {
       err = -ENOBUFS;
       break;
     }
-    if (!src) {
+    if (faulting_ptr(src)) {  // skb_copy_datagram_from_iter fails
       core::raw_free(skb);
       err = -EFAULT;
       break;

@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "core/block.h"
 #include "fd/table.h"
+#include "objects/user_ptr.h"
 
 #include <cerrno>
 #include <csignal>
@@ -140,7 +141,7 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
     });
     if (r < 0) return r;
   }
-  if (!buf) return -EFAULT;  // Linux: put_user fails after the ticks were taken
+  if (faulting_ptr(buf)) return -EFAULT;  // Linux: put_user fails after the ticks were taken
   std::memcpy(buf, &ticks, sizeof ticks);
   return static_cast<ssize_t>(sizeof ticks);
 }

@@ -8,7 +8,9 @@
 
 #include <uepoll/tuning.h>
 
+#include <atomic>
 #include <cstring>
+#include <mutex>
 #include <fcntl.h>
 #include <string>
 
@@ -291,6 +293,60 @@ TEST_P(Pipe, BlockingWriterGetsEpipeWhenReaderCloses) {
   EXPECT_TRUE(sig.take());
   t.join();
   api().close(q[1]);
+}
+
+// Several writers and readers on one blocking pipe: writes of PIPE_BUF or
+// less are atomic, so every 512-byte record arrives whole, exactly once.
+TEST_P(Pipe, ConcurrentRecordsStayWhole) {
+  int q[2];
+  ASSERT_EQ(api().pipe(q), 0);
+  constexpr int kWriters = 3, kReaders = 2, kEach = 600, kRec = 512;
+  std::vector<std::thread> ts;
+  for (int w = 0; w < kWriters; ++w)
+    ts.emplace_back([&, w] {
+      char rec[kRec];
+      for (int i = 0; i < kEach; ++i) {
+        std::memset(rec, 'A' + w, kRec);
+        std::memcpy(rec, &i, sizeof i);
+        ASSERT_EQ(api().write(q[1], rec, kRec), kRec);
+      }
+    });
+  std::atomic<int> bad{0};
+  std::vector<std::vector<int>> seen(kWriters, std::vector<int>(kEach, 0));
+  std::mutex mu;
+  std::atomic<int> records{0};
+  for (int r = 0; r < kReaders; ++r)
+    ts.emplace_back([&] {
+      char rec[kRec];
+      for (;;) {
+        long n = api().read(q[0], rec, kRec);
+        if (n == 0) return;  // EOF
+        if (n != kRec) {
+          bad++;
+          return;
+        }
+        int i;
+        std::memcpy(&i, rec, sizeof i);
+        const int w = rec[kRec - 1] - 'A';
+        for (int k = sizeof i; k < kRec; ++k)
+          if (rec[k] != rec[kRec - 1]) bad++;
+        if (w < 0 || w >= kWriters || i < 0 || i >= kEach) {
+          bad++;
+          continue;
+        }
+        std::lock_guard<std::mutex> l(mu);
+        seen[static_cast<size_t>(w)][static_cast<size_t>(i)]++;
+        records++;
+      }
+    });
+  for (int w = 0; w < kWriters; ++w) ts[static_cast<size_t>(w)].join();
+  api().close(q[1]);  // readers see EOF once drained
+  for (size_t i = kWriters; i < ts.size(); ++i) ts[i].join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(records.load(), kWriters * kEach);
+  for (auto& v : seen)
+    for (int c : v) EXPECT_EQ(c, 1);
+  api().close(q[0]);
 }
 
 TEST(PipeUepoll, AllocationFailureLeavesNoDescriptors) {
