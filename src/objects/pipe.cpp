@@ -90,11 +90,13 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
   bool wake_writer = false;
   bool still_data = false;
   int attempts = 0;
+  // Pages handed back by the successful attempt, freed after every lock is
+  // dropped (an attempt that returns -EAGAIN consumed nothing).
+  char* to_free[kPipeSlots];
+  int nfree = 0;
   // Preconditions of the op: wq() held (block_on); takes mu_ (leaf).
   const long r = core::block_on(wq(), nonblocking(), EPOLLIN | EPOLLRDNORM | EPOLLHUP, [&]() -> long {
     ++attempts;
-    char* to_free[kPipeSlots];
-    int nfree = 0;
     long ret = 0;
     size_t total = count;
     p.mu_.lock();
@@ -129,9 +131,9 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
     }
     still_data = !p.empty_locked();
     p.mu_.unlock();
-    for (int i = 0; i < nfree; ++i) core::raw_free(to_free[i]);
     return ret;
   });
+  for (int i = 0; i < nfree; ++i) core::raw_free(to_free[i]);
   if (wake_writer) p.wake_writer(EPOLLOUT | EPOLLWRNORM);
   // Linux wake_next_reader: a reader that slept and left data behind.
   if (attempts > 1 && r > 0 && still_data) {
