@@ -229,7 +229,7 @@ inline constexpr Forever forever{0};
 
 // A relative timeout: forever, or a non-negative number of nanoseconds.
 // Implicit from any std::chrono::duration (rounded up to whole nanoseconds;
-// negative clamps to zero; too large for nanoseconds saturates at
+// negative or NaN clamps to zero; too large for nanoseconds saturates at
 // nanoseconds::max(), about 292 years), from `forever`, std::nullopt, and
 // std::optional<duration> (empty = forever).
 class Timeout {
@@ -267,9 +267,9 @@ class Timeout {
   template <class Rep, class Period>
   static constexpr std::chrono::nanoseconds to_ns(std::chrono::duration<Rep, Period> d) noexcept {
     using std::chrono::nanoseconds;
-    if (d <= d.zero()) return nanoseconds::zero();
     // Compare in long double nanoseconds so no conversion can overflow.
     const std::chrono::duration<long double, std::nano> wide(d);
+    if (!(wide.count() > 0)) return nanoseconds::zero();  // zero, negative, NaN
     if (wide.count() >= static_cast<long double>(nanoseconds::max().count())) return nanoseconds::max();
     if constexpr (std::is_floating_point_v<Rep>) {
       const long double c = wide.count();
@@ -291,6 +291,8 @@ class Timeout {
 class Fd;
 
 // A non-owning descriptor number.  Implicit from int, Fd and every owner.
+// Contract (all members): trivially thread-compatible; noexcept; never
+// block; never allocate.
 class BorrowedFd {
  public:
   constexpr BorrowedFd(int fd) noexcept : fd_(fd) {}
@@ -310,8 +312,12 @@ class Fd {
   // never allocates.
   constexpr explicit Fd(int fd) noexcept : fd_(fd) {}
 
+  // Takes other's descriptor; other becomes empty.  Contract: noexcept;
+  // never blocks; never allocates.
   Fd(Fd&& other) noexcept : fd_(other.release()) {}
-  // Closes the current descriptor (ignoring errors), then adopts other's.
+  // Closes the current descriptor (ignoring errors), then adopts other's;
+  // self-move is a no-op.  Contract: noexcept; never blocks; never
+  // allocates.
   Fd& operator=(Fd&& other) noexcept {
     if (this != &other) reset(other.release());
     return *this;
@@ -319,6 +325,7 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   // Closes the descriptor, ignoring errors (use try_close() to see them).
+  // Contract: never blocks; never allocates.
   ~Fd() { reset(); }
 
   // The descriptor, or -1 if empty.  Contract: noexcept; never blocks.

@@ -244,4 +244,35 @@ TEST(CxxDifferential, PollCornerCases) {
   });
 }
 
+
+// Many items: harvest order through a small span, rotation of
+// level-triggered items, and removal on close, all traced by data.
+TEST(CxxDifferential, ManyItemsOrderAndClose) {
+  expect_same([](const Factory& make, Trace& t) {
+    auto ep = std::move(make.epoll()).value();
+    std::vector<uepoll::EventFd> evs;
+    for (std::uint64_t i = 0; i < 300; ++i) {
+      evs.push_back(std::move(make.eventfd(i % 3 == 0 ? 1 : 0)).value());
+      (void)ep.try_add(evs.back(), i % 2 ? EPOLLIN : EPOLLIN | EPOLLET, i);
+    }
+    std::array<epoll_event, 64> out;
+    auto dump = [&](const std::string& what) {
+      auto r = ep.try_wait(out, 0ms);
+      std::string line = what + ":";
+      if (!r) line += " error";
+      else
+        for (const epoll_event& e : *r) line += " " + std::to_string(cxxtest::u64(e));
+      t.note(line);
+    };
+    dump("first");
+    dump("second");
+    for (std::size_t i = 1; i < evs.size(); i += 7) (void)evs[i].try_write(1);
+    dump("after writes");
+    dump("again");
+    for (std::size_t i = 0; i < evs.size(); i += 2) evs[i].reset();
+    dump("after closing evens");
+    dump("again");
+  });
+}
+
 }  // namespace

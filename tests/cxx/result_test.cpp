@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <climits>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -98,6 +99,10 @@ TEST(Timeout, NegativeIsZeroAndHugeSaturates) {
   EXPECT_EQ(Timeout(std::chrono::hours::max()).duration(), std::chrono::nanoseconds::max());
   EXPECT_EQ(Timeout(std::chrono::hours::max()).as_poll_ms(), INT_MAX);
   EXPECT_EQ(Timeout(std::chrono::duration<double>(1e300)).duration(), std::chrono::nanoseconds::max());
+  EXPECT_EQ(Timeout(std::chrono::duration<double>(std::numeric_limits<double>::quiet_NaN())).duration(), 0ns);
+  EXPECT_EQ(Timeout(std::chrono::duration<double>(std::numeric_limits<double>::infinity())).duration(),
+            std::chrono::nanoseconds::max());
+  EXPECT_EQ(Timeout(std::chrono::duration<double>(-std::numeric_limits<double>::infinity())).duration(), 0ns);
 }
 
 }  // namespace
