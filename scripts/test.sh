@@ -4,7 +4,8 @@
 # Stages (default: all, in this order; name some to run only those):
 #   normal   build/        RelWithDebInfo, every test (ctest)
 #   asan     build-asan/   Debug, ASan+UBSan, leak checking on, every test
-#   tsan     build-tsan/   RelWithDebInfo, TSan, every test
+#                          (bench.smoke included: it drives many threads)
+#   tsan     build-tsan/   RelWithDebInfo, TSan, every test (bench.smoke too)
 #   fuzz     build-fuzz/   clang, libFuzzer+ASan, only `ctest -L fuzz`
 #                          (skipped when clang or fuzz/ is absent)
 #   install  build-install/  tests/install/check.sh: install into a temporary
@@ -75,7 +76,7 @@ stage_normal() {
 stage_asan() {
   local d="$PREFIX-asan"
   configure "$d" -DCMAKE_BUILD_TYPE=Debug -DUEPOLL_SANITIZE=address \
-      -DUEPOLL_BUILD_BENCH=OFF || return 1
+      -DUEPOLL_BUILD_BENCH=ON || return 1
   build "$d" || return 1
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:${ASAN_OPTIONS:-}" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
@@ -113,7 +114,7 @@ stage_tsan() {
   TSAN_WRAP=""
   tsan_prefix || return 1
   configure "$d" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DUEPOLL_SANITIZE=thread \
-      -DUEPOLL_BUILD_BENCH=OFF || return 1
+      -DUEPOLL_BUILD_BENCH=ON || return 1
   build "$d" || return 1
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 ${TSAN_OPTIONS:-}" \
   CTEST_PREFIX="$TSAN_WRAP" ctest_run "$d"
