@@ -455,6 +455,9 @@ std::vector<Case> stress_cases(const Options& o) {
 RunFn herd(const Backend& b, int waiters, uint64_t rounds, std::chrono::milliseconds duration) {
   return [&b, waiters, rounds, duration](bool warmup) {
     const uint64_t want_rounds = warmup ? std::max<uint64_t>(1, rounds / 10) : rounds;
+    const auto run_for = warmup && duration.count() > 0
+                             ? std::max(std::chrono::milliseconds(1), duration / 10)
+                             : duration;
     const auto round_timeout = std::chrono::milliseconds(1000);
     Fds fds(b);
     int ep = fds.epoll();
@@ -495,9 +498,9 @@ RunFn herd(const Backend& b, int waiters, uint64_t rounds, std::chrono::millisec
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     uint64_t fired = 0, done_rounds = 0, timeouts = 0;
     auto t0 = Clock::now();
-    auto end = t0 + duration;
+    auto end = t0 + run_for;
     for (;;) {
-      if (duration.count() > 0 ? Clock::now() >= end : done_rounds >= want_rounds) break;
+      if (run_for.count() > 0 ? Clock::now() >= end : done_rounds >= want_rounds) break;
       uint64_t base = consumed.load(std::memory_order_acquire);
       for (int i = 0; i < waiters; ++i) write1(b, efd[i]);
       fired += static_cast<uint64_t>(waiters);
