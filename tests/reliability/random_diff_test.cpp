@@ -64,10 +64,32 @@ TEST(RandomDiff, GeneratorCoversOutcomes) {
 TEST(RandomDiff, FixedSeeds) {
   const int seqs = static_cast<int>(rel::scaled(200, 10));
   const int len = 200;
-  int failures = 0;
-  for (int s = 1; s <= seqs && failures < 3; ++s)
+  int failures = 0, n = 0;
+  for (int s = 1; s <= seqs && failures < 3; ++s, ++n)
     if (!check_seed(static_cast<uint64_t>(s), len)) ++failures;
-  std::printf("[random_diff] %d sequences x %d ops compared\n", seqs, len);
+  std::printf("[random_diff] %d sequences x %d ops compared\n", n, len);
+}
+
+// Single-threaded semantics must not depend on the mechanism switches:
+// every one of the 64 combinations of the six knobs, a few seeds each.
+TEST(RandomDiff, EveryKnobCombination) {
+  if (std::getenv("UEPOLL_REL_KNOBS")) GTEST_SKIP() << "knobs fixed by UEPOLL_REL_KNOBS";
+  const int per = static_cast<int>(rel::scaled(3, 1));
+  int failures = 0;
+  for (unsigned bits = 0; bits < 64 && failures < 2; ++bits) {
+    rel::set_mechanism_knobs(bits);
+    for (int k = 0; k < per; ++k) {
+      uint64_t seed = 100000 + bits * 16 + static_cast<uint64_t>(k);
+      if (!check_seed(seed, 200)) {
+        ADD_FAILURE() << "with knob bits 0x" << std::hex << bits
+                      << " (bit i = rcu_ctl, lockless_nested_poll, exclusive_autoremove, alloc_reuse, "
+                         "parallel_nested_add, concurrent_ctl)";
+        ++failures;
+      }
+    }
+  }
+  rel::set_mechanism_knobs(63);
+  std::printf("[random_diff] 64 knob combinations x %d sequences x 200 ops compared\n", per);
 }
 
 TEST(RandomDiff, LongMode) {

@@ -10,6 +10,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
@@ -170,5 +171,42 @@ inline int uepoll_open_count(int span = 4096) {
 }
 
 inline bool is_uepoll_api(const Api& api) { return std::strcmp(api.name, "uepoll") == 0; }
+
+// The six mechanism switches of tuning.h (each 0 or 1).
+inline const char* const kMechanismKnobs[] = {"rcu_ctl",     "lockless_nested_poll", "exclusive_autoremove",
+                                              "alloc_reuse", "parallel_nested_add",  "concurrent_ctl"};
+
+// Sets mechanism knob i to bit i of `bits`.
+inline void set_mechanism_knobs(unsigned bits) {
+  for (unsigned i = 0; i < 6; ++i) uep_tuning_set(kMechanismKnobs[i], (bits >> i) & 1u);
+}
+
+// UEPOLL_REL_KNOBS="rcu_ctl=0,alloc_reuse=0" (or "all=0") applies knobs at
+// start-up, so any reliability binary can be run under another mechanism mix.
+inline bool apply_env_knobs() {
+  const char* s = std::getenv("UEPOLL_REL_KNOBS");
+  if (!s) return false;
+  std::string all(s);
+  size_t pos = 0;
+  while (pos < all.size()) {
+    size_t end = all.find(',', pos);
+    if (end == std::string::npos) end = all.size();
+    std::string kv = all.substr(pos, end - pos);
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) {
+      std::string k = kv.substr(0, eq);
+      long v = std::atol(kv.c_str() + eq + 1);
+      if (k == "all") {
+        for (const char* n : kMechanismKnobs) uep_tuning_set(n, v);
+      } else if (uep_tuning_set(k.c_str(), v) != 0) {
+        std::fprintf(stderr, "UEPOLL_REL_KNOBS: cannot set %s=%ld\n", k.c_str(), v);
+      }
+    }
+    pos = end + 1;
+  }
+  std::fprintf(stderr, "[rel] knobs from UEPOLL_REL_KNOBS: %s\n", s);
+  return true;
+}
+inline const bool kEnvKnobsApplied = apply_env_knobs();
 
 }  // namespace uepoll_test::rel
