@@ -55,7 +55,7 @@ if ((EUID != 0)); then
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
+apt-get update -qq || log "apt-get update failed: trying the cached package lists"
 # Keep only the packages this apt knows (apt-cache policy shows a candidate),
 # so that one unknown name does not stop the rest from installing.
 available=()
@@ -67,7 +67,8 @@ for p in "${missing[@]}"; do
   fi
 done
 if ((${#available[@]})); then
-  apt-get install -y -qq --no-install-recommends "${available[@]}" </dev/null
+  apt-get install -y -qq --no-install-recommends "${available[@]}" </dev/null \
+    || log "apt-get install failed"
 fi
 
 still=()
