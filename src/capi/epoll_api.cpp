@@ -11,6 +11,7 @@
 #include <uepoll/detail/ops.hpp>
 
 #include "capi/edge.h"
+#include "core/reclaim.h"
 #include "core/waiter.h"
 #include "epoll/instance.h"
 #include "fd/table.h"
@@ -18,6 +19,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <fcntl.h>
+#include <optional>
 #include <sys/epoll.h>
 
 using uepoll::capi::to_c;
@@ -53,7 +55,11 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
     if (!user_readable(event, sizeof *event)) return -EFAULT;
     ev = *event;
   }
-  FileRef ep(uepoll::fd::lookup(epfd));
+  // The instance is used under an epoch guard, without a reference (see
+  // fd::peek); the target is referenced (its release must not run while
+  // an item is being linked to it).
+  uepoll::core::reclaim::ReadGuard guard;
+  uepoll::core::File* ep = uepoll::fd::peek(epfd);
   if (!ep) return -EBADF;
   FileRef tf;
   if (uepoll::fd::in_range(fd)) {
@@ -65,13 +71,13 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
   }
   // EPOLLWAKEUP: Linux clears it silently without CAP_BLOCK_SUSPEND; it has
   // no effect on what is reported, so uepoll keeps it (unobservable).
-  if (ep.get() == tf.get() || !ep->is_epoll()) return -EINVAL;
+  if (ep == tf.get() || !ep->is_epoll()) return -EINVAL;
   if (has_event && (ev.events & EPOLLEXCLUSIVE)) {
     if (op == EPOLL_CTL_MOD) return -EINVAL;
     if (op == EPOLL_CTL_ADD && (tf->is_epoll() || (ev.events & ~uepoll::epoll::kExclusiveOkBits)))
       return -EINVAL;
   }
-  auto* inst = static_cast<Instance*>(ep.get());
+  auto* inst = static_cast<Instance*>(ep);
   switch (op) {
     case EPOLL_CTL_ADD:
       return inst->add(tf.get(), fd, ev.events, ev.data.u64);
@@ -88,14 +94,27 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
 // (maxevents), EFAULT (access_ok), EINVAL (not an epoll).
 int wait(int epfd, struct epoll_event* events, int maxevents, const timespec* deadline, bool nonblocking,
          const sigset_t* sigmask) {
-  FileRef ep(uepoll::fd::lookup(epfd));
+  // A call that cannot sleep uses the instance under an epoch guard without
+  // a reference (fd::peek): threads polling one instance with timeout 0 do
+  // not bounce its count.  A call that may sleep holds a reference instead
+  // (a guard must not last across a sleep).
+  std::optional<uepoll::core::reclaim::ReadGuard> guard;
+  FileRef ref;
+  uepoll::core::File* ep = nullptr;
+  if (nonblocking) {
+    guard.emplace();
+    ep = uepoll::fd::peek(epfd);
+  } else {
+    ref = FileRef(uepoll::fd::lookup(epfd));
+    ep = ref.get();
+  }
   if (!ep) return -EBADF;
   if (maxevents <= 0 || maxevents > uepoll::epoll::kMaxEvents) return -EINVAL;
   auto a = reinterpret_cast<uintptr_t>(events);
   size_t len = static_cast<size_t>(maxevents) * sizeof(struct epoll_event);
   if (a > kTaskSize || len > kTaskSize - a) return -EFAULT;
   if (!ep->is_epoll()) return -EINVAL;
-  return static_cast<Instance*>(ep.get())->wait(events, maxevents, deadline, nonblocking, sigmask);
+  return static_cast<Instance*>(ep)->wait(events, maxevents, deadline, nonblocking, sigmask);
 }
 
 int wait_ms(int epfd, struct epoll_event* events, int maxevents, int timeout, const sigset_t* sigmask) {

@@ -42,6 +42,27 @@ bool user_range_ok(const void* p, size_t len) {
 // Linux MAX_RW_COUNT: reads and writes are clamped to INT_MAX & PAGE_MASK.
 constexpr size_t kMaxRwCount = static_cast<size_t>(INT_MAX) & ~static_cast<size_t>(4095);
 
+// Linux vfs_read()/vfs_write() before access_ok(): a file not open for that
+// direction is EBADF (a pipe's other end), a file without the operation is
+// EINVAL (an epoll instance; a timerfd has no write).
+long rw_mode_check(const uepoll::core::File* f, bool write) {
+  using uepoll::core::FileKind;
+  switch (f->kind()) {
+    case FileKind::kEpoll:
+      return -EINVAL;
+    case FileKind::kPipeRead:
+      return write ? -EBADF : 0;
+    case FileKind::kPipeWrite:
+      return write ? 0 : -EBADF;
+    case FileKind::kTimer:
+      return write ? -EINVAL : 0;
+    case FileKind::kEventFd:
+    case FileKind::kSocket:
+      return 0;
+  }
+  return 0;
+}
+
 struct PollSlot {
   uepoll::core::WaiterEntry entry;
   uepoll::core::File* file = nullptr;  // referenced while the call runs
@@ -165,6 +186,7 @@ long read(int fd, void* buf, size_t count) noexcept {
   }
   FileRef f(uepoll::fd::lookup(fd));
   if (!f) return -EBADF;
+  if (long r = rw_mode_check(f.get(), false)) return r;
   if (!user_range_ok(buf, count)) return -EFAULT;
   if (count > kMaxRwCount) count = kMaxRwCount;
   return f->read(buf, count);
@@ -177,6 +199,7 @@ long write(int fd, const void* buf, size_t count) noexcept {
   }
   FileRef f(uepoll::fd::lookup(fd));
   if (!f) return -EBADF;
+  if (long r = rw_mode_check(f.get(), true)) return r;
   if (!user_range_ok(buf, count)) return -EFAULT;
   if (count > kMaxRwCount) count = kMaxRwCount;
   return f->write(buf, count);
@@ -203,6 +226,10 @@ long dup(int oldfd) noexcept {
 }
 
 long poll(struct pollfd* fds, nfds_t nfds, int timeout) noexcept {
+  // Linux do_sys_poll(): more entries than RLIMIT_NOFILE is EINVAL before
+  // anything is read.
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && nfds > rl.rlim_cur) return -EINVAL;
   bool any_uepoll = false;
   if (nfds && reinterpret_cast<uintptr_t>(fds) >= 4096 && user_range_ok(fds, nfds * sizeof(struct pollfd))) {
     for (nfds_t i = 0; i < nfds; ++i)

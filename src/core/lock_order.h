@@ -7,8 +7,9 @@
 // Linux's ep->mtx subclasses; the topology check forbids cycles, so the
 // chain is acyclic and at most EP_MAX_NESTS + 1 deep).
 //
-//  1. Topology::lock_          (process-wide std::shared_mutex, its own cache
-//                               line).  Exclusive: adding an instance to an
+//  1. topology lock            (process-wide reader-writer lock with one
+//                               reader slot per thread hash, each slot and
+//                               the writer flag on its own cache line).  Exclusive: adding an instance to an
 //                               instance (loop, depth and path checks).
 //                               Shared: adding a leaf file to an instance that
 //                               is itself watched (2026 seed).  Never taken on
@@ -37,10 +38,25 @@
 //                               and flags.  Inside it: the instance's own
 //                               waiter queue lock (6, a different queue),
 //                               which is never held while taking any 7.
+//  8. Object leaf locks        (Pipe::mu_, UnixConn::mu_: SpinLocks of the
+//                               state shared by two ends).  Nothing is taken
+//                               under them; taken with at most one wait-queue
+//                               lock (6) held; no wakeup is issued under them.
+//  -  TimerService registry    (std::mutex in objects/timerfd.cpp): taken
+//                               with no uepoll lock held; a timer's
+//                               wait-queue lock (6) is taken under it to
+//                               deliver an expiry.
 //
-// Never held across a blocking call: 6 and 7 (SpinLocks).  No lock is held
+// Never held across a blocking call: 6, 7 and 8 (SpinLocks).  No lock is held
 // while a thread sleeps in a wait.  Kernel calls made under 6/7 are limited
 // to eventfd writes that wake a sleeping thread.
+//
+// Releases: the last File::put() runs the epoll release, which takes 6 then,
+// separately, 4 and 7 of the instances watching the file.  It is never run
+// with 6 or 7 held.  It may run under a scan mutex (5) when a nested poll
+// drops the last reference of a child it pinned: no path takes an
+// instance's scan mutex while holding one of that instance's shard locks,
+// so this cannot close a cycle (harvests defer such puts where they can).
 //
 // Not locks, but ordering rules: fd-table lookups are lock-free under an
 // epoch guard (core/reclaim.h); item lifetimes are reference counts

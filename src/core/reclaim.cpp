@@ -120,7 +120,9 @@ ReadGuard::ReadGuard() noexcept {
 
 ReadGuard::~ReadGuard() {
   ThreadRecord* r = tls_record.rec;
-  if (--r->depth == 0) r->state.store(0, std::memory_order_seq_cst);
+  // release: everything read inside the section happens before a
+  // reclaimer that sees the quiescent state frees anything.
+  if (--r->depth == 0) r->state.store(0, std::memory_order_release);
 }
 
 void retire(Retired* obj) noexcept {

@@ -51,6 +51,13 @@ class WaitQueue {
   // exclusive ones to the tail (Linux add_wait_queue / _exclusive).
   void add_locked(WaitEntry* e) noexcept;
   void add_exclusive_locked(WaitEntry* e) noexcept;
+  // Linux __add_wait_queue_exclusive(): exclusive, but at the head, so the
+  // newest such sleeper is woken first (what ep_poll uses for epoll_wait
+  // sleepers; checked against Linux by Threads.SleepersWokenNewestFirst).
+  void add_exclusive_head_locked(WaitEntry* e) noexcept {
+    add_locked(e);
+    e->flags |= WaitEntry::kExclusive;
+  }
   // Preconditions: lock held; e queued on this queue.
   void remove_locked(WaitEntry* e) noexcept {
     unlink_self(e);

@@ -84,14 +84,13 @@ void Instance::struct_put() noexcept {
 void Instance::item_unref(Item* it) noexcept {
   // acq_rel: the last unref sees every write made by other holders.
   if (it->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-  Instance* ep = it->ep;
   item_free(it);
-  ep->struct_put();
 }
 
 // Linux ep_clear_and_put(): remove every item.  Runs after release_file()
 // removed this instance from its parents.
 void Instance::on_release() noexcept {
+  dead_.store(true, std::memory_order_seq_cst);
   for (Shard& s : shards_) {
     std::lock_guard<std::mutex> g(s.mutex);
     for (uint32_t b = 0; b < s.nbuckets; ++b) {
@@ -181,6 +180,24 @@ void Instance::list_del_locked(Item* it) noexcept {
   l->prev->next = l->next;
   l->next->prev = l->prev;
   l->prev = l->next = nullptr;
+}
+
+// Takes the first item of a scan list into the scanner's hands: unlinks it,
+// marks it in_hand (a DEL meanwhile leaves the registration's reference to
+// us instead of freeing it) and pins its file.  The item is registered (DEL
+// unlinks under this lock), so its file has not finished releasing: its
+// memory is valid and tryget is safe; a file being released polls as 0.
+core::File* Instance::take_locked(Item* it) noexcept {
+  list_del_locked(it);
+  it->in_hand = true;
+  return it->file->tryget() ? it->file : nullptr;
+}
+
+// Ends take_locked(); true if the caller must drop the registration's
+// reference (a DEL ran while we held the item).
+bool Instance::give_back_locked(Item* it) noexcept {
+  it->in_hand = false;
+  return !it->registered;
 }
 
 // Linux ep_start_scan(): steal the ready list, divert callbacks to ovflist.
@@ -350,6 +367,9 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     const uint64_t h = hash_key(tf, fd);
     Shard& s = shard_for(h);
     std::unique_lock<std::mutex> sl(s.mutex);
+    // relaxed: ordered by the shard mutex, which the teardown takes after
+    // setting dead_.
+    if (dead_.load(std::memory_order_relaxed)) return -EBADF;  // closed under us
     if (find_locked(s, h, tf, fd)) return -EEXIST;
     if (!watches::reserve()) return -ENOSPC;
     if (!reserve_bucket_locked(s)) {
@@ -371,7 +391,6 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     it->ovf_next = kOvfInactive;
     it->refs.store(1, std::memory_order_relaxed);
     it->registered = true;
-    struct_get();
     Item** slot = bucket_for(s, h);
     it->hash_next = *slot;
     *slot = it;
@@ -465,9 +484,12 @@ void Instance::detach_locked(Item* it) noexcept {
   ready_lock_.lock();
   if (it->linked()) list_del_locked(it);
   it->registered = false;
+  // A harvester holding the item drops the registration's reference when
+  // it is done with it (see take_locked / give_back_locked).
+  const bool in_hand = it->in_hand;
   ready_lock_.unlock();
   watches::unreserve();
-  item_unref(it);  // the registration's reference
+  if (!in_hand) item_unref(it);  // the registration's reference
 }
 
 void Instance::remove_released(Item* it) noexcept {
@@ -502,11 +524,7 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
       break;
     }
     Item* it = Item::from_rdlink(tx.next);
-    list_del_locked(it);
-    it->refs.fetch_add(1, std::memory_order_relaxed);  // in our hands
-    // The item is registered (DEL unlinks under this lock), so its file has
-    // not finished releasing: its memory is valid and tryget is safe.
-    core::File* f = it->file->tryget() ? it->file : nullptr;
+    core::File* f = take_locked(it);
     ready_lock_.unlock();
 
     uint32_t events;
@@ -527,8 +545,9 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
       if (res >= writable) {
         // Linux: the copy faulted; put it back, EFAULT if nothing was copied.
         list_add_head_locked(&tx, it);
+        const bool drop = give_back_locked(it);
         ready_lock_.unlock();
-        item_unref(it);
+        if (drop) item_unref(it);
         if (res == 0) res = -EFAULT;
         break;
       }
@@ -543,8 +562,9 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
         list_add_tail_locked(&rdllist_, it);  // LT: back at the tail
       }
     }
+    const bool drop = give_back_locked(it);
     ready_lock_.unlock();
-    item_unref(it);
+    if (drop) item_unref(it);
   }
 
   ready_lock_.lock();
@@ -569,9 +589,7 @@ bool Instance::scan_has_ready(int depth) noexcept {
       break;
     }
     Item* it = Item::from_rdlink(tx.next);
-    list_del_locked(it);
-    it->refs.fetch_add(1, std::memory_order_relaxed);
-    core::File* f = it->file->tryget() ? it->file : nullptr;
+    core::File* f = take_locked(it);
     ready_lock_.unlock();
 
     const uint32_t events = it->events.load(std::memory_order_relaxed);
@@ -584,8 +602,9 @@ bool Instance::scan_has_ready(int depth) noexcept {
       found = true;
     }
     // Not ready: dropped from the list (Linux list_del_init in the scan).
+    const bool drop = give_back_locked(it);
     ready_lock_.unlock();
-    item_unref(it);
+    if (drop) item_unref(it);
   }
 
   ready_lock_.lock();
@@ -595,11 +614,31 @@ bool Instance::scan_has_ready(int depth) noexcept {
 }
 
 uint32_t Instance::poll(int depth) noexcept {
+  // Fast path: no harvest running and the first queued item is really
+  // ready.  Linux's scan would stop at that same item having pruned
+  // nothing, and would leave every list as it was, so skipping the scan is
+  // unobservable; it saves the scan mutex and two list splices per level.
   ready_lock_.lock();
-  const bool any = events_available_locked();
-  ready_lock_.unlock();
-  if (!any) return 0;
+  if (!events_available_locked()) {
+    ready_lock_.unlock();
+    return 0;
+  }
   const bool global = !core::knob(core::knobs().lockless_nested_poll);
+  if (!global && ovflist_ == kOvfInactive) {
+    Item* first = Item::from_rdlink(rdllist_.next);
+    core::File* f = first->file->tryget() ? first->file : nullptr;
+    if (f) {
+      first->refs.fetch_add(1, std::memory_order_relaxed);
+      ready_lock_.unlock();
+      const uint32_t events = first->events.load(std::memory_order_relaxed);
+      const bool ready = depth <= kMaxNests + 1 && (f->poll(depth + 1) & events) != 0;
+      item_unref(first);
+      f->put();  // a last put releases here: see lock_order.h on releases
+      if (ready) return EPOLLIN | EPOLLRDNORM;
+      ready_lock_.lock();
+    }
+  }
+  ready_lock_.unlock();
   if (global) topology::nested_poll_lock();
   const bool ready = depth <= kMaxNests + 1 && scan_has_ready(depth);
   if (global) topology::nested_poll_unlock();
@@ -647,7 +686,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
     eavail = events_available_locked();
     if (!eavail) {
       waiters_.lock();
-      waiters_.add_exclusive_locked(&we.entry);
+      waiters_.add_exclusive_head_locked(&we.entry);  // Linux: newest sleeper first
       waiters_.unlock();
     }
     ready_lock_.unlock();

@@ -13,9 +13,12 @@
 // the same classes one level down.  It never sleeps with a lock held.
 //
 // Lifetime: File::refs() counts descriptors and pins; struct_refs_ counts
-// the file itself plus every item that still points here (an item may be
-// removed by another thread's file release after the instance was closed).
-// The memory goes to core/reclaim.h when both are gone.
+// the file itself plus every thread that pinned the instance through one of
+// its items without holding a file reference (a release of a watched file
+// removing the item, a topology walk).  Such pins are taken under a lock
+// that the instance's teardown must also take for that item, so the count
+// is still live when they are taken.  The memory goes to core/reclaim.h
+// when it drops to zero.
 #pragma once
 
 #include "core/file.h"
@@ -127,6 +130,8 @@ class Instance final : public core::File {
   bool events_available_locked() const noexcept {
     return rdllist_.next != &rdllist_ || ovflist_ != kOvfInactive;
   }
+  core::File* take_locked(Item* it) noexcept;
+  static bool give_back_locked(Item* it) noexcept;
   void start_scan_locked(ListLink* tx) noexcept;
   // Returns true if waiters should be woken (rdllist non-empty).
   void done_scan_locked(ListLink* tx) noexcept;
@@ -142,6 +147,10 @@ class Instance final : public core::File {
   Item* ovflist_ = kOvfInactive;           // guarded by ready_lock_
   core::WaitQueue waiters_;                // epoll_wait sleepers (Linux ep->wq)
   std::atomic<long> struct_refs_{1};
+  // Set when the teardown starts; ADD checks it under its shard lock, so an
+  // item is never added behind the teardown's back (ctl runs without a
+  // reference on the instance, see fd::peek).
+  std::atomic<bool> dead_{false};
 };
 
 template <class Fn>

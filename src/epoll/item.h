@@ -26,7 +26,11 @@
 //                   ep_modify, which MOD's re-poll reproduces) and cleared to
 //                   EP_PRIVATE_BITS by a harvester's CAS (EPOLLONESHOT).
 //   refs            1 for the registration, 1 while on the overflow list,
-//                   1 per harvester holding it; the last unref frees it.
+//                   1 per pin (a nested-poll peek, a file release removing
+//                   it); the last unref frees it.  A scan holding the item
+//                   sets in_hand instead: a DEL meanwhile leaves the
+//                   registration's reference for the scan to drop.
+//   in_hand         ep->ready_lock_
 //   registered      ep->ready_lock_ (set true before publication, false by
 //                   the remover under both its shard lock and ready_lock_)
 //   wq_unlinked     the target file's WaitQueue lock
@@ -65,6 +69,7 @@ struct Item {
   bool registered = false;
   bool wq_unlinked = false;
   bool from_slab = false;  // immutable: which allocator owns the memory
+  bool in_hand = false;    // ep->ready_lock_: a scan holds it (see Instance::take_locked)
 
   static Item* from_wait(core::WaitEntry* e) noexcept { return reinterpret_cast<Item*>(e); }
   static Item* from_rdlink(ListLink* l) noexcept {

@@ -25,15 +25,20 @@ void release_file(core::File* f) noexcept {
       return;
     }
     Item* it = Item::from_wait(e);
-    // Our own reference keeps the item, and through it the instance's
-    // memory, alive after we drop the queue lock.
+    Instance* ep = it->ep;
+    // Pin the item and its owner before dropping the queue lock: the
+    // instance may be closing concurrently, and its teardown cannot finish
+    // while the item is still on this queue, so its struct count is live.
+    // (The pin that Linux's CVE-2026-46242 fix added on this path.)
     it->refs.fetch_add(1, std::memory_order_relaxed);
+    ep->struct_get();
     f->wq().remove_locked(e);
     it->wq_unlinked = true;
     f->watchers.fetch_sub(1, std::memory_order_seq_cst);
     f->wq().unlock();
-    it->ep->remove_released(it);
+    ep->remove_released(it);
     Instance::item_unref(it);
+    ep->struct_put();
   }
 }
 

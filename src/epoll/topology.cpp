@@ -4,6 +4,7 @@
 #include "epoll/topology.h"
 
 #include "core/file.h"
+#include "core/reclaim.h"
 #include "epoll/instance.h"
 
 #include <algorithm>
@@ -11,7 +12,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <mutex>
-#include <shared_mutex>
+#include <thread>
 
 namespace uepoll::epoll::topology {
 
@@ -20,10 +21,62 @@ namespace {
 constexpr std::size_t kCacheLine = 64;
 constexpr int kTargetMutexes = 64;
 
+// The topology lock.  Readers (leaf ADDs into watched instances) each
+// count themselves in one of 64 per-thread-hashed slots on separate cache
+// lines, so concurrent readers never write a shared line; a writer (an
+// instance-into-instance ADD, rare) raises `writer` and waits for every slot
+// to drain.  Beyond the 2026 seed, whose rwsem still bounces one counter
+// between readers.
+class TopologyLock {
+ public:
+  void lock_shared() noexcept {
+    std::atomic<long>& slot = my_slot();
+    for (;;) {
+      // seq_cst pair (Dekker) with lock(): the reader raises its slot then
+      // reads `writer`; the writer raises `writer` then reads the slots.
+      slot.fetch_add(1, std::memory_order_seq_cst);
+      if (!writer_.v.load(std::memory_order_seq_cst)) return;
+      slot.fetch_sub(1, std::memory_order_seq_cst);
+      std::lock_guard<std::mutex> wait_for_writer(writer_mutex_.m);
+    }
+  }
+  void unlock_shared() noexcept { my_slot().fetch_sub(1, std::memory_order_release); }
+  void lock() noexcept {
+    writer_mutex_.m.lock();
+    writer_.v.store(true, std::memory_order_seq_cst);
+    for (Slot& s : slots_)
+      while (s.readers.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+  }
+  void unlock() noexcept {
+    writer_.v.store(false, std::memory_order_seq_cst);
+    writer_mutex_.m.unlock();
+  }
+
+ private:
+  static constexpr int kSlots = 64;
+  struct alignas(kCacheLine) Slot {
+    std::atomic<long> readers{0};
+  };
+  struct alignas(kCacheLine) Flag {
+    std::atomic<bool> v{false};
+  };
+  struct alignas(kCacheLine) WriterMutex {
+    std::mutex m;
+  };
+  std::atomic<long>& my_slot() noexcept {
+    static std::atomic<unsigned> next{0};
+    thread_local unsigned index = next.fetch_add(1, std::memory_order_relaxed) % kSlots;
+    return slots_[index].readers;
+  }
+  Flag writer_;
+  WriterMutex writer_mutex_;
+  Slot slots_[kSlots];
+};
+
 // 2026 seed, patch 2: the topology lock, the generation stamp and each
 // target mutex on cache lines of their own.
-struct alignas(kCacheLine) PaddedSharedMutex {
-  std::shared_mutex m;
+struct alignas(kCacheLine) PaddedTopologyLock {
+  TopologyLock m;
 };
 struct alignas(kCacheLine) PaddedMutex {
   std::mutex m;
@@ -33,12 +86,12 @@ struct alignas(kCacheLine) PaddedGen {
 };
 
 struct State {
-  PaddedSharedMutex lock;
+  PaddedTopologyLock lock;
   PaddedGen gen;
   PaddedMutex targets[kTargetMutexes];
   PaddedMutex nested_poll;  // only with lockless_nested_poll off
 };
-static_assert(alignof(PaddedSharedMutex) == kCacheLine && sizeof(PaddedSharedMutex) % kCacheLine == 0);
+static_assert(alignof(PaddedTopologyLock) == kCacheLine && sizeof(PaddedTopologyLock) % kCacheLine == 0);
 static_assert(alignof(PaddedGen) == kCacheLine && sizeof(PaddedGen) == kCacheLine);
 static_assert(alignof(PaddedMutex) == kCacheLine && sizeof(PaddedMutex) % kCacheLine == 0);
 static_assert(offsetof(State, gen) - offsetof(State, lock) >= kCacheLine);
@@ -129,25 +182,49 @@ struct LoopCheck {
   }
 };
 
+// Calls fn(parent) for each instance watching f, without pinning them:
+// the caller is inside a reclaim::ReadGuard, so a parent closed meanwhile
+// keeps its memory (its wait queue and counters stay readable) until the
+// guard ends.  Collected under f's queue lock into a small buffer, visited
+// after it is dropped.
+template <class Fn>
+bool for_each_parent_guarded(core::File* f, Fn&& fn) {
+  constexpr int kInline = 16;
+  Instance* inline_buf[kInline];
+  std::vector<Instance*> more;
+  int n = 0;
+  f->wq().lock();
+  f->wq().find_locked([&](core::WaitEntry* e) {
+    if (e->flags & core::WaitEntry::kItem) {
+      Instance* p = Item::from_wait(e)->ep;
+      if (n < kInline)
+        inline_buf[n++] = p;
+      else
+        more.push_back(p);
+    }
+    return false;
+  });
+  f->wq().unlock();
+  for (int i = 0; i < n; ++i)
+    if (!fn(inline_buf[i])) return false;
+  for (Instance* p : more)
+    if (!fn(p)) return false;
+  return true;
+}
+
 struct PathCheck {
   int count[kMaxNests + 1] = {};
 
   // Linux reverse_path_check_proc().
   bool ok(core::File* f, int depth) {
     if (depth > kMaxNests) return false;
-    std::vector<Instance*> parents = parents_of(f);
-    bool good = true;
-    for (Instance* p : parents) {
+    return for_each_parent_guarded(f, [&](Instance* p) {
       if (p->parent_count() == 0) {
         // Linux path_count_inc(): "Allow an arbitrary number of depth 1 paths"
-        if (depth != 0 && ++count[depth] > kPathLimits[depth]) good = false;
-      } else {
-        good = ok(p, depth + 1);
+        return depth == 0 || ++count[depth] <= kPathLimits[depth];
       }
-      if (!good) break;
-    }
-    drop(parents);
-    return good;
+      return ok(p, depth + 1);
+    });
   }
 };
 
@@ -196,6 +273,7 @@ int loop_check(Instance* ep, Instance* child, std::vector<core::File*>* leaves) 
 }
 
 int reverse_path_check(core::File* f) noexcept {
+  core::reclaim::ReadGuard guard;
   PathCheck pc;
   return pc.ok(f, 0) ? 0 : -EINVAL;
 }
@@ -208,7 +286,18 @@ GlobalCtlGuard::~GlobalCtlGuard() {
   if (taken_) state().lock.m.unlock();
 }
 
-void nested_poll_lock() noexcept { state().nested_poll.m.lock(); }
-void nested_poll_unlock() noexcept { state().nested_poll.m.unlock(); }
+// Taken by the outermost instance poll of a thread only: a poll of a
+// nested instance inside it must not wait for itself.
+namespace {
+thread_local int tls_nested_poll_depth = 0;
+}
+
+void nested_poll_lock() noexcept {
+  if (tls_nested_poll_depth++ == 0) state().nested_poll.m.lock();
+}
+
+void nested_poll_unlock() noexcept {
+  if (--tls_nested_poll_depth == 0) state().nested_poll.m.unlock();
+}
 
 }  // namespace uepoll::epoll::topology

@@ -150,6 +150,15 @@ core::File* lookup(int fd) noexcept {
   return nullptr;
 }
 
+core::File* peek(int fd) noexcept {
+  if (!in_range(fd)) return nullptr;
+  long idx = fd - UEP_FD_BASE;
+  std::atomic<core::File*>* chunk = table().chunks[idx / kChunk].load(std::memory_order_acquire);
+  if (!chunk) return nullptr;
+  core::File* f = chunk[idx % kChunk].load(std::memory_order_seq_cst);
+  return f && f->refcount() > 0 ? f : nullptr;
+}
+
 core::File* remove(int fd) noexcept {
   if (!in_range(fd)) return nullptr;
   long idx = fd - UEP_FD_BASE;

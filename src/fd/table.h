@@ -30,6 +30,15 @@ int install_pair(core::File* a, core::File* b, int out[2]) noexcept;
 // A new reference to the file behind fd, or nullptr (fd not open).
 core::File* lookup(int fd) noexcept;
 
+// The file behind fd without taking a reference, or nullptr.  The caller
+// must be inside a core::reclaim::ReadGuard for as long as it uses the
+// pointer, and must cope with the file being released meanwhile (its
+// memory stays valid; see Instance::add's `dead_` check).  Used by ctl on
+// the instance so that threads sharing one instance do not bounce its
+// reference count (Linux's fdget avoids the count the same way for
+// single-threaded tables).
+core::File* peek(int fd) noexcept;
+
 // Detaches fd and returns the table's reference (the caller must put() it),
 // or nullptr if fd was not open.
 core::File* remove(int fd) noexcept;

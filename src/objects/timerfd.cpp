@@ -147,7 +147,16 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
 }
 
 int TimerFd::settime(int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept {
-  return ::timerfd_settime(kfd_, flags, new_value, old_value) < 0 ? -errno : 0;
+  if (::timerfd_settime(kfd_, flags, new_value, old_value) < 0) return -errno;
+  // A timer set in the past (or a few ns ahead) has expired by the time the
+  // kernel returns, and Linux's wakeup has already happened: deliver ours
+  // now instead of waiting for the service thread.  The service's own
+  // wakeup for the same expiry follows; a harvest re-polls the kernel timer,
+  // so it only reports what is really readable (a second edge is possible
+  // only if the count is still unread then: docs/linux-deviations.md).
+  pollfd p{kfd_, POLLIN, 0};
+  if (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) kernel_fired();
+  return 0;
 }
 
 int TimerFd::gettime(struct itimerspec* curr) noexcept {
