@@ -13,6 +13,7 @@
 #include "objects/timerfd.h"
 
 #include <uepoll/uepoll.h>
+#include <uepoll/detail/ops.hpp>
 
 #include <cerrno>
 #include <cstdint>
@@ -50,55 +51,53 @@ void uninstall_pair(const int fds[2]) {
 
 }  // namespace
 
-extern "C" {
+namespace uepoll::detail {
 
-int uep_eventfd(unsigned int initval, int flags) {
+long eventfd(unsigned int initval, int flags) noexcept {
   // Linux do_eventfd: flags & ~EFD_FLAGS_SET -> EINVAL, then ENOMEM, EMFILE.
-  if (flags & ~(EFD_SEMAPHORE | EFD_CLOEXEC | EFD_NONBLOCK)) return to_c(-EINVAL);
-  return to_c(uepoll::objects::make_eventfd(initval, flags));
+  if (flags & ~(EFD_SEMAPHORE | EFD_CLOEXEC | EFD_NONBLOCK)) return -EINVAL;
+  return uepoll::objects::make_eventfd(initval, flags);
 }
 
-int uep_pipe2(int pipefd[2], int flags) {
+long pipe2(int pipefd[2], int flags) noexcept {
   // Linux __do_pipe_flags: EINVAL; create_pipe_files (ENFILE/ENOMEM; ENOPKG
   // for O_NOTIFICATION_PIPE on a kernel without CONFIG_WATCH_QUEUE, as this
   // one); get_unused_fd_flags (EMFILE); then do_pipe2's copy_to_user (EFAULT).
-  if (flags & ~(O_CLOEXEC | O_NONBLOCK | O_DIRECT | kNotificationPipe)) return to_c(-EINVAL);
-  if (flags & kNotificationPipe) return to_c(-ENOPKG);
+  if (flags & ~(O_CLOEXEC | O_NONBLOCK | O_DIRECT | kNotificationPipe)) return -EINVAL;
+  if (flags & kNotificationPipe) return -ENOPKG;
   int fds[2];
   const int err = uepoll::objects::make_pipe(flags, fds);
-  if (err < 0) return to_c(err);
+  if (err < 0) return err;
   if (!user_ok(pipefd, 2 * sizeof(int))) {
     uninstall_pair(fds);
-    return to_c(-EFAULT);
+    return -EFAULT;
   }
   pipefd[0] = fds[0];
   pipefd[1] = fds[1];
   return 0;
 }
 
-int uep_pipe(int pipefd[2]) { return uep_pipe2(pipefd, 0); }
-
-int uep_socketpair(int domain, int type, int protocol, int sv[2]) {
+long socketpair(int domain, int type, int protocol, int sv[2]) noexcept {
   // Linux __sys_socketpair: flags in type -> EINVAL; reserve two fds
   // (EMFILE); write sv (EFAULT); then __sock_create / unix_create.
   const int flags = type & ~kSockTypeMask;
-  if (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)) return to_c(-EINVAL);
+  if (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)) return -EINVAL;
   type &= kSockTypeMask;
-  if (uepoll::fd::max_fds() - uepoll::fd::open_count() < 2) return to_c(-EMFILE);
-  if (!user_ok(sv, 2 * sizeof(int))) return to_c(-EFAULT);
+  if (uepoll::fd::max_fds() - uepoll::fd::open_count() < 2) return -EMFILE;
+  if (!user_ok(sv, 2 * sizeof(int))) return -EFAULT;
   if (domain != AF_UNIX) {
     // Every other family: ask the kernel for its exact error (EAFNOSUPPORT,
     // EINVAL, EPROTONOSUPPORT, ESOCKTNOSUPPORT, EOPNOTSUPP for AF_INET...).
     // A family whose kernel socketpair succeeds (e.g. AF_TIPC) is still not
     // a uepoll object: EOPNOTSUPP (docs/linux-deviations.md).
     int k[2];
-    if (::socketpair(domain, type | flags, protocol, k) < 0) return to_c(-errno);
+    if (::socketpair(domain, type | flags, protocol, k) < 0) return -errno;
     ::close(k[0]);
     ::close(k[1]);
-    return to_c(-EOPNOTSUPP);
+    return -EOPNOTSUPP;
   }
-  if (type >= kSockMax) return to_c(-EINVAL);                            // __sock_create
-  if (protocol && protocol != PF_UNIX) return to_c(-EPROTONOSUPPORT);    // unix_create
+  if (type >= kSockMax) return -EINVAL;                            // __sock_create
+  if (protocol && protocol != PF_UNIX) return -EPROTONOSUPPORT;    // unix_create
   switch (type) {
     case SOCK_STREAM:
       break;
@@ -107,49 +106,66 @@ int uep_socketpair(int domain, int type, int protocol, int sv[2]) {
     case SOCK_SEQPACKET:
       // Linux supports these; uepoll implements only SOCK_STREAM
       // (docs/linux-deviations.md).
-      return to_c(-EPROTONOSUPPORT);
+      return -EPROTONOSUPPORT;
     default:
-      return to_c(-ESOCKTNOSUPPORT);
+      return -ESOCKTNOSUPPORT;
   }
   int fds[2];
   const int err = uepoll::objects::make_socketpair(O_RDWR | ((flags & SOCK_NONBLOCK) ? O_NONBLOCK : 0), fds);
-  if (err < 0) return to_c(err);
+  if (err < 0) return err;
   sv[0] = fds[0];
   sv[1] = fds[1];
   return 0;
 }
 
-int uep_timerfd_create(int clockid, int flags) {
+long timerfd_create(int clockid, int flags) noexcept {
   // Linux: flags & ~TFD_CREATE_FLAGS or an unknown clock -> EINVAL; alarm
   // clocks without CAP_WAKE_ALARM -> EPERM (the kernel timerfd we create
   // makes the clock checks itself).
-  if (flags & ~(TFD_NONBLOCK | TFD_CLOEXEC)) return to_c(-EINVAL);
-  return to_c(uepoll::objects::make_timerfd(clockid, flags));
+  if (flags & ~(TFD_NONBLOCK | TFD_CLOEXEC)) return -EINVAL;
+  return uepoll::objects::make_timerfd(clockid, flags);
 }
 
-int uep_timerfd_settime(int fd, int flags, const struct itimerspec* new_value,
-                        struct itimerspec* old_value) {
-  if (!uepoll::fd::in_range(fd)) return ::timerfd_settime(fd, flags, new_value, old_value);
+long timerfd_settime(int fd, int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept {
+  if (!uepoll::fd::in_range(fd)) return ::timerfd_settime(fd, flags, new_value, old_value) < 0 ? -errno : 0;
   // Linux: get_itimerspec64 (EFAULT), then flags / itimerspec64_valid
   // (EINVAL), then the descriptor (EBADF, EINVAL if not a timerfd).
-  if (!user_ok(new_value, sizeof *new_value)) return to_c(-EFAULT);
+  if (!user_ok(new_value, sizeof *new_value)) return -EFAULT;
   if ((flags & ~(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET)) || !timespec_valid(new_value->it_value) ||
       !timespec_valid(new_value->it_interval))
-    return to_c(-EINVAL);
+    return -EINVAL;
   uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return to_c(-EBADF);
-  if (f->kind() != uepoll::core::FileKind::kTimer) return to_c(-EINVAL);
-  return to_c(static_cast<uepoll::objects::TimerFd*>(f.get())->settime(flags, new_value, old_value));
+  if (!f) return -EBADF;
+  if (f->kind() != uepoll::core::FileKind::kTimer) return -EINVAL;
+  return static_cast<uepoll::objects::TimerFd*>(f.get())->settime(flags, new_value, old_value);
 }
 
-int uep_timerfd_gettime(int fd, struct itimerspec* curr_value) {
-  if (!uepoll::fd::in_range(fd)) return ::timerfd_gettime(fd, curr_value);
+long timerfd_gettime(int fd, struct itimerspec* curr_value) noexcept {
+  if (!uepoll::fd::in_range(fd)) return ::timerfd_gettime(fd, curr_value) < 0 ? -errno : 0;
   // Linux: EBADF, EINVAL (not a timerfd), then put_itimerspec64 (EFAULT) --
   // the kernel timerfd we forward to makes the last check.
   uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return to_c(-EBADF);
-  if (f->kind() != uepoll::core::FileKind::kTimer) return to_c(-EINVAL);
-  return to_c(static_cast<uepoll::objects::TimerFd*>(f.get())->gettime(curr_value));
+  if (!f) return -EBADF;
+  if (f->kind() != uepoll::core::FileKind::kTimer) return -EINVAL;
+  return static_cast<uepoll::objects::TimerFd*>(f.get())->gettime(curr_value);
+}
+
+}  // namespace uepoll::detail
+
+extern "C" {
+
+int uep_eventfd(unsigned int initval, int flags) { return to_c(uepoll::detail::eventfd(initval, flags)); }
+int uep_pipe2(int pipefd[2], int flags) { return to_c(uepoll::detail::pipe2(pipefd, flags)); }
+int uep_pipe(int pipefd[2]) { return to_c(uepoll::detail::pipe2(pipefd, 0)); }
+int uep_socketpair(int domain, int type, int protocol, int sv[2]) {
+  return to_c(uepoll::detail::socketpair(domain, type, protocol, sv));
+}
+int uep_timerfd_create(int clockid, int flags) { return to_c(uepoll::detail::timerfd_create(clockid, flags)); }
+int uep_timerfd_settime(int fd, int flags, const struct itimerspec* new_value, struct itimerspec* old_value) {
+  return to_c(uepoll::detail::timerfd_settime(fd, flags, new_value, old_value));
+}
+int uep_timerfd_gettime(int fd, struct itimerspec* curr_value) {
+  return to_c(uepoll::detail::timerfd_gettime(fd, curr_value));
 }
 
 }  // extern "C"
