@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -41,6 +42,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace conf {
@@ -486,6 +488,54 @@ class T {
   std::set<int> open_;
   std::vector<struct epoll_event> last_;
   std::vector<short> last_revents_;
+};
+
+// ---- sequencing threads ----------------------------------------------------
+// Scheduler state of one of our threads ('R', 'S', 'D', ...), from
+// /proc/self/task/<tid>/stat; '?' if unreadable.
+inline char task_state(pid_t tid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
+  FILE* f = fopen(path, "r");
+  if (!f) return '?';
+  char buf[512];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char* p = strrchr(buf, ')');
+  return p && p[1] == ' ' ? p[2] : '?';
+}
+// Returns once thread `tid` (0 until the thread publishes it) has been seen
+// sleeping in four samples 3 ms apart, or after 3 s.  Used before generating
+// the event a blocked waiter is meant to receive.
+inline void wait_until_sleeping(const std::atomic<pid_t>& tid) {
+  double end = now_ms() + 3000;
+  int streak = 0;
+  while (now_ms() < end && streak < 4) {
+    pid_t t = tid.load();
+    streak = t != 0 && task_state(t) == 'S' ? streak + 1 : 0;
+    usleep(3000);
+  }
+}
+
+// Runs `fn` on a helper thread as soon as the constructing thread is asleep,
+// i.e. blocked in the call it makes right after constructing this.  Joined
+// by the destructor (or join()).  Makes "X blocks until Y" deterministic.
+class WhenBlocked {
+ public:
+  explicit WhenBlocked(std::function<void()> fn)
+      : tid_(static_cast<pid_t>(gettid())), th_([this, fn = std::move(fn)] {
+          wait_until_sleeping(tid_);
+          fn();
+        }) {}
+  ~WhenBlocked() { join(); }
+  void join() {
+    if (th_.joinable()) th_.join();
+  }
+
+ private:
+  std::atomic<pid_t> tid_;
+  std::thread th_;
 };
 
 using Scenario = std::function<void(T&)>;

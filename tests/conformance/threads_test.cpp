@@ -23,14 +23,18 @@ constexpr uint32_t IN = EPOLLIN;
 constexpr uint32_t ET = EPOLLET;
 constexpr int kSettleUs = 60 * 1000;
 
-// A thread blocked in epoll_wait(ep, 1, timeout); `result()` joins it.
+// A thread blocked in epoll_wait(ep, 1, timeout); the constructor returns
+// once the thread sleeps; `result()` joins it.
 struct Waiter {
   Waiter(const conf::Api& api, int ep, int timeout_ms)
       : th([this, &api, ep, timeout_ms] {
+          tid.store(static_cast<pid_t>(gettid()));
           n = api.epoll_wait(ep, &ev, 1, timeout_ms);
           err = errno;
           done.store(true);
-        }) {}
+        }) {
+    conf::wait_until_sleeping(tid);
+  }
   ~Waiter() {
     if (th.joinable()) th.join();
   }
@@ -45,8 +49,22 @@ struct Waiter {
   int n = -2;
   int err = 0;
   std::atomic<bool> done{false};
+  std::atomic<pid_t> tid{0};
   std::thread th;
 };
+
+// After an event: waits (at most 3 s) until more than `before` of `ws` have
+// returned, then 60 ms more so that a wrongly woken one would show too.
+void settle(const std::vector<Waiter*>& ws, int before) {
+  auto count = [&] {
+    int c = 0;
+    for (auto* w : ws) c += w->finished();
+    return c;
+  };
+  double end = conf::now_ms() + 3000;
+  while (count() <= before && conf::now_ms() < end) usleep(2000);
+  usleep(kSettleUs);
+}
 
 // Two instances each hold the same eventfd with EPOLLEXCLUSIVE; a thread
 // sleeps in each.  A write wakes only the first exclusive instance that has
@@ -61,14 +79,13 @@ TEST(Threads, ExclusiveWakesOneInstance) {
     t.ctl(e1, EPOLL_CTL_ADD, efd, IN | ET | EPOLLEXCLUSIVE, 11);
     auto a = std::make_unique<Waiter>(t.api, e0, 3000);
     auto b = std::make_unique<Waiter>(t.api, e1, 3000);
-    usleep(kSettleUs);
     t.write_u64(efd, 1);
-    usleep(kSettleUs);
+    settle({a.get(), b.get()}, 0);
     t.log(std::string("after write 1: A ") + (a->finished() ? "woke" : "asleep") + ", B " +
           (b->finished() ? "woke" : "asleep"));
     t.log("A returned " + a->result());
     t.write_u64(efd, 1);
-    usleep(kSettleUs);
+    settle({b.get()}, 0);
     t.log(std::string("after write 2: B ") + (b->finished() ? "woke" : "asleep"));
     t.log("B returned " + b->result());
     t.wait(e0, 4, 0);  // queued by write 2 although A was not woken
@@ -89,12 +106,12 @@ TEST(Threads, SleepersWokenNewestFirst) {
     std::vector<std::unique_ptr<Waiter>> w;
     for (int i = 0; i < 3; ++i) {  // A, B, C go to sleep in this order
       w.push_back(std::make_unique<Waiter>(t.api, ep, 3000));
-      usleep(kSettleUs);
+      usleep(10 * 1000);
     }
     std::string order;
     for (int k = 0; k < 3; ++k) {
       t.write_u64(efd, 1);
-      usleep(kSettleUs);
+      settle({w[0].get(), w[1].get(), w[2].get()}, k);
       std::string now;
       for (int i = 0; i < 3; ++i)
         if (w[i]->finished() && order.find(static_cast<char>('A' + i)) == std::string::npos) now += static_cast<char>('A' + i);
@@ -119,9 +136,8 @@ TEST(Threads, ExclusiveWakeWithInAndOutKeyWakesAll) {
     {
       auto a = std::make_unique<Waiter>(t.api, e0, 3000);
       auto b = std::make_unique<Waiter>(t.api, e1, 3000);
-      usleep(kSettleUs);
       t.write(wr, "x", 1);
-      usleep(kSettleUs);
+      settle({a.get(), b.get()}, 0);
       t.log(std::string("write woke: ") + (a->finished() ? "A" : "") + (b->finished() ? "B" : ""));
       t.log("A " + a->result());
       t.write(wr, "y", 1);  // release B
@@ -133,9 +149,8 @@ TEST(Threads, ExclusiveWakeWithInAndOutKeyWakesAll) {
     {
       auto a = std::make_unique<Waiter>(t.api, e0, 3000);
       auto b = std::make_unique<Waiter>(t.api, e1, 3000);
-      usleep(kSettleUs);
       t.close(wr);
-      usleep(kSettleUs);
+      settle({a.get(), b.get()}, 0);
       t.log(std::string("close of the writer woke: ") + (a->finished() ? "A" : "") + (b->finished() ? "B" : ""));
       t.log("A " + a->result() + ", B " + b->result());
     }
@@ -273,11 +288,13 @@ TEST(Threads, SignalInterruptsBlockedCalls) {
     auto interrupt = [&](const std::function<std::string()>& call) {
       std::string res;
       std::atomic<bool> done{false};
+      std::atomic<pid_t> tid{0};
       std::thread th([&] {
+        tid = static_cast<pid_t>(gettid());
         res = call();
         done = true;
       });
-      usleep(kSettleUs);
+      conf::wait_until_sleeping(tid);
       pthread_kill(th.native_handle(), SIGUSR1);
       for (int i = 0; i < 200 && !done; ++i) usleep(5000);
       if (!done) {  // not interrupted: release it
@@ -342,7 +359,9 @@ TEST(Threads, PwaitSignalMask) {
     sigaddset(&block_usr1, SIGUSR1);
     std::string res;
     int during = -1, after = -1;
+    std::atomic<pid_t> tid{0};
     std::thread th([&] {
+      tid = static_cast<pid_t>(gettid());
       struct epoll_event ev;
       g_signals = 0;
       int n = t.api.epoll_pwait(ep, &ev, 1, 200, &block_usr1);
@@ -351,7 +370,7 @@ TEST(Threads, PwaitSignalMask) {
       usleep(10 * 1000);
       after = g_signals.load();
     });
-    usleep(kSettleUs);
+    conf::wait_until_sleeping(tid);
     pthread_kill(th.native_handle(), SIGUSR1);
     th.join();
     (void)during;  // the handler runs as the call returns: not separable
