@@ -42,6 +42,10 @@
 //                               state shared by two ends).  Nothing is taken
 //                               under them; taken with at most one wait-queue
 //                               lock (6) held; no wakeup is issued under them.
+//  -  item_cache free list     (std::mutex in epoll/item_cache.cpp): a leaf,
+//                               taken when a thread's item cache over- or
+//                               underflows; may be taken under 7 (a scan
+//                               recycling an item it held).
 //  -  TimerService registry    (std::mutex in objects/timerfd.cpp): taken
 //                               with no uepoll lock held; a timer's
 //                               wait-queue lock (6) is taken under it to

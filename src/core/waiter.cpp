@@ -7,6 +7,7 @@
 #include <memory>
 #include <new>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -36,12 +37,26 @@ ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
     return nullptr;
   }
   w->efd_ = fd;
+  // A kernel epoll watching the eventfd edge-triggered: sleeping in
+  // epoll_pwait2 on it needs no read to drain the eventfd afterwards (each
+  // kick is a new edge), one system call less per wakeup than ppoll+read.
+  // Without it (EMFILE), sleeping falls back to ppoll.
+  w->kep_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (w->kep_ >= 0) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLET;
+    if (::epoll_ctl(w->kep_, EPOLL_CTL_ADD, fd, &ev) < 0) {
+      ::close(w->kep_);
+      w->kep_ = -1;
+    }
+  }
   tls_holder.w = w;
   tls_waiter = w;
   return w;
 }
 
 ThreadWaiter::~ThreadWaiter() {
+  if (kep_ >= 0) ::close(kep_);
   if (efd_ >= 0) ::close(efd_);
   tls_waiter = nullptr;
 }
@@ -84,6 +99,16 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
       rel.tv_sec = ns / 1000000000LL;
       rel.tv_nsec = ns % 1000000000LL;
       relp = &rel;
+    }
+    if (n_extra == 0 && kep_ >= 0) {
+      epoll_event ev;
+      int r = ::epoll_pwait2(kep_, &ev, 1, relp, mask);
+      int saved_errno = errno;
+      sleeping_.store(false, std::memory_order_relaxed);
+      if (woken()) return 1;
+      if (r < 0 && saved_errno == EINTR) return -EINTR;
+      if (r == 0) return 0;
+      continue;  // an edge left by a kick that raced a timeout
     }
     p[0] = pollfd{efd_, POLLIN, 0};
     int r = ::ppoll(p, n_extra + 1, relp, mask);

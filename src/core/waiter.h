@@ -1,10 +1,12 @@
 // waiter.h - how a thread sleeps and how it is woken.
 //
-// Each thread has one ThreadWaiter with a kernel eventfd.  Sleeping is
-// ppoll() on that eventfd, which (a) really sleeps in the kernel, (b) returns
-// EINTR when a signal handler runs, whatever SA_RESTART says, and (c) swaps
-// in a signal mask atomically for the duration of the sleep: exactly what
-// epoll_wait / epoll_pwait need (spec section 8.5).  A wakeup writes the
+// Each thread has one ThreadWaiter with a kernel eventfd, watched
+// edge-triggered by a kernel epoll of its own.  Sleeping is epoll_pwait2()
+// on that epoll (or ppoll() on the eventfd plus kernel descriptors, for
+// poll()), which (a) really sleeps in the kernel, (b) returns EINTR when a
+// signal handler runs, whatever SA_RESTART says, and (c) swaps in a signal
+// mask atomically for the duration of the sleep: exactly what epoll_wait /
+// epoll_pwait need (spec section 8.5).  A wakeup writes the
 // eventfd only when the sleeper has announced it is (about to be) asleep.
 //
 // Locks: none.  kick() may be called with any lock held (it makes at most
@@ -57,6 +59,7 @@ class ThreadWaiter {
   std::atomic<bool> woken_{false};
   std::atomic<bool> sleeping_{false};
   int efd_ = -1;
+  int kep_ = -1;  // kernel epoll with efd_ edge-triggered (see self())
 };
 
 // A wait entry that kicks a ThreadWaiter.  Used by epoll_wait (exclusive,

@@ -511,18 +511,14 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
   DeferredPuts puts;
   std::lock_guard<std::mutex> scan(scan_mutex_);
   ListLink tx;
-  ready_lock_.lock();
-  start_scan_locked(&tx);
-  ready_lock_.unlock();
-
   int res = 0;
   int writable = -1;  // events the buffer can take; probed at the first copy
-  while (res < maxevents) {
-    ready_lock_.lock();
-    if (tx.next == &tx) {
-      ready_lock_.unlock();
-      break;
-    }
+  // ready_lock_ is held at the top of each iteration: taking the next item
+  // shares a critical section with finishing the previous one, so a harvest
+  // of n items takes the lock n + 1 times.
+  ready_lock_.lock();
+  start_scan_locked(&tx);
+  while (res < maxevents && tx.next != &tx) {
     Item* it = Item::from_rdlink(tx.next);
     core::File* f = take_locked(it);
     ready_lock_.unlock();
@@ -533,41 +529,38 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
     // Linux ep_item_poll(): re-poll now; a file being released polls as 0.
     const uint32_t revents = f ? (f->poll(1) & events) : 0;
     puts.put(f);
-
-    ready_lock_.lock();
-    if (revents && it->registered && writable < 0) {
-      ready_lock_.unlock();
+    if (revents && writable < 0)
       writable = static_cast<int>(core::writable_prefix(evs, sizeof(struct epoll_event) * maxevents) /
                                   sizeof(struct epoll_event));
-      ready_lock_.lock();
-    }
-    if (revents && it->registered) {  // (re-checked: a DEL may have run while we probed)
+
+    ready_lock_.lock();
+    bool fault = false;
+    if (revents && it->registered) {  // a DEL may have run while we polled
       if (res >= writable) {
         // Linux: the copy faulted; put it back, EFAULT if nothing was copied.
         list_add_head_locked(&tx, it);
-        const bool drop = give_back_locked(it);
-        ready_lock_.unlock();
-        if (drop) item_unref(it);
-        if (res == 0) res = -EFAULT;
-        break;
-      }
-      struct epoll_event* out = &evs[res];
-      out->events = revents;
-      out->data.u64 = data;
-      ++res;
-      if (events & EPOLLONESHOT) {
-        uint32_t expected = events;
-        it->events.compare_exchange_strong(expected, events & kPrivateBits, std::memory_order_relaxed);
-      } else if (!(events & EPOLLET) && !it->linked()) {
-        list_add_tail_locked(&rdllist_, it);  // LT: back at the tail
+        fault = true;
+      } else {
+        struct epoll_event* out = &evs[res];
+        out->events = revents;
+        out->data.u64 = data;
+        ++res;
+        if (events & EPOLLONESHOT) {
+          uint32_t expected = events;
+          it->events.compare_exchange_strong(expected, events & kPrivateBits, std::memory_order_relaxed);
+        } else if (!(events & EPOLLET) && !it->linked()) {
+          list_add_tail_locked(&rdllist_, it);  // LT: back at the tail
+        }
       }
     }
-    const bool drop = give_back_locked(it);
-    ready_lock_.unlock();
-    if (drop) item_unref(it);
+    // Dropping the registration's reference here only recycles memory
+    // (item_cache's free-list mutex is a leaf).
+    if (give_back_locked(it)) item_unref(it);
+    if (fault) {
+      if (res == 0) res = -EFAULT;
+      break;
+    }
   }
-
-  ready_lock_.lock();
   done_scan_locked(&tx);
   ready_lock_.unlock();
   return res;
@@ -577,22 +570,15 @@ bool Instance::scan_has_ready(int depth) noexcept {
   DeferredPuts puts;
   std::lock_guard<std::mutex> scan(scan_mutex_);
   ListLink tx;
+  bool found = false;
   ready_lock_.lock();
   start_scan_locked(&tx);
-  ready_lock_.unlock();
-
-  bool found = false;
-  while (!found) {
-    ready_lock_.lock();
-    if (tx.next == &tx) {
-      ready_lock_.unlock();
-      break;
-    }
+  while (!found && tx.next != &tx) {
     Item* it = Item::from_rdlink(tx.next);
     core::File* f = take_locked(it);
+    const uint32_t events = it->events.load(std::memory_order_relaxed);
     ready_lock_.unlock();
 
-    const uint32_t events = it->events.load(std::memory_order_relaxed);
     const uint32_t revents = f ? (f->poll(depth + 1) & events) : 0;
     puts.put(f);
 
@@ -602,12 +588,8 @@ bool Instance::scan_has_ready(int depth) noexcept {
       found = true;
     }
     // Not ready: dropped from the list (Linux list_del_init in the scan).
-    const bool drop = give_back_locked(it);
-    ready_lock_.unlock();
-    if (drop) item_unref(it);
+    if (give_back_locked(it)) item_unref(it);
   }
-
-  ready_lock_.lock();
   done_scan_locked(&tx);
   ready_lock_.unlock();
   return found;
@@ -627,12 +609,12 @@ uint32_t Instance::poll(int depth) noexcept {
   if (!global && ovflist_ == kOvfInactive) {
     Item* first = Item::from_rdlink(rdllist_.next);
     core::File* f = first->file->tryget() ? first->file : nullptr;
+    // Everything needed from the item is read under the lock: it may be
+    // deleted and recycled as soon as we drop it.
+    const uint32_t events = first->events.load(std::memory_order_relaxed);
     if (f) {
-      first->refs.fetch_add(1, std::memory_order_relaxed);
       ready_lock_.unlock();
-      const uint32_t events = first->events.load(std::memory_order_relaxed);
       const bool ready = depth <= kMaxNests + 1 && (f->poll(depth + 1) & events) != 0;
-      item_unref(first);
       f->put();  // a last put releases here: see lock_order.h on releases
       if (ready) return EPOLLIN | EPOLLRDNORM;
       ready_lock_.lock();
