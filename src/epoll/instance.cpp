@@ -165,6 +165,7 @@ void Instance::list_add_tail_locked(ListLink* head, Item* it) noexcept {
   l->prev = head->prev;
   head->prev->next = l;
   head->prev = l;
+  it->set_state_locked(Item::kLinked, true);
 }
 
 void Instance::list_add_head_locked(ListLink* head, Item* it) noexcept {
@@ -173,6 +174,7 @@ void Instance::list_add_head_locked(ListLink* head, Item* it) noexcept {
   l->next = head->next;
   head->next->prev = l;
   head->next = l;
+  it->set_state_locked(Item::kLinked, true);
 }
 
 void Instance::list_del_locked(Item* it) noexcept {
@@ -180,6 +182,7 @@ void Instance::list_del_locked(Item* it) noexcept {
   l->prev->next = l->next;
   l->next->prev = l->prev;
   l->prev = l->next = nullptr;
+  it->set_state_locked(Item::kLinked, false);
 }
 
 // Takes the first item of a scan list into the scanner's hands: unlinks it,
@@ -189,15 +192,15 @@ void Instance::list_del_locked(Item* it) noexcept {
 // memory is valid and tryget is safe; a file being released polls as 0.
 core::File* Instance::take_locked(Item* it) noexcept {
   list_del_locked(it);
-  it->in_hand = true;
+  it->set_state_locked(Item::kInHand, true);
   return it->file->tryget() ? it->file : nullptr;
 }
 
 // Ends take_locked(); true if the caller must drop the registration's
 // reference (a DEL ran while we held the item).
 bool Instance::give_back_locked(Item* it) noexcept {
-  it->in_hand = false;
-  return !it->registered;
+  it->set_state_locked(Item::kInHand, false);
+  return !it->registered.load(std::memory_order_relaxed);
 }
 
 // Linux ep_start_scan(): steal the ready list, divert callbacks to ovflist.
@@ -222,7 +225,8 @@ void Instance::done_scan_locked(ListLink* tx) noexcept {
   for (Item* it = ovflist_; it != nullptr; it = next) {
     next = it->ovf_next;
     it->ovf_next = kOvfInactive;
-    if (it->registered && !it->linked()) list_add_head_locked(&rdllist_, it);
+    it->set_state_locked(Item::kOnOvf, false);
+    if (it->registered.load(std::memory_order_relaxed) && !it->linked()) list_add_head_locked(&rdllist_, it);
     // Drop the overflow list's reference.  Never the last while registered;
     // if unregistered, freeing it here is fine (item_free takes no lock).
     item_unref(it);
@@ -262,6 +266,7 @@ int Instance::wake_callback(core::WaitEntry* e, uint32_t key) noexcept {
     if (it->ovf_next == kOvfInactive) {
       it->ovf_next = ep->ovflist_;
       ep->ovflist_ = it;
+      it->set_state_locked(Item::kOnOvf, true);
       it->refs.fetch_add(1, std::memory_order_relaxed);
     }
   } else if (!it->linked()) {
@@ -298,11 +303,12 @@ void Instance::queue_ready(Item* it) noexcept {
   bool pwake = false;
   ready_lock_.lock();
   bool queued = false;
-  if (!it->registered) {
+  if (!it->registered.load(std::memory_order_relaxed)) {
   } else if (ovflist_ != kOvfInactive) {
     if (it->ovf_next == kOvfInactive && !it->linked()) {
       it->ovf_next = ovflist_;
       ovflist_ = it;
+      it->set_state_locked(Item::kOnOvf, true);
       it->refs.fetch_add(1, std::memory_order_relaxed);
       queued = true;
     }
@@ -390,7 +396,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     it->data.store(data, std::memory_order_relaxed);
     it->ovf_next = kOvfInactive;
     it->refs.store(1, std::memory_order_relaxed);
-    it->registered = true;
+    it->registered.store(true, std::memory_order_relaxed);  // published by the shard lock
     Item** slot = bucket_for(s, h);
     it->hash_next = *slot;
     *slot = it;
@@ -401,7 +407,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
       // Lost a race with a topology change that made this instance
       // watched: undo (nothing saw the item yet) and take the full path.
       unhash_locked(s, h, it);
-      it->registered = false;
+      it->registered.store(false, std::memory_order_relaxed);
       item_unref(it);
       watches::unreserve();
       mode = core::knob(k.parallel_nested_add) ? topology::Mode::kShared : topology::Mode::kExclusive;
@@ -481,12 +487,23 @@ void Instance::detach_locked(Item* it) noexcept {
     f->watchers.fetch_sub(1, std::memory_order_seq_cst);
   }
   f->wq().unlock();
+  // Nothing can put the item on a list any more: its wait entry is gone (no
+  // callback), and our shard lock keeps out ADD and MOD (queue_ready).  If
+  // it is on no list and in no scan's hands now, nobody else can reach it:
+  // skip ready_lock_, the one word that threads doing ctl on different
+  // files of one instance would otherwise all write.
+  if (it->qstate.load(std::memory_order_acquire) == 0) {
+    it->registered.store(false, std::memory_order_relaxed);
+    watches::unreserve();
+    item_unref(it);  // the registration's reference
+    return;
+  }
   ready_lock_.lock();
   if (it->linked()) list_del_locked(it);
-  it->registered = false;
+  it->registered.store(false, std::memory_order_relaxed);
   // A harvester holding the item drops the registration's reference when
   // it is done with it (see take_locked / give_back_locked).
-  const bool in_hand = it->in_hand;
+  const bool in_hand = (it->qstate.load(std::memory_order_relaxed) & Item::kInHand) != 0;
   ready_lock_.unlock();
   watches::unreserve();
   if (!in_hand) item_unref(it);  // the registration's reference
@@ -497,7 +514,7 @@ void Instance::remove_released(Item* it) noexcept {
   Shard& s = shard_for(h);
   std::lock_guard<std::mutex> sl(s.mutex);
   ready_lock_.lock();
-  const bool registered = it->registered;
+  const bool registered = it->registered.load(std::memory_order_relaxed);
   ready_lock_.unlock();
   if (!registered) return;  // DEL or the instance's own teardown got it
   unhash_locked(s, h, it);
@@ -535,7 +552,7 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
 
     ready_lock_.lock();
     bool fault = false;
-    if (revents && it->registered) {  // a DEL may have run while we polled
+    if (revents && it->registered.load(std::memory_order_relaxed)) {  // a DEL may have run while we polled
       if (res >= writable) {
         // Linux: the copy faulted; put it back, EFAULT if nothing was copied.
         list_add_head_locked(&tx, it);
@@ -583,7 +600,7 @@ bool Instance::scan_has_ready(int depth) noexcept {
     puts.put(f);
 
     ready_lock_.lock();
-    if (revents && it->registered && !it->linked()) {
+    if (revents && it->registered.load(std::memory_order_relaxed) && !it->linked()) {
       list_add_head_locked(&tx, it);  // stays where it was (Linux breaks here)
       found = true;
     }

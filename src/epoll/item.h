@@ -30,9 +30,11 @@
 //                   it); the last unref frees it.  A scan holding the item
 //                   sets in_hand instead: a DEL meanwhile leaves the
 //                   registration's reference for the scan to drop.
-//   in_hand         ep->ready_lock_
+//   qstate          see below
 //   registered      ep->ready_lock_ (set true before publication, false by
-//                   the remover under both its shard lock and ready_lock_)
+//                   the remover under its shard lock, and under ready_lock_
+//                   unless qstate shows the item is on no list and in no
+//                   scan's hands: then nobody else can reach it)
 //   wq_unlinked     the target file's WaitQueue lock
 #pragma once
 
@@ -66,16 +68,27 @@ struct Item {
   std::atomic<uint32_t> seq{0};
   int fd = -1;
   std::atomic<int> refs{0};
-  bool registered = false;
+  // ep->ready_lock_ for writes, except that a remover who finds qstate == 0
+  // is the only one who can look at the item, and writes it alone.
+  std::atomic<bool> registered{false};
+  // Where the item sits, written under ep->ready_lock_ (release), read
+  // without it by DEL (acquire) to skip that lock when the item is nowhere.
+  enum : uint8_t { kLinked = 1, kInHand = 2, kOnOvf = 4 };
+  std::atomic<uint8_t> qstate{0};
   bool wq_unlinked = false;
   bool from_slab = false;  // immutable: which allocator owns the memory
-  bool in_hand = false;    // ep->ready_lock_: a scan holds it (see Instance::take_locked)
 
   static Item* from_wait(core::WaitEntry* e) noexcept { return reinterpret_cast<Item*>(e); }
   static Item* from_rdlink(ListLink* l) noexcept {
     return reinterpret_cast<Item*>(reinterpret_cast<char*>(l) - offsetof(Item, rdlink));
   }
   bool linked() const noexcept { return rdlink.next != nullptr; }
+  // Preconditions: ep->ready_lock_ held.
+  void set_state_locked(uint8_t bit, bool on) noexcept {
+    const uint8_t s = qstate.load(std::memory_order_relaxed);
+    // release: pairs with the acquire load in Instance::detach_locked.
+    qstate.store(on ? (s | bit) : (s & ~bit), std::memory_order_release);
+  }
 
   // Consistent snapshot of (events, data); see the seqlock note above.
   void read_event(uint32_t* ev, uint64_t* d) const noexcept {
