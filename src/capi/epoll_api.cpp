@@ -12,6 +12,7 @@
 
 #include "capi/edge.h"
 #include "core/reclaim.h"
+#include "core/user_memory.h"
 #include "core/waiter.h"
 #include "epoll/instance.h"
 #include "fd/table.h"
@@ -28,13 +29,8 @@ using uepoll::fd::FileRef;
 
 namespace {
 
-constexpr uintptr_t kTaskSize = 0x00007ffffffff000ULL;
-
-// Linux copy_from_user(): NULL, the first page and kernel addresses fault.
-bool user_readable(const void* p, size_t len) {
-  auto a = reinterpret_cast<uintptr_t>(p);
-  return a >= 4096 && a <= kTaskSize && len <= kTaskSize - a;
-}
+using uepoll::core::user_range_ok;
+using uepoll::core::user_readable;
 
 int create(int flags) {
   // Linux do_epoll_create(): only EPOLL_CLOEXEC is allowed.
@@ -110,9 +106,7 @@ int wait(int epfd, struct epoll_event* events, int maxevents, const timespec* de
   }
   if (!ep) return -EBADF;
   if (maxevents <= 0 || maxevents > uepoll::epoll::kMaxEvents) return -EINVAL;
-  auto a = reinterpret_cast<uintptr_t>(events);
-  size_t len = static_cast<size_t>(maxevents) * sizeof(struct epoll_event);
-  if (a > kTaskSize || len > kTaskSize - a) return -EFAULT;
+  if (!user_range_ok(events, static_cast<size_t>(maxevents) * sizeof(struct epoll_event))) return -EFAULT;
   if (!ep->is_epoll()) return -EINVAL;
   return static_cast<Instance*>(ep)->wait(events, maxevents, deadline, nonblocking, sigmask);
 }

@@ -12,6 +12,7 @@
 #include <uepoll/detail/ops.hpp>
 
 #include "capi/edge.h"
+#include "core/user_memory.h"
 #include "core/waiter.h"
 #include "fd/table.h"
 
@@ -32,12 +33,7 @@ using uepoll::fd::FileRef;
 
 namespace {
 
-constexpr uintptr_t kTaskSize = 0x00007ffffffff000ULL;
-
-bool user_range_ok(const void* p, size_t len) {
-  auto a = reinterpret_cast<uintptr_t>(p);
-  return a <= kTaskSize && len <= kTaskSize - a;
-}
+using uepoll::core::user_range_ok;
 
 // Linux MAX_RW_COUNT: reads and writes are clamped to INT_MAX & PAGE_MASK.
 constexpr size_t kMaxRwCount = static_cast<size_t>(INT_MAX) & ~static_cast<size_t>(4095);

@@ -6,6 +6,7 @@
 // fs/timerfd.c); the objects themselves live in src/objects/.
 // Locks: none here (the fd table's, inside fd::install / fd::lookup).
 #include "capi/edge.h"
+#include "core/user_memory.h"
 #include "fd/table.h"
 #include "objects/eventfd.h"
 #include "objects/pipe.h"
@@ -32,12 +33,8 @@ constexpr int kSockTypeMask = 0xf;  // SOCK_TYPE_MASK
 constexpr int kSockMax = 11;        // SOCK_MAX = SOCK_PACKET + 1
 
 // Linux copy_{from,to}_user(): NULL, the first page and kernel addresses
-// fault (x86-64 TASK_SIZE_MAX).  uepoll cannot see unmapped user pages.
-bool user_ok(const void* p, size_t len) {
-  constexpr uintptr_t kTaskSize = 0x00007ffffffff000ULL;
-  const auto a = reinterpret_cast<uintptr_t>(p);
-  return a >= 4096 && a <= kTaskSize && len <= kTaskSize - a;
-}
+// fault.  uepoll cannot see unmapped user pages.
+bool user_ok(const void* p, size_t len) { return uepoll::core::user_readable(p, len); }
 
 bool timespec_valid(const timespec& t) {  // Linux timespec64_valid
   return t.tv_sec >= 0 && static_cast<unsigned long>(t.tv_nsec) < 1000000000UL;

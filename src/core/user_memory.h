@@ -13,8 +13,24 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace uepoll::core {
+
+// Linux TASK_SIZE on x86-64: user addresses end here.
+inline constexpr uintptr_t kTaskSize = 0x00007ffffffff000ULL;
+
+// Linux access_ok(): the range lies below TASK_SIZE (NULL passes).
+inline bool user_range_ok(const void* p, std::size_t len) noexcept {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  return a <= kTaskSize && len <= kTaskSize - a;
+}
+
+// What copy_from_user() can be seen to fault on without a system call:
+// out of range, or in the first page (never mapped).
+inline bool user_readable(const void* p, std::size_t len) noexcept {
+  return reinterpret_cast<uintptr_t>(p) >= 4096 && user_range_ok(p, len);
+}
 
 // Bytes of [p, p + len) that are writable, counted from p.
 std::size_t writable_prefix(void* p, std::size_t len) noexcept;

@@ -49,13 +49,6 @@ class DeferredPuts {
   int n_ = 0;
 };
 
-// Linux access_ok(): user addresses end at TASK_SIZE on x86-64.
-constexpr uintptr_t kTaskSize = 0x00007ffffffff000ULL;
-
-bool user_range_ok(const void* p, size_t len) {
-  auto a = reinterpret_cast<uintptr_t>(p);
-  return a <= kTaskSize && len <= kTaskSize - a;
-}
 
 
 }  // namespace
@@ -331,6 +324,26 @@ void Instance::queue_ready(Item* it) noexcept {
 // ---------------------------------------------------------------------------
 // ctl
 
+// The locks MOD and DEL take, in order: the topology lock only with rcu_ctl
+// off, the ctl mutex only with concurrent_ctl off, then the key's shard.
+struct Instance::CtlLocks {
+  topology::GlobalCtlGuard global;
+  std::unique_lock<std::mutex> ctl;
+  const uint64_t h;
+  Shard& shard;
+  std::lock_guard<std::mutex> shard_lock;
+  CtlLocks(Instance* ep, const core::File* tf, int fd) noexcept
+      : global(!core::knob(core::knobs().rcu_ctl)),
+        ctl(ctl_lock(ep)),
+        h(hash_key(tf, fd)),
+        shard(ep->shard_for(h)),
+        shard_lock(shard.mutex) {}
+  static std::unique_lock<std::mutex> ctl_lock(Instance* ep) noexcept {
+    if (core::knob(core::knobs().concurrent_ctl)) return std::unique_lock<std::mutex>(ep->ctl_mutex_, std::defer_lock);
+    return std::unique_lock<std::mutex>(ep->ctl_mutex_);
+  }
+};
+
 int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept {
   events |= EPOLLERR | EPOLLHUP;  // Linux: always reported
   core::Knobs& k = core::knobs();
@@ -368,8 +381,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
       if (r) return r;  // ELOOP comes before EEXIST, as in Linux
     }
 
-    std::unique_lock<std::mutex> cg(ctl_mutex_, std::defer_lock);
-    if (!core::knob(k.concurrent_ctl)) cg.lock();
+    std::unique_lock<std::mutex> cg = CtlLocks::ctl_lock(this);
     const uint64_t h = hash_key(tf, fd);
     Shard& s = shard_for(h);
     std::unique_lock<std::mutex> sl(s.mutex);
@@ -446,13 +458,8 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
 }
 
 int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept {
-  topology::GlobalCtlGuard gg(!core::knob(core::knobs().rcu_ctl));
-  std::unique_lock<std::mutex> cg(ctl_mutex_, std::defer_lock);
-  if (!core::knob(core::knobs().concurrent_ctl)) cg.lock();
-  const uint64_t h = hash_key(tf, fd);
-  Shard& s = shard_for(h);
-  std::lock_guard<std::mutex> sl(s.mutex);
-  Item* it = find_locked(s, h, tf, fd);
+  CtlLocks l(this, tf, fd);
+  Item* it = find_locked(l.shard, l.h, tf, fd);
   if (!it) return -ENOENT;
   if (it->events.load(std::memory_order_relaxed) & EPOLLEXCLUSIVE) return -EINVAL;
   events |= EPOLLERR | EPOLLHUP;
@@ -465,15 +472,10 @@ int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
 }
 
 int Instance::del(core::File* tf, int fd) noexcept {
-  topology::GlobalCtlGuard gg(!core::knob(core::knobs().rcu_ctl));
-  std::unique_lock<std::mutex> cg(ctl_mutex_, std::defer_lock);
-  if (!core::knob(core::knobs().concurrent_ctl)) cg.lock();
-  const uint64_t h = hash_key(tf, fd);
-  Shard& s = shard_for(h);
-  std::lock_guard<std::mutex> sl(s.mutex);
-  Item* it = find_locked(s, h, tf, fd);
+  CtlLocks l(this, tf, fd);
+  Item* it = find_locked(l.shard, l.h, tf, fd);
   if (!it) return -ENOENT;
-  unhash_locked(s, h, it);
+  unhash_locked(l.shard, l.h, it);
   detach_locked(it);
   return 0;
 }
@@ -649,7 +651,7 @@ uint32_t Instance::poll(int depth) noexcept {
 
 int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadline, bool nonblocking,
                    const sigset_t* sigmask) noexcept {
-  if (!user_range_ok(evs, static_cast<size_t>(maxevents) * sizeof(struct epoll_event))) return -EFAULT;
+  if (!core::user_range_ok(evs, static_cast<size_t>(maxevents) * sizeof(struct epoll_event))) return -EFAULT;
   // epoll_pwait: the caller's mask is in force for the whole call; we block
   // everything while awake and let ppoll install `sigmask` atomically.
   std::optional<core::SignalBlock> blocked;

@@ -104,6 +104,7 @@ class Instance final : public core::File {
     uint32_t count = 0;
   };
   static constexpr int kShards = 16;
+  struct CtlLocks;
 
   static uint64_t hash_key(const core::File* f, int fd) noexcept;
   Shard& shard_for(uint64_t h) noexcept { return shards_[h & (kShards - 1)]; }
