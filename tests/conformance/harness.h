@@ -647,6 +647,15 @@ inline Traces differential(const Scenario& s, bool forked = false) {
   return r;
 }
 
+// Runs `s` on both without comparing: for the intentional differences listed
+// in docs/linux-deviations.md, where the test asserts each side separately.
+inline Traces both_sides(const Scenario& s) {
+  Traces r;
+  r.linux_trace = run_one(uepoll_test::linux_api(), s);
+  if (!linux_only()) r.uepoll_trace = run_one(uepoll_test::uepoll_api(), s);
+  return r;
+}
+
 // ---- absolute checks on a trace ------------------------------------------
 inline bool has(const std::vector<std::string>& tr, const std::string& needle) {
   for (auto& l : tr)
