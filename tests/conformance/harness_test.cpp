@@ -1,14 +1,41 @@
 // harness_test.cpp - checks on the harness itself: the uepoll table really
 // hands out uepoll descriptors (a table mix-up would make every differential
 // test compare Linux with Linux), descriptor names hide raw numbers, and a
-// divergence between the two traces is reported as a failure.
+// divergence between the two traces is reported as a failure.  Also applies
+// UEPOLL_CONF_KNOBS (uepoll tuning knobs) for whole-suite runs.
 #include "harness.h"
 
 #include <gtest/gtest-spi.h>
+#include <uepoll/tuning.h>
 
 namespace {
 
 using conf::T;
+
+// UEPOLL_CONF_KNOBS="knob=value,knob=value" sets uepoll tuning knobs before
+// any test runs (tuning.h), so the whole suite can be run against each
+// implementation variant (e.g. every scaling mechanism switched off).
+const bool knobs_applied = [] {
+  const char* spec = getenv("UEPOLL_CONF_KNOBS");
+  if (!spec || !*spec) return true;
+  std::string all(spec);
+  size_t pos = 0;
+  while (pos < all.size()) {
+    size_t comma = all.find(',', pos);
+    std::string item = all.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? all.size() : comma + 1;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = item.substr(0, eq);
+    long value = strtol(item.c_str() + eq + 1, nullptr, 0);
+    if (uep_tuning_set(name.c_str(), value) != 0) {
+      fprintf(stderr, "UEPOLL_CONF_KNOBS: cannot set %s=%ld\n", name.c_str(), value);
+      abort();
+    }
+    fprintf(stderr, "UEPOLL_CONF_KNOBS: %s=%ld\n", name.c_str(), value);
+  }
+  return true;
+}();
 
 TEST(Harness, TablesReachTheirImplementation) {
   if (conf::linux_only()) GTEST_SKIP() << "UEPOLL_CONF_LINUX_ONLY set";
