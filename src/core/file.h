@@ -42,6 +42,13 @@ class File {
   int status_flags() const noexcept { return status_flags_.load(std::memory_order_relaxed); }
   bool nonblocking() const noexcept;
 
+  // True for kinds whose poll() reads only state that stays valid until the
+  // memory itself is freed (an epoll instance, an eventfd): inside a
+  // reclaim::ReadGuard they can be polled without a reference, even while
+  // being released.  Pipes, sockets and timers free or close shared state
+  // in on_release() and must be pinned with tryget() first.
+  bool poll_unpinned_ok() const noexcept { return kind_ == FileKind::kEpoll || kind_ == FileKind::kEventFd; }
+
   // ---- references ---------------------------------------------------
   void get() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
   // Takes a reference unless the count already reached zero (the file is

@@ -179,14 +179,27 @@ void Instance::list_del_locked(Item* it) noexcept {
 }
 
 // Takes the first item of a scan list into the scanner's hands: unlinks it,
-// marks it in_hand (a DEL meanwhile leaves the registration's reference to
-// us instead of freeing it) and pins its file.  The item is registered (DEL
-// unlinks under this lock), so its file has not finished releasing: its
-// memory is valid and tryget is safe; a file being released polls as 0.
-core::File* Instance::take_locked(Item* it) noexcept {
+// marks it in hand (a DEL meanwhile leaves the registration's reference to
+// us instead of freeing it) and makes its file safe to poll.
+core::File* Instance::take_locked(Item* it, bool* pinned) noexcept {
   list_del_locked(it);
   it->set_state_locked(Item::kInHand, true);
-  return it->file->tryget() ? it->file : nullptr;
+  return pin_for_poll(it->file, pinned);
+}
+
+// The file to poll for an item, or nullptr when it is being released
+// (Linux epi_fget(): "file doesn't exist, poll didn't happen").  The item is
+// registered (removal unlinks under ready_lock_, which the caller holds), so
+// the file's release has not finished and its memory is valid.  Kinds that
+// allow it are polled unpinned under the caller's ReadGuard (no reference
+// count traffic on the hot path, File::poll_unpinned_ok); others are pinned
+// with a reference that the caller drops (*pinned = true).
+core::File* Instance::pin_for_poll(core::File* f, bool* pinned) noexcept {
+  *pinned = false;
+  if (f->poll_unpinned_ok()) return f->refcount() > 0 ? f : nullptr;
+  if (!f->tryget()) return nullptr;
+  *pinned = true;
+  return f;
 }
 
 // Ends take_locked(); true if the caller must drop the registration's
@@ -528,6 +541,7 @@ void Instance::remove_released(Item* it) noexcept {
 
 int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
   DeferredPuts puts;
+  core::reclaim::ReadGuard guard;  // for files polled unpinned (pin_for_poll)
   std::lock_guard<std::mutex> scan(scan_mutex_);
   ListLink tx;
   int res = 0;
@@ -539,7 +553,8 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
   start_scan_locked(&tx);
   while (res < maxevents && tx.next != &tx) {
     Item* it = Item::from_rdlink(tx.next);
-    core::File* f = take_locked(it);
+    bool pinned;
+    core::File* f = take_locked(it, &pinned);
     ready_lock_.unlock();
 
     uint32_t events;
@@ -547,7 +562,7 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
     it->read_event(&events, &data);
     // Linux ep_item_poll(): re-poll now; a file being released polls as 0.
     const uint32_t revents = f ? (f->poll(1) & events) : 0;
-    puts.put(f);
+    if (pinned) puts.put(f);
     if (revents && writable < 0)
       writable = static_cast<int>(core::writable_prefix(evs, sizeof(struct epoll_event) * maxevents) /
                                   sizeof(struct epoll_event));
@@ -587,6 +602,7 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
 
 bool Instance::scan_has_ready(int depth) noexcept {
   DeferredPuts puts;
+  core::reclaim::ReadGuard guard;  // for files polled unpinned (pin_for_poll)
   std::lock_guard<std::mutex> scan(scan_mutex_);
   ListLink tx;
   bool found = false;
@@ -594,12 +610,13 @@ bool Instance::scan_has_ready(int depth) noexcept {
   start_scan_locked(&tx);
   while (!found && tx.next != &tx) {
     Item* it = Item::from_rdlink(tx.next);
-    core::File* f = take_locked(it);
+    bool pinned;
+    core::File* f = take_locked(it, &pinned);
     const uint32_t events = it->events.load(std::memory_order_relaxed);
     ready_lock_.unlock();
 
     const uint32_t revents = f ? (f->poll(depth + 1) & events) : 0;
-    puts.put(f);
+    if (pinned) puts.put(f);
 
     ready_lock_.lock();
     if (revents && it->registered.load(std::memory_order_relaxed) && !it->linked()) {
@@ -615,6 +632,7 @@ bool Instance::scan_has_ready(int depth) noexcept {
 }
 
 uint32_t Instance::poll(int depth) noexcept {
+  core::reclaim::ReadGuard guard;  // for files polled unpinned (pin_for_poll)
   // Fast path: no harvest running and the first queued item is really
   // ready.  Linux's scan would stop at that same item having pruned
   // nothing, and would leave every list as it was, so skipping the scan is
@@ -627,14 +645,15 @@ uint32_t Instance::poll(int depth) noexcept {
   const bool global = !core::knob(core::knobs().lockless_nested_poll);
   if (!global && ovflist_ == kOvfInactive) {
     Item* first = Item::from_rdlink(rdllist_.next);
-    core::File* f = first->file->tryget() ? first->file : nullptr;
+    bool pinned;
+    core::File* f = pin_for_poll(first->file, &pinned);
     // Everything needed from the item is read under the lock: it may be
     // deleted and recycled as soon as we drop it.
     const uint32_t events = first->events.load(std::memory_order_relaxed);
     if (f) {
       ready_lock_.unlock();
       const bool ready = depth <= kMaxNests + 1 && (f->poll(depth + 1) & events) != 0;
-      f->put();  // a last put releases here: see lock_order.h on releases
+      if (pinned) f->put();  // a last put releases here: see lock_order.h on releases
       if (ready) return EPOLLIN | EPOLLRDNORM;
       ready_lock_.lock();
     }

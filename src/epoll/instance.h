@@ -131,7 +131,8 @@ class Instance final : public core::File {
   bool events_available_locked() const noexcept {
     return rdllist_.next != &rdllist_ || ovflist_ != kOvfInactive;
   }
-  core::File* take_locked(Item* it) noexcept;
+  core::File* take_locked(Item* it, bool* pinned) noexcept;
+  static core::File* pin_for_poll(core::File* f, bool* pinned) noexcept;
   static bool give_back_locked(Item* it) noexcept;
   void start_scan_locked(ListLink* tx) noexcept;
   // Returns true if waiters should be woken (rdllist non-empty).
