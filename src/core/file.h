@@ -74,8 +74,18 @@ class File {
   virtual ssize_t write(const void* buf, size_t count) noexcept;   // -EINVAL
   virtual int shutdown(int how) noexcept;                          // -ENOTSOCK
 
-  // Number of epoll items currently registered on wq_ (kept by epoll/).
+  // Number of epoll items currently queued on wq_.  Written only under
+  // wq_'s lock (add_watcher_locked / remove_watcher_locked: a plain
+  // load+store, no locked instruction); read without it by the release
+  // fast path (after the last put's acq_rel) and by Instance::add (after an
+  // acquiring read of watch_hold, see there).
   std::atomic<int> watchers{0};
+  void add_watcher_locked() noexcept {
+    watchers.store(watchers.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+  void remove_watcher_locked() noexcept {
+    watchers.store(watchers.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  }
 
  protected:
   // Object teardown after the last reference; no uepoll lock held.

@@ -427,8 +427,14 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     *slot = it;
     ++s.count;
 
+    // Order matters: watch_hold first.  A topology change raises watch_hold,
+    // walks our shards, links its item (parent_count() + 1), then lowers
+    // watch_hold (seq_cst RMWs).  If our shard section comes after its walk
+    // we read watch_hold >= 1, or the lowered value, which synchronizes with
+    // the lowering, so the parent_count() read after it sees the link.  If
+    // it comes before, the walk sees our item.
     if (mode == topology::Mode::kNone &&
-        (parent_count() > 0 || watch_hold.load(std::memory_order_seq_cst) > 0)) {
+        (watch_hold.load(std::memory_order_seq_cst) > 0 || parent_count() > 0)) {
       // Lost a race with a topology change that made this instance
       // watched: undo (nothing saw the item yet) and take the full path.
       unhash_locked(s, h, it);
@@ -445,7 +451,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     else
       tf->wq().add_locked(&it->wait);
     it->wait.flags |= core::WaitEntry::kItem;
-    tf->watchers.fetch_add(1, std::memory_order_seq_cst);
+    tf->add_watcher_locked();
     tf->wq().unlock();
 
     if (mode != topology::Mode::kNone) {
@@ -499,7 +505,7 @@ void Instance::detach_locked(Item* it) noexcept {
   if (!it->wq_unlinked) {
     f->wq().remove_locked(&it->wait);
     it->wq_unlinked = true;
-    f->watchers.fetch_sub(1, std::memory_order_seq_cst);
+    f->remove_watcher_locked();
   }
   f->wq().unlock();
   // Nothing can put the item on a list any more: its wait entry is gone (no

@@ -74,7 +74,7 @@ class Instance final : public core::File {
   template <class Fn>
   void for_each_item(Fn&& fn) noexcept;
   // Parents: items of other instances registered on this file's wq.
-  int parent_count() const noexcept { return watchers.load(std::memory_order_seq_cst); }
+  int parent_count() const noexcept { return watchers.load(std::memory_order_acquire); }
   void struct_get() noexcept { struct_refs_.fetch_add(1, std::memory_order_relaxed); }
   void struct_put() noexcept;
   std::string debug_dump() noexcept;

@@ -34,7 +34,7 @@ void release_file(core::File* f) noexcept {
     ep->struct_get();
     f->wq().remove_locked(e);
     it->wq_unlinked = true;
-    f->watchers.fetch_sub(1, std::memory_order_seq_cst);
+    f->remove_watcher_locked();
     f->wq().unlock();
     ep->remove_released(it);
     Instance::item_unref(it);
