@@ -170,7 +170,7 @@ inline int uepoll_open_count(int span = 4096) {
   return n;
 }
 
-inline bool is_uepoll_api(const Api& api) { return std::strcmp(api.name, "uepoll") == 0; }
+inline bool is_uepoll_api(const Api& api) { return std::strncmp(api.name, "uepoll", 6) == 0; }
 
 // The six mechanism switches of tuning.h (each 0 or 1).
 inline const char* const kMechanismKnobs[] = {"rcu_ctl",     "lockless_nested_poll", "exclusive_autoremove",
