@@ -320,6 +320,67 @@ TEST(WaitOrder, UnreachedItemsStayInFront) {
                        "wait(fd0,2,0) = 2 [IN:2 IN:3]"});
 }
 
+// MOD and DEL/ADD on queued items: MOD keeps the queue position and switches
+// the re-queue policy; DEL + ADD puts the item at the tail.
+TEST(WaitOrder, ModAndReAddOfQueuedItems) {
+  auto r = conf::differential([](T& t) {
+    int ep = t.epoll_create1();
+    int a = t.eventfd(1), b = t.eventfd(1), c = t.eventfd(1);
+    t.ctl(ep, EPOLL_CTL_ADD, a, IN, 1);
+    t.ctl(ep, EPOLL_CTL_ADD, b, IN, 2);
+    t.ctl(ep, EPOLL_CTL_ADD, c, IN, 3);
+    t.ctl(ep, EPOLL_CTL_MOD, a, IN | ET, 11);  // still first, now ET
+    t.wait(ep, 8, 0);
+    t.wait(ep, 8, 0);  // a not re-queued
+    t.ctl(ep, EPOLL_CTL_DEL, b, 0, 0);
+    t.ctl(ep, EPOLL_CTL_ADD, b, IN, 22);  // to the tail
+    t.wait(ep, 8, 0);
+    t.ctl(ep, EPOLL_CTL_MOD, c, IN | EPOLLONESHOT, 33);
+    t.wait(ep, 1, 0);
+    t.wait(ep, 8, 0);
+  });
+  EXPECT_LINUX_SEQ(r, {"wait(fd0,8,0) = 3 [IN:11 IN:2 IN:3]", "wait(fd0,8,0) = 2 [IN:2 IN:3]",
+                       "wait(fd0,8,0) = 2 [IN:3 IN:22]", "wait(fd0,1,0) = 1 [IN:33]", "wait(fd0,8,0) = 1 [IN:22]"});
+}
+
+// Huge timeouts are accepted and behave as "very long": woken by an event.
+TEST(WaitTimeout, HugeTimeouts) {
+  auto r = conf::differential([](T& t) {
+    int ep = t.epoll_create1();
+    int efd = t.eventfd(0);
+    t.ctl(ep, EPOLL_CTL_ADD, efd, IN | EPOLLET, 1);
+    auto write_one = [&] {
+      uint64_t v = 1;
+      t.api.write(efd, &v, 8);
+    };
+    {
+      conf::WhenBlocked later(write_one);
+      t.wait(ep, 4, INT_MAX);
+    }
+    struct timespec big = {LONG_MAX, 999999999};
+    {
+      conf::WhenBlocked later(write_one);
+      t.pwait2(ep, 4, &big, "{LONG_MAX,999999999}");
+    }
+    struct timespec past_ns_range = {10000000000L, 0};  // 1e19 ns: beyond int64 nanoseconds
+    {
+      conf::WhenBlocked later(write_one);
+      t.pwait2(ep, 4, &past_ns_range, "{1e10,0}");
+    }
+    struct timespec day = {86400, 0};
+    {
+      conf::WhenBlocked later(write_one);
+      t.pwait2(ep, 4, &day, "{86400,0}");
+    }
+    {
+      conf::WhenBlocked later(write_one);
+      t.pwait(ep, 4, INT_MAX, nullptr);
+    }
+  });
+  EXPECT_LINUX_SEQ(r, {"wait(fd0,4,2147483647) = 1 [IN:1]", "pwait2(fd0,4,{LONG_MAX,999999999}) = 1 [IN:1]", "pwait2(fd0,4,{1e10,0}) = 1 [IN:1]",
+                       "pwait2(fd0,4,{86400,0}) = 1 [IN:1]", "pwait(fd0,4,2147483647,NULL) = 1 [IN:1]"});
+}
+
 // The mask is the target's state at harvest time, masked by the interest set,
 // not the wakeup that queued the item; stale entries are dropped.
 TEST(WaitMask, RepolledAtHarvest) {
