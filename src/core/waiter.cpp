@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -15,16 +16,64 @@
 namespace uepoll::core {
 
 namespace {
+
+// Waiters are never freed: a kick deferred past a lock release (see
+// deferred_kicks below) may reach a waiter whose thread has since returned
+// or exited, and must find a live eventfd (at worst one now owned by
+// another thread, which then wakes spuriously and re-checks).  A thread's
+// waiter goes back to this pool when the thread exits.
+std::mutex g_pool_mutex;
+ThreadWaiter* g_pool = nullptr;  // guarded by g_pool_mutex, linked by pool_next_
+
 thread_local ThreadWaiter* tls_waiter = nullptr;
 struct WaiterHolder {
-  ThreadWaiter* w = nullptr;
-  ~WaiterHolder() { delete w; }
+  ~WaiterHolder() {
+    if (!tls_waiter) return;
+    std::lock_guard<std::mutex> g(g_pool_mutex);
+    ThreadWaiter::push_pool(tls_waiter, &g_pool);
+    tls_waiter = nullptr;
+  }
 };
 thread_local WaiterHolder tls_holder;
+
+// Kicks that found their sleeper asleep while this thread held a SpinLock:
+// the eventfd write (a system call) waits until the thread's last SpinLock
+// is released, so that no spin lock is held across a system call.
+struct DeferredKicks {
+  static constexpr int kMax = 32;
+  ThreadWaiter* w[kMax];
+  int n = 0;
+};
+thread_local DeferredKicks tls_kicks;
+
 }  // namespace
+
+thread_local int spin_depth = 0;
+
+void ThreadWaiter::push_pool(ThreadWaiter* w, ThreadWaiter** head) noexcept {
+  w->pool_next_ = *head;
+  *head = w;
+}
+
+void flush_deferred_kicks() noexcept {
+  DeferredKicks& k = tls_kicks;
+  if (k.n == 0) return;
+  while (k.n > 0) k.w[--k.n]->write_kick();
+}
 
 ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
   if (tls_waiter) return tls_waiter;
+  {
+    std::lock_guard<std::mutex> g(g_pool_mutex);
+    if (g_pool) {
+      ThreadWaiter* w = g_pool;
+      g_pool = w->pool_next_;
+      w->pool_next_ = nullptr;
+      tls_waiter = w;
+      (void)&tls_holder;  // registers the destructor that returns it
+      return w;
+    }
+  }
   int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (fd < 0) {
     if (errno_out) *errno_out = errno;
@@ -50,24 +99,26 @@ ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
       w->kep_ = -1;
     }
   }
-  tls_holder.w = w;
   tls_waiter = w;
+  (void)&tls_holder;
   return w;
-}
-
-ThreadWaiter::~ThreadWaiter() {
-  if (kep_ >= 0) ::close(kep_);
-  if (efd_ >= 0) ::close(efd_);
-  tls_waiter = nullptr;
 }
 
 void ThreadWaiter::kick() noexcept {
   woken_.store(true, std::memory_order_seq_cst);
-  if (sleeping_.load(std::memory_order_seq_cst)) {
-    uint64_t one = 1;
-    ssize_t r = ::write(efd_, &one, sizeof one);
-    (void)r;  // EAGAIN only if the counter is near overflow: still readable
+  if (!sleeping_.load(std::memory_order_seq_cst)) return;
+  DeferredKicks& k = tls_kicks;
+  if (spin_depth > 0 && k.n < DeferredKicks::kMax) {
+    k.w[k.n++] = this;
+    return;
   }
+  write_kick();
+}
+
+void ThreadWaiter::write_kick() noexcept {
+  uint64_t one = 1;
+  ssize_t r = ::write(efd_, &one, sizeof one);
+  (void)r;  // EAGAIN only if the counter is near overflow: still readable
 }
 
 int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const timespec* deadline,

@@ -46,13 +46,16 @@ class ThreadWaiter {
   int sleep_with(struct pollfd* extra, unsigned long n_extra, const timespec* deadline,
                  const sigset_t* mask) noexcept;
 
-  // Wakes the owner.  Safe from any thread holding any lock.
+  // Wakes the owner.  Safe from any thread holding any lock; while the
+  // caller holds a SpinLock the system call is deferred to its release.
   void kick() noexcept;
 
-  ~ThreadWaiter();
+  static void push_pool(ThreadWaiter* w, ThreadWaiter** head) noexcept;
+  void write_kick() noexcept;
 
  private:
   ThreadWaiter() = default;
+  ~ThreadWaiter() = delete;  // never freed: see the pool in waiter.cpp
   // seq_cst pair (Dekker): the sleeper stores sleeping_ then loads woken_;
   // the waker stores woken_ then loads sleeping_.  At least one of them sees
   // the other's store, so a wakeup is never lost between check and ppoll.
@@ -60,7 +63,9 @@ class ThreadWaiter {
   std::atomic<bool> sleeping_{false};
   int efd_ = -1;
   int kep_ = -1;  // kernel epoll with efd_ edge-triggered (see self())
+  ThreadWaiter* pool_next_ = nullptr;
 };
+
 
 // A wait entry that kicks a ThreadWaiter.  Used by epoll_wait (exclusive,
 // autoremove), poll() and blocking read/write (non-exclusive, stays queued).
