@@ -270,6 +270,55 @@ TEST(Threads, CloseEpfdWhileWaiting) {
                        "wait(fd2,4,0) = -1 EBADF"});
 }
 
+// close() of a descriptor while another thread is blocked reading it: the
+// blocked call keeps the open file alive, so it is neither woken nor failed
+// by the close, and a later write still reaches it.
+TEST(Threads, CloseWhileBlockedInRead) {
+  auto r = conf::differential([](T& t) {
+    auto [rd, wr] = t.pipe();
+    std::string res;
+    std::atomic<pid_t> tid{0};
+    std::atomic<bool> done{false};
+    std::thread th([&, rd = rd] {
+      tid = static_cast<pid_t>(gettid());
+      char buf[8];
+      ssize_t n = t.api.read(rd, buf, sizeof buf);
+      res = n < 0 ? "-1 " + conf::errno_name(errno) : std::to_string(n);
+      done = true;
+    });
+    conf::wait_until_sleeping(tid);
+    t.close(rd);
+    usleep(kSettleUs);
+    t.log(std::string("after close: reader ") + (done ? "returned " + res : "still blocked"));
+    t.write(wr, "late", 4);  // the pipe still has its reader
+    th.join();
+    t.log("reader returned " + res);
+    t.write(wr, "x", 1);  // now no reader is left: EPIPE
+    int efd = t.eventfd(0);
+    res.clear();
+    tid = 0;
+    done = false;
+    std::thread th2([&] {
+      tid = static_cast<pid_t>(gettid());
+      uint64_t v;
+      ssize_t n = t.api.read(efd, &v, 8);
+      res = n < 0 ? "-1 " + conf::errno_name(errno) : "8 value=" + std::to_string(v);
+      done = true;
+    });
+    conf::wait_until_sleeping(tid);
+    int keep = t.dup(efd);
+    t.close(efd);
+    usleep(kSettleUs);
+    t.log(std::string("eventfd after close: reader ") + (done ? "returned " + res : "still blocked"));
+    t.write_u64(keep, 3);
+    th2.join();
+    t.log("eventfd reader returned " + res);
+  });
+  EXPECT_LINUX_SEQ(r, {"after close: reader still blocked", "write(fd1,4) = 4", "reader returned 4",
+                       "write(fd1,1) = -1 EPIPE", "eventfd after close: reader still blocked",
+                       "eventfd reader returned 8 value=3"});
+}
+
 // A signal handler interrupts a blocked epoll_wait / epoll_pwait2 / poll with
 // EINTR even with SA_RESTART, and a blocked read without SA_RESTART; events
 // already available are returned.
