@@ -141,14 +141,26 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
     timespec rel{};
     const timespec* relp = nullptr;
     if (deadline) {
-      timespec now = monotonic_now();
-      long long ns = (deadline->tv_sec - now.tv_sec) * 1000000000LL + (deadline->tv_nsec - now.tv_nsec);
-      if (ns <= 0) {
+      if (deadline_passed(*deadline)) {
         sleeping_.store(false, std::memory_order_relaxed);
         return woken() ? 1 : 0;
       }
-      rel.tv_sec = ns / 1000000000LL;
-      rel.tv_nsec = ns % 1000000000LL;
+      // Remaining time, capped (a deadline near the end of time must not
+      // overflow): a capped sleep that ends early just goes round again.
+      constexpr time_t kCap = 1000000;  // seconds
+      timespec now = monotonic_now();
+      time_t sec = deadline->tv_sec - now.tv_sec;
+      long nsec = deadline->tv_nsec - now.tv_nsec;
+      if (nsec < 0) {
+        --sec;
+        nsec += 1000000000L;
+      }
+      if (sec >= kCap) {
+        sec = kCap;
+        nsec = 0;
+      }
+      rel.tv_sec = sec;
+      rel.tv_nsec = nsec;
       relp = &rel;
     }
     if (n_extra == 0 && kep_ >= 0) {
@@ -158,8 +170,8 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
       sleeping_.store(false, std::memory_order_relaxed);
       if (woken()) return 1;
       if (r < 0 && saved_errno == EINTR) return -EINTR;
-      if (r == 0) return 0;
-      continue;  // an edge left by a kick that raced a timeout
+      if (r == 0 && (!deadline || deadline_passed(*deadline))) return 0;
+      continue;  // a capped sleep, or an edge left by a kick that raced a timeout
     }
     p[0] = pollfd{efd_, POLLIN, 0};
     int r = ::ppoll(p, n_extra + 1, relp, mask);
@@ -173,8 +185,9 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
     if (woken()) return 1;
     if (r > 0 && !(p[0].revents & POLLIN)) return 1;  // a kernel descriptor is ready
     if (r < 0 && saved_errno == EINTR) return -EINTR;
-    if (r == 0) return 0;
-    // Spurious: an eventfd count left from a kick that raced a timeout.
+    if (r == 0 && (!deadline || deadline_passed(*deadline))) return 0;
+    // Spurious: a capped sleep, or an eventfd count left from a kick that
+    // raced a timeout.
   }
 }
 
