@@ -182,8 +182,10 @@ void Instance::list_del_locked(Item* it) noexcept {
 // marks it in hand (a DEL meanwhile leaves the registration's reference to
 // us instead of freeing it) and makes its file safe to poll.
 core::File* Instance::take_locked(Item* it, bool* pinned) noexcept {
-  list_del_locked(it);
+  // In hand before unlinked: qstate, which DEL reads without this lock,
+  // must never pass through 0 while the item is still ours.
   it->set_state_locked(Item::kInHand, true);
+  list_del_locked(it);
   return pin_for_poll(it->file, pinned);
 }
 
@@ -205,8 +207,11 @@ core::File* Instance::pin_for_poll(core::File* f, bool* pinned) noexcept {
 // Ends take_locked(); true if the caller must drop the registration's
 // reference (a DEL ran while we held the item).
 bool Instance::give_back_locked(Item* it) noexcept {
+  // Read before letting go: once kInHand is clear a DEL may take the
+  // lock-free path in detach_locked and free the item at once.
+  const bool drop = !it->registered.load(std::memory_order_relaxed);
   it->set_state_locked(Item::kInHand, false);
-  return !it->registered.load(std::memory_order_relaxed);
+  return drop;
 }
 
 // Linux ep_start_scan(): steal the ready list, divert callbacks to ovflist.
@@ -231,8 +236,10 @@ void Instance::done_scan_locked(ListLink* tx) noexcept {
   for (Item* it = ovflist_; it != nullptr; it = next) {
     next = it->ovf_next;
     it->ovf_next = kOvfInactive;
-    it->set_state_locked(Item::kOnOvf, false);
+    // Linked before leaving the overflow state: qstate never passes
+    // through 0 while the item is still on a list (see detach_locked).
     if (it->registered.load(std::memory_order_relaxed) && !it->linked()) list_add_head_locked(&rdllist_, it);
+    it->set_state_locked(Item::kOnOvf, false);
     // Drop the overflow list's reference.  Never the last while registered;
     // if unregistered, freeing it here is fine (item_free takes no lock).
     item_unref(it);
@@ -548,6 +555,9 @@ void Instance::remove_released(Item* it) noexcept {
 int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
   DeferredPuts puts;
   core::reclaim::ReadGuard guard;  // for files polled unpinned (pin_for_poll)
+  // With lockless_nested_poll off, the global nested-poll mutex is taken
+  // before the scan mutex here too, so that it is always the outer one.
+  topology::NestedPollGuard nested(!core::knob(core::knobs().lockless_nested_poll));
   std::lock_guard<std::mutex> scan(scan_mutex_);
   ListLink tx;
   int res = 0;
@@ -665,9 +675,8 @@ uint32_t Instance::poll(int depth) noexcept {
     }
   }
   ready_lock_.unlock();
-  if (global) topology::nested_poll_lock();
+  topology::NestedPollGuard nested(global);
   const bool ready = depth <= kMaxNests + 1 && scan_has_ready(depth);
-  if (global) topology::nested_poll_unlock();
   return ready ? (EPOLLIN | EPOLLRDNORM) : 0;
 }
 

@@ -73,6 +73,8 @@ struct Item {
   std::atomic<bool> registered{false};
   // Where the item sits, written under ep->ready_lock_ (release), read
   // without it by DEL (acquire) to skip that lock when the item is nowhere.
+  // Every transition between two nonzero states sets the new bit before
+  // clearing the old one, so a reader never sees a passing 0.
   enum : uint8_t { kLinked = 1, kInHand = 2, kOnOvf = 4 };
   std::atomic<uint8_t> qstate{0};
   bool wq_unlinked = false;

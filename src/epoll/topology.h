@@ -71,7 +71,25 @@ class GlobalCtlGuard {
 
 // The global mutex used only when the "lockless_nested_poll" knob is off
 // (Linux's ep_call_nested before the 2017 seed).
+// Taken by a thread's outermost instance poll or harvest only (the same
+// thread's nested polls inside it pass through), and always before any
+// scan mutex.
 void nested_poll_lock() noexcept;
 void nested_poll_unlock() noexcept;
+
+class NestedPollGuard {
+ public:
+  explicit NestedPollGuard(bool take) noexcept : taken_(take) {
+    if (taken_) nested_poll_lock();
+  }
+  ~NestedPollGuard() {
+    if (taken_) nested_poll_unlock();
+  }
+  NestedPollGuard(const NestedPollGuard&) = delete;
+  NestedPollGuard& operator=(const NestedPollGuard&) = delete;
+
+ private:
+  bool taken_;
+};
 
 }  // namespace uepoll::epoll::topology
