@@ -242,6 +242,7 @@ TEST(Threads, AddAndModWakeSleeper) {
 // close(epfd) while a thread sleeps in epoll_wait on it neither wakes nor
 // fails the sleeper: the instance lives until the wait returns.
 TEST(Threads, CloseEpfdWhileWaiting) {
+  UEPOLL_SKIP_UNDER_TSAN("close() of a kernel fd another thread waits on");
   auto r = conf::differential([](T& t) {
     int ep = t.epoll_create1();
     int efd = t.eventfd(0);
@@ -274,6 +275,7 @@ TEST(Threads, CloseEpfdWhileWaiting) {
 // blocked call keeps the open file alive, so it is neither woken nor failed
 // by the close, and a later write still reaches it.
 TEST(Threads, CloseWhileBlockedInRead) {
+  UEPOLL_SKIP_UNDER_TSAN("close() of a kernel fd another thread reads");
   auto r = conf::differential([](T& t) {
     auto [rd, wr] = t.pipe();
     std::string res;
