@@ -10,7 +10,7 @@ AllocStats& alloc_stats() noexcept {
   return stats;
 }
 
-void* raw_alloc(std::size_t size) noexcept {
+void* raw_alloc(std::size_t size, std::size_t align) noexcept {
   AllocStats& s = alloc_stats();
   long left = s.fail_after.load(std::memory_order_relaxed);
   while (left >= 0) {
@@ -22,7 +22,8 @@ void* raw_alloc(std::size_t size) noexcept {
     if (s.fail_after.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) break;
   }
   s.count.fetch_add(1, std::memory_order_relaxed);
-  return std::malloc(size);
+  if (align <= alignof(std::max_align_t)) return std::malloc(size);
+  return std::aligned_alloc(align, (size + align - 1) / align * align);
 }
 
 void raw_free(void* p) noexcept { std::free(p); }

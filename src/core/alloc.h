@@ -18,13 +18,15 @@ struct AllocStats {
 };
 AllocStats& alloc_stats() noexcept;
 
-// Raw allocation; nullptr on (injected or real) failure.
-void* raw_alloc(std::size_t size) noexcept;
+// Raw allocation; nullptr on (injected or real) failure.  `align` above
+// the malloc guarantee (16) uses aligned_alloc: objects with cache-line
+// aligned members (instance shards, files) must get real alignment.
+void* raw_alloc(std::size_t size, std::size_t align = alignof(std::max_align_t)) noexcept;
 void raw_free(void* p) noexcept;
 
 template <class T, class... Args>
 T* create(Args&&... args) noexcept {
-  void* p = raw_alloc(sizeof(T));
+  void* p = raw_alloc(sizeof(T), alignof(T));
   if (!p) return nullptr;
   return new (p) T(std::forward<Args>(args)...);
 }

@@ -26,7 +26,9 @@ namespace uepoll::core {
 
 enum class FileKind : uint8_t { kEpoll, kEventFd, kPipeRead, kPipeWrite, kSocket, kTimer };
 
-class File {
+// Cache-line aligned: files of different threads never share a line (the
+// reference count and the wait-queue lock are written on every call).
+class alignas(64) File {
  public:
   explicit File(FileKind kind, int status_flags) noexcept;
   virtual ~File() = default;

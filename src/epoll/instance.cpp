@@ -65,7 +65,7 @@ Instance::~Instance() {
 }
 
 Instance* Instance::create(int status_flags) noexcept {
-  void* p = core::raw_alloc(sizeof(Instance));
+  void* p = core::raw_alloc(sizeof(Instance), alignof(Instance));
   if (!p) return nullptr;
   return new (p) Instance(status_flags);
 }
