@@ -21,16 +21,24 @@
 //   UEPOLL_CONF_VERBOSE=1     print every Linux trace.
 #pragma once
 
-// ThreadSanitizer's interceptors read syscall arguments before the kernel
-// does (a kernel-address pointer crashes the interceptor instead of giving
-// EFAULT) and report a close() racing a blocked call on the same kernel
-// descriptor as a data race: scenarios built on either run in the normal
-// and ASan builds only.  (The uepoll side of such races is covered under
-// TSan by tests/reliability/torture_test.cpp.)
+// The sanitizers' interceptors read syscall arguments before the kernel
+// does: a kernel-address pointer, or a pollfd array shorter than nfds, makes
+// the interceptor crash or report instead of the kernel returning EFAULT or
+// EINVAL, and ASan turns a deliberate SIGSEGV into exit(1).  Scenarios built
+// on that run in the normal build only (UEPOLL_SKIP_UNDER_SANITIZERS).
+// TSan also reports a close() racing a blocked call on the same kernel
+// descriptor as a data race: those run without TSan (UEPOLL_SKIP_UNDER_TSAN);
+// the uepoll side of such races is covered under TSan by
+// tests/reliability/torture_test.cpp.
 #if defined(__SANITIZE_THREAD__)
 #define UEPOLL_SKIP_UNDER_TSAN(why) GTEST_SKIP() << "not under TSan: " << why
 #else
 #define UEPOLL_SKIP_UNDER_TSAN(why) (void)0
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define UEPOLL_SKIP_UNDER_SANITIZERS(why) GTEST_SKIP() << "not under a sanitizer: " << why
+#else
+#define UEPOLL_SKIP_UNDER_SANITIZERS(why) (void)0
 #endif
 
 #include "support/api.h"

@@ -77,7 +77,7 @@ TEST(Harness, DivergenceIsReported) {
 }
 
 TEST(Harness, ForkedCrashIsATraceLine) {
-  UEPOLL_SKIP_UNDER_TSAN("TSan reports the deliberate crash");
+  UEPOLL_SKIP_UNDER_SANITIZERS("the sanitizer catches the deliberate crash");
   auto lines = conf::run_forked(uepoll_test::linux_api(), [](T& t) {
     t.log("before");
     raise(SIGSEGV);

@@ -493,7 +493,7 @@ TEST(Socketpair, BufferAccounting) {
 
 // ---- timerfd --------------------------------------------------------------
 TEST(Timerfd, CreateAndSettimeErrors) {
-  UEPOLL_SKIP_UNDER_TSAN("kernel-address itimerspec");
+  UEPOLL_SKIP_UNDER_SANITIZERS("kernel-address itimerspec");
   auto r = conf::differential([](T& t) {
     t.timerfd_create(42, 0);
     t.timerfd_create(-1, 0);
