@@ -42,6 +42,17 @@ namespace uepoll_bench {
 
 namespace {
 
+// Operations per second over all workers, and CPU time per operation.
+template <class Counts>
+Sample throughput_sample(const Counts& done, double secs, double cpu) {
+  uint64_t total = 0;
+  for (auto d : done) total += d;
+  Sample s;
+  s.value = static_cast<double>(total) / secs;
+  s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(total);
+  return s;
+}
+
 constexpr uint64_t kBatch = 64;  // operations between two Budget checks
 
 std::string fmt_count(long n) {
@@ -167,12 +178,7 @@ RunFn ctl_pairs(const Backend& b, bool nested, int workers, Budget bud) {
       }
       done[i] = n;
     }, &cpu);
-    uint64_t total = 0;
-    for (auto d : done) total += d;
-    Sample s;
-    s.value = static_cast<double>(total) / secs;
-    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(total);
-    return s;
+    return throughput_sample(done, secs, cpu);
   };
 }
 
@@ -338,12 +344,7 @@ RunFn nested_wait(const Backend& b, bool shared, int threads, Budget bud) {
       }
       done[i] = n;
     }, &cpu);
-    uint64_t total = 0;
-    for (auto d : done) total += d;
-    Sample s;
-    s.value = static_cast<double>(total) / secs;
-    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(total);
-    return s;
+    return throughput_sample(done, secs, cpu);
   };
 }
 
@@ -605,12 +606,7 @@ RunFn shared_ctl(const Backend& b, int threads, Budget bud) {
       }
       done[i] = n;
     }, &cpu);
-    uint64_t total = 0;
-    for (auto d : done) total += d;
-    Sample s;
-    s.value = static_cast<double>(total) / secs;
-    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(total);
-    return s;
+    return throughput_sample(done, secs, cpu);
   };
 }
 
