@@ -51,9 +51,10 @@
 //                               wait-queue lock (6) is taken under it to
 //                               deliver an expiry.
 //
-// Never held across a blocking call: 6, 7 and 8 (SpinLocks).  No lock is held
-// while a thread sleeps in a wait.  Kernel calls made under 6/7 are limited
-// to eventfd writes that wake a sleeping thread.
+// Never held across a blocking call: 6, 7 and 8 (SpinLocks), and no system
+// call is made under them: a wakeup's eventfd write is deferred to the
+// release of the thread's last SpinLock (core/spinlock.h, core/waiter.cpp;
+// only past 32 queued wakeups is one written at once).
 //
 // Releases: the last File::put() runs the epoll release, which takes 6 then,
 // separately, 4 and 7 of the instances watching the file.  It is never run
