@@ -14,7 +14,6 @@
 
 #include <atomic>
 #include <mutex>
-#include <thread>
 
 namespace uepoll::core::reclaim {
 
@@ -135,24 +134,6 @@ void retire(Retired* obj) noexcept {
     r->retired_count = reap(&r->retired, e - 2);
     reap_orphans(e - 2);
   }
-}
-
-unsigned long drain() noexcept {
-  ThreadRecord* r = self();
-  for (int i = 0; i < 1000; ++i) {
-    uint64_t e = try_advance();
-    r->retired_count = reap(&r->retired, e - 2);
-    {
-      std::lock_guard<std::mutex> g(g_registry_mutex);
-      reap(&g_orphans, e - 2);
-      if (!r->retired && !g_orphans) return 0;
-    }
-    std::this_thread::yield();
-  }
-  std::lock_guard<std::mutex> g(g_registry_mutex);
-  unsigned long n = r->retired_count;
-  for (Retired* o = g_orphans; o; o = o->next) ++n;
-  return n;
 }
 
 }  // namespace uepoll::core::reclaim

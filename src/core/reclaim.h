@@ -40,8 +40,5 @@ class ReadGuard {
 // Defers r->free_fn(r) until a grace period has passed.  Never blocks.
 void retire(Retired* r) noexcept;
 
-// Tests: tries hard to run every pending free function (advances the epoch
-// repeatedly); returns the number still pending.
-unsigned long drain() noexcept;
 
 }  // namespace uepoll::core::reclaim

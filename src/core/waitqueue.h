@@ -66,7 +66,6 @@ class WaitQueue {
   // For a wake callback only: unlinks its own entry (autoremove);
   // wake_locked() notices and keeps the count exact.
   static void unlink_self(WaitEntry* e) noexcept;
-  bool active_locked() const noexcept { return head_.next != &head_; }
   // Lock-free hint: entries queued right now (Linux waitqueue_active()).
   // Relaxed: callers read it after releasing a lock that the adder took
   // after queueing (see Instance::wake_callback), which orders the two.

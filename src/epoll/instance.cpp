@@ -253,15 +253,30 @@ void Instance::done_scan_locked(ListLink* tx) noexcept {
     rdllist_.next = first;
     first->prev = &rdllist_;
   }
-  if (rdllist_.next != &rdllist_ && waiters_.active_hint()) {
-    waiters_.lock();
-    waiters_.wake_locked(0);
-    waiters_.unlock();
-  }
+  if (rdllist_.next != &rdllist_) wake_one_waiter_locked();
 }
 
 // ---------------------------------------------------------------------------
 // Wakeups
+
+// Linux: list an item on ovflist while a harvest runs (LIFO through
+// ovf_next); the list holds a reference.  Preconditions: ready_lock_ held,
+// a scan active, the item not on ovflist yet.
+void Instance::ovf_push_locked(Item* it) noexcept {
+  it->ovf_next = ovflist_;
+  ovflist_ = it;
+  it->set_state_locked(Item::kOnOvf, true);
+  it->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Linux wake_up(&ep->wq): one epoll_wait sleeper, if there is any.
+// Preconditions: ready_lock_ held (waiters_' lock nests inside it).
+void Instance::wake_one_waiter_locked() noexcept {
+  if (!waiters_.active_hint()) return;
+  waiters_.lock();
+  waiters_.wake_locked(0);
+  waiters_.unlock();
+}
 
 // Linux ep_poll_callback(): runs under the target file's wait-queue lock.
 int Instance::wake_callback(core::WaitEntry* e, uint32_t key) noexcept {
@@ -276,16 +291,11 @@ int Instance::wake_callback(core::WaitEntry* e, uint32_t key) noexcept {
   if (!(events & ~kPrivateBits)) goto out;   // disabled (a fired ONESHOT)
   if (key && !(key & events)) goto out;      // not an event we want
   if (ep->ovflist_ != kOvfInactive) {        // a harvest is running
-    if (it->ovf_next == kOvfInactive) {
-      it->ovf_next = ep->ovflist_;
-      ep->ovflist_ = it;
-      it->set_state_locked(Item::kOnOvf, true);
-      it->refs.fetch_add(1, std::memory_order_relaxed);
-    }
+    if (it->ovf_next == kOvfInactive) ep->ovf_push_locked(it);
   } else if (!it->linked()) {
     ep->list_add_tail_locked(&ep->rdllist_, it);
   }
-  if (ep->waiters_.active_hint()) {
+  if (ep->waiters_.active_hint()) {  // (wake_one_waiter_locked checks it again)
     if (events & EPOLLEXCLUSIVE) {  // (no POLLFREE keys: uepoll queues are never torn down under an item)
       switch (key & kInOutBits) {
         case EPOLLIN:
@@ -299,9 +309,7 @@ int Instance::wake_callback(core::WaitEntry* e, uint32_t key) noexcept {
           break;
       }
     }
-    ep->waiters_.lock();
-    ep->waiters_.wake_locked(0);
-    ep->waiters_.unlock();
+    ep->wake_one_waiter_locked();
   }
   pwake = ep->wq().active_hint();
 out:
@@ -319,10 +327,7 @@ void Instance::queue_ready(Item* it) noexcept {
   if (!it->registered.load(std::memory_order_relaxed)) {
   } else if (ovflist_ != kOvfInactive) {
     if (it->ovf_next == kOvfInactive && !it->linked()) {
-      it->ovf_next = ovflist_;
-      ovflist_ = it;
-      it->set_state_locked(Item::kOnOvf, true);
-      it->refs.fetch_add(1, std::memory_order_relaxed);
+      ovf_push_locked(it);
       queued = true;
     }
   } else if (!it->linked()) {
@@ -330,11 +335,7 @@ void Instance::queue_ready(Item* it) noexcept {
     queued = true;
   }
   if (queued) {
-    if (waiters_.active_hint()) {
-      waiters_.lock();
-      waiters_.wake_locked(0);
-      waiters_.unlock();
-    }
+    wake_one_waiter_locked();
     pwake = wq().active_hint();
   }
   ready_lock_.unlock();

@@ -123,6 +123,8 @@ class Instance final : public core::File {
   // Queues it as the callback does and wakes; used by ADD and MOD after a
   // poll found it ready.  Preconditions: no ready_lock_ held.
   void queue_ready(Item* it) noexcept;
+  void ovf_push_locked(Item* it) noexcept;
+  void wake_one_waiter_locked() noexcept;
 
   // Harvest (Linux ep_send_events) and readiness scan (__ep_eventpoll_poll).
   int send_events(struct epoll_event* evs, int maxevents) noexcept;

@@ -28,8 +28,8 @@
 //   refs            1 for the registration, 1 while on the overflow list,
 //                   1 per pin (a nested-poll peek, a file release removing
 //                   it); the last unref frees it.  A scan holding the item
-//                   sets in_hand instead: a DEL meanwhile leaves the
-//                   registration's reference for the scan to drop.
+//                   sets kInHand in qstate instead: a DEL meanwhile leaves
+//                   the registration's reference for the scan to drop.
 //   qstate          see below
 //   registered      ep->ready_lock_ (set true before publication, false by
 //                   the remover under its shard lock, and under ready_lock_
