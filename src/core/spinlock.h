@@ -4,6 +4,8 @@
 // holder on a small machine gets the CPU back.
 #pragma once
 
+#include "core/cpu_relax.h"
+
 #include <atomic>
 #include <sched.h>
 
@@ -29,7 +31,7 @@ class SpinLock {
       int spins = 0;
       while (locked_.load(std::memory_order_relaxed)) {
         if (++spins < 128) {
-          __builtin_ia32_pause();
+          cpu_relax();
         } else {
           sched_yield();
           spins = 0;
