@@ -10,7 +10,7 @@
 
 #include "../tests/support/api.h"
 
-#include <uepoll/tuning.h>
+#include <uepoll/testing.h>  // fail_alloc_after, uep_debug_*; includes tuning.h
 
 #include <cerrno>
 #include <cstring>

@@ -20,6 +20,7 @@
 // event must report one), so a wrong result fails the run instead of being
 // timed.
 #include "harness.h"
+#include "support/forked_child.h"  // tests/support: fork, read the child's output
 
 #include <algorithm>
 #include <cinttypes>
@@ -755,23 +756,14 @@ RunFn memory(const Backend& b, long n, std::string self_exe) {
     // exec it only makes async-signal-safe calls.
     std::string ns = std::to_string(n);
     const char* which = b.is_uepoll ? "uepoll" : "linux";
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0) fail(b, "pipe", errno);
-    pid_t pid = fork();
-    if (pid < 0) fail(b, "fork", errno);
-    if (pid == 0) {
-      dup2(p[1], 1);  // dup2 clears O_CLOEXEC on the copy
+    uepoll_support::ChildResult child = uepoll_support::run_in_child([&](int out) {
+      dup2(out, 1);  // dup2 clears O_CLOEXEC on the copy
       execl(self_exe.c_str(), "uepoll-bench", "--memory-child", which, ns.c_str(), static_cast<char*>(nullptr));
       _exit(127);
-    }
-    close(p[1]);
-    std::string out;
-    char buf[4096];
-    ssize_t r;
-    while ((r = read(p[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(r));
-    close(p[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
+    });
+    if (!child.started) fail(b, "pipe2/fork", child.error);
+    const std::string& out = child.output;
+    int status = child.status;
     Sample s;
     std::istringstream is(out);
     std::string line;

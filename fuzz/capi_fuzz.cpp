@@ -11,7 +11,7 @@
 // events carry no private bits, and every descriptor is closed at the end of
 // each input (a leaked uepoll descriptor traps).
 #include <fuzzer/FuzzedDataProvider.h>
-#include <uepoll/tuning.h>
+#include <uepoll/testing.h>  // fail_alloc_after, uep_debug_*; includes tuning.h
 #include <uepoll/uepoll.h>
 
 #include <cerrno>

@@ -1,6 +1,7 @@
 /*
- * tuning.h - run-time switches for uepoll's scaling mechanisms, its limits and
- * its test hooks.  One interface: named knobs with integer values.
+ * tuning.h - run-time switches for uepoll's scaling mechanisms and its
+ * limits.  One interface: named knobs with integer values.  (Test-only hooks,
+ * among them the "fail_alloc_after" knob, are in <uepoll/testing.h>.)
  *
  * Knobs (default in brackets):
  *   "rcu_ctl"              [1] 2013 seed: DEL and lookups never take the
@@ -26,8 +27,6 @@
  *   "max_user_watches"     [Linux's formula] registrations allowed in the
  *                              process (ENOSPC past it).
  *   "max_fds"              [1048576] uepoll descriptors allowed (EMFILE).
- *   "fail_alloc_after"     [-1] test hook: the allocation after this many
- *                              more succeeds fails with ENOMEM (-1: never).
  *
  * Thread safety: knobs may be changed at any time; a call already running
  * keeps the behaviour it started with for each lock it took.
@@ -35,9 +34,12 @@
 #ifndef UEPOLL_TUNING_H
 #define UEPOLL_TUNING_H
 
+#include <uepoll/export.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+UEP_API_BEGIN /* every function declared here is exported (export.h) */
 
 /* 0 on success; -1 with errno EINVAL for an unknown knob or a value out of
  * range. */
@@ -45,16 +47,7 @@ int uep_tuning_set(const char *knob, long value);
 /* 0 on success and *value set; -1 with errno EINVAL for an unknown knob. */
 int uep_tuning_get(const char *knob, long *value);
 
-/* Test hook: writes a canonical text dump of the instance epfd (its items
- * sorted by (file id, fd), their masks and data, and its ready list in order)
- * into buf; returns the length it needed (like snprintf) or -1 with EBADF /
- * EINVAL.  Used to check that a failed call left state untouched. */
-long uep_debug_dump(int epfd, char *buf, unsigned long len);
-
-/* Test hook: number of heap allocations uepoll has made (items, wait entries,
- * files) since start; used by the benchmark to count allocations per pair. */
-unsigned long long uep_debug_alloc_count(void);
-
+UEP_API_END
 #ifdef __cplusplus
 }
 #endif

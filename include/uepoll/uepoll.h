@@ -35,14 +35,20 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <uepoll/export.h>
+#include <uepoll/version.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
+UEP_API_BEGIN /* every function declared here is exported (export.h) */
 
 /* uepoll descriptors are UEP_FD_BASE + index, index allocated lowest-first
  * like the kernel's.  The kernel never returns a descriptor at or above
- * /proc/sys/fs/nr_open (1,048,576 by default); uepoll refuses to start its
- * table if nr_open were ever raised past UEP_FD_BASE. */
+ * /proc/sys/fs/nr_open (1,048,576 by default).  If nr_open were raised to
+ * UEP_FD_BASE or more, the two ranges could meet: uepoll then creates no
+ * descriptor, every call that would create one fails with EMFILE, and the
+ * first such call prints one line on stderr saying why. */
 #define UEP_FD_BASE 0x40000000
 #define UEP_FD_MAX 0x7ffffff0
 
@@ -78,6 +84,7 @@ int uep_poll(struct pollfd *fds, nfds_t nfds, int timeout);
 /* Extension: 1 if fd is an open uepoll descriptor, 0 otherwise. */
 int uep_is_uepoll_fd(int fd);
 
+UEP_API_END
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

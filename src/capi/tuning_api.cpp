@@ -1,5 +1,7 @@
-// tuning_api.cpp - uep_tuning_set/get and the test hooks (include/uepoll/tuning.h).
+// tuning_api.cpp - uep_tuning_set/get (include/uepoll/tuning.h) and the test hooks
+// (include/uepoll/testing.h).
 // Locks: uep_debug_dump takes the instance's shard, scan and ready locks.
+#include <uepoll/testing.h>
 #include <uepoll/tuning.h>
 
 #include "capi/edge.h"

@@ -33,17 +33,26 @@ struct Table {
 
 Table& table() {
   static Table* t = [] {
-    // The kernel never allocates at or past nr_open; make sure that range
-    // stays below ours.
+    // The kernel never allocates at or past nr_open; our range must stay
+    // above it, or a kernel descriptor could carry a uepoll number.  If
+    // fs.nr_open was raised to UEP_FD_BASE or more, uepoll creates no
+    // descriptor: the limit starts at 0, so every call that would create one
+    // fails with EMFILE (documented in uepoll.h and README.md), and one line
+    // on stderr says why.  Lookups still work (they find nothing: EBADF).
+    long nr = 0;
     if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
-      long nr = 0;
-      if (std::fscanf(f, "%ld", &nr) == 1 && nr >= UEP_FD_BASE) {
-        std::fprintf(stderr, "uepoll: fs.nr_open (%ld) reaches UEP_FD_BASE; refusing to run\n", nr);
-        std::abort();
-      }
+      if (std::fscanf(f, "%ld", &nr) != 1) nr = 0;
       std::fclose(f);
     }
-    return new Table();
+    Table* created = new Table();
+    if (nr >= UEP_FD_BASE) {
+      std::fprintf(stderr,
+                   "uepoll: fs.nr_open (%ld) reaches UEP_FD_BASE (%ld): no uepoll descriptor can be created "
+                   "(EMFILE)\n",
+                   nr, static_cast<long>(UEP_FD_BASE));
+      created->max.store(0, std::memory_order_relaxed);
+    }
+    return created;
   }();
   return *t;
 }

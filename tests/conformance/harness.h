@@ -42,6 +42,7 @@
 #endif
 
 #include "support/api.h"
+#include "support/forked_child.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -603,45 +604,20 @@ inline std::vector<std::string> run_one(const Api& api, const Scenario& s) {
 // binary.  Used for scenarios that pass invalid pointers.  The child has no
 // threads but the one that forked: nothing in these scenarios needs others.
 inline std::vector<std::string> run_forked(const Api& api, const Scenario& s) {
-  fflush(stdout);
-  fflush(stderr);
-  int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0) return {"<pipe failed>"};
-  pid_t pid = fork();
-  if (pid < 0) return {"<fork failed>"};
-  if (pid == 0) {
-    ::close(p[0]);
-    {
-      T t(api);
-      t.set_sink(p[1]);
-      s(t);
-    }
-    _exit(0);
-  }
-  ::close(p[1]);
-  std::string data;
-  double deadline = now_ms() + 20000;
-  for (;;) {
-    struct pollfd pf = {p[0], POLLIN, 0};
-    int left = static_cast<int>(deadline - now_ms());
-    if (left <= 0 || ::poll(&pf, 1, left) <= 0) break;
-    char buf[4096];
-    ssize_t n = ::read(p[0], buf, sizeof buf);
-    if (n <= 0) break;
-    data.append(buf, static_cast<size_t>(n));
-  }
-  ::close(p[0]);
-  int status = 0;
-  pid_t w = 0;
-  // EOF on the pipe comes just before the child is reapable: wait briefly.
-  for (int i = 0; i < 2000 && (w = waitpid(pid, &status, WNOHANG)) == 0; ++i) usleep(1000);
-  if (w == 0) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
+  uepoll_support::ChildResult c = uepoll_support::run_in_child(
+      [&](int out) {
+        T t(api);
+        t.set_sink(out);
+        s(t);
+      },
+      20000);
+  if (!c.started) return {"<pipe or fork failed: " + std::string(strerror(c.error)) + ">"};
+  std::string data = std::move(c.output);
+  if (c.timed_out) {
     data += "<hung: killed after 20 s>\n";
-  } else if (WIFSIGNALED(status)) {
-    const char* ab = sigabbrev_np(WTERMSIG(status));
-    data += "<killed by " + (ab ? "SIG" + std::string(ab) : "signal " + std::to_string(WTERMSIG(status))) + ">\n";
+  } else if (int sig = c.signal()) {
+    const char* ab = sigabbrev_np(sig);
+    data += "<killed by " + (ab ? "SIG" + std::string(ab) : "signal " + std::to_string(sig)) + ">\n";
   }
   std::vector<std::string> lines;
   std::istringstream in(data);

@@ -540,32 +540,19 @@ std::string run_row(const Row& row, const Api& api) {
     long r = row.fn(c);
     return outcome(r, errno);
   }
-  int pp[2];
-  if (pipe(pp) != 0) return "pipe failed";
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(pp[0]);
+  uepoll_support::ChildResult c = uepoll_support::run_in_child([&](int out) {
     std::string s;
     {
-      Ctx c(api);
+      Ctx ctx(api);
       errno = 0;
-      long r = row.fn(c);
+      long r = row.fn(ctx);
       s = outcome(r, errno);
     }
-    if (write(pp[1], s.data(), s.size()) < 0) _exit(3);
-    _exit(0);
-  }
-  close(pp[1]);
-  std::string s;
-  char b[256];
-  ssize_t n;
-  while ((n = read(pp[0], b, sizeof b)) > 0) s.append(b, static_cast<size_t>(n));
-  close(pp[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  if (WIFSIGNALED(st)) return "CRASH signal " + std::to_string(WTERMSIG(st));
-  return s;
+    if (write(out, s.data(), s.size()) < 0) _exit(3);
+  });
+  if (!c.started) return "fork failed";
+  if (int sig = c.signal()) return "CRASH signal " + std::to_string(sig);
+  return c.output;
 }
 
 TEST(BadInput, TableLinuxVsUepoll) {

@@ -163,20 +163,14 @@ std::vector<std::string> fd_limit_scenario(const Api& a) {
 
 TEST(Limits, MaxFdsMatchesLinuxRlimit) {
   // Linux: a child with RLIMIT_NOFILE = lowest free + 3.
-  int pp[2];
-  ASSERT_EQ(pipe(pp), 0);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    close(pp[0]);
-    int rep = fcntl(pp[1], F_DUPFD, 600);  // report pipe out of the way
-    close(pp[1]);
-    pp[1] = rep;
+  uepoll_support::ChildResult child = uepoll_support::run_in_child([](int out) {
+    int rep = fcntl(out, F_DUPFD, 600);  // report pipe out of the way
+    close(out);
     // Inherited descriptors (e.g. 10 from a CI harness) would make holes:
     // close whatever sits just above the lowest free number (child only).
     rel::FreeMap fm0 = rel::probe_free(rel::linux_is_open, 0, 8);
     for (int o : fm0.occupied)
-      if (o != pp[1]) close(o);
+      if (o != rep) close(o);
     rel::FreeMap fm = rel::probe_free(rel::linux_is_open, 0, 8);
     bool dense = fm.occupied.empty();
     int lo = fm.base;
@@ -185,20 +179,14 @@ TEST(Limits, MaxFdsMatchesLinuxRlimit) {
     if (!dense) {
       s = "NOT DENSE";
     } else {
-      // The report pipe's write end sits below lo... it was opened before.
+      // The report pipe's write end sits above lo: it was moved to 600.
       setrlimit(RLIMIT_NOFILE, &rl);
       for (auto& line : fd_limit_scenario(linux_api())) s += line + "\n";
     }
-    if (write(pp[1], s.data(), s.size()) < 0) _exit(2);
-    _exit(0);
-  }
-  close(pp[1]);
-  std::string linux_out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(pp[0], buf, sizeof buf)) > 0) linux_out.append(buf, static_cast<size_t>(n));
-  close(pp[0]);
-  waitpid(pid, nullptr, 0);
+    if (write(rep, s.data(), s.size()) < 0) _exit(2);
+  });
+  ASSERT_TRUE(child.started) << "pipe or fork failed: errno " << child.error;
+  std::string linux_out = child.output;
   if (linux_out == "NOT DENSE") GTEST_SKIP() << "kernel fd table has holes near the lowest free fd";
   // uepoll: max_fds = open count + 3.
   KnobGuard g("max_fds");

@@ -5,7 +5,7 @@
 // numbers.  Owns no state; checks nothing by itself.
 #pragma once
 
-#include <uepoll/tuning.h>
+#include <uepoll/testing.h>  // fail_alloc_after, uep_debug_*; includes tuning.h
 #include <uepoll/uepoll.h>
 
 #include <cerrno>
@@ -19,6 +19,7 @@
 #include <sys/epoll.h>
 
 #include "../support/api.h"
+#include "../support/forked_child.h"
 
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)

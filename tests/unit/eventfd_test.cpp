@@ -5,7 +5,7 @@
 // expectations (fs/eventfd.c behaviour, Linux 6.18).
 #include "unit/unit_common.h"
 
-#include <uepoll/tuning.h>
+#include <uepoll/testing.h>  // fail_alloc_after, uep_debug_*; includes tuning.h
 
 #include <climits>
 #include <cstring>

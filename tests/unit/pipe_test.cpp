@@ -6,7 +6,7 @@
 // runs on a kernel pipe and on a uepoll one with the same expectations.
 #include "unit/unit_common.h"
 
-#include <uepoll/tuning.h>
+#include <uepoll/testing.h>  // fail_alloc_after, uep_debug_*; includes tuning.h
 
 #include <atomic>
 #include <cstring>

@@ -8,7 +8,7 @@
 // tests at the end.
 #include "unit/unit_common.h"
 
-#include <uepoll/tuning.h>
+#include <uepoll/testing.h>  // fail_alloc_after, uep_debug_*; includes tuning.h
 
 #include <cstring>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
 // expectations; timing bounds leave room for a loaded 2-core machine.
 #include "unit/unit_common.h"
 
-#include <uepoll/tuning.h>
+#include <uepoll/testing.h>  // fail_alloc_after, uep_debug_*; includes tuning.h
 
 #include <cstring>
 #include <fcntl.h>

@@ -15,6 +15,10 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <uepoll/export.h>
+
+// Exported from a shared libuepoll: uepoll.hpp calls these from the user's code.
+UEP_API_BEGIN
 namespace uepoll::detail {
 
 long epoll_create1(int flags) noexcept;
@@ -40,3 +44,4 @@ long dup(int fd) noexcept;
 long poll(struct pollfd* fds, nfds_t nfds, int timeout_ms) noexcept;
 
 }  // namespace uepoll::detail
+UEP_API_END
