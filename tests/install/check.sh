@@ -12,10 +12,17 @@
 #   3. tests/install/cmake_consumer with find_package(uepoll REQUIRED) and
 #      uepoll::uepoll, as a C+C++ project and as a C-only project;
 #   4. the installed C header alone, as strict C99 with -Wpedantic -Werror.
-# Every binary is run and must print its "ok" line and exit 0.
+# Every binary is run and must print its "ok" line and exit 0.  Also checked:
+# the installed headers include version.h, export.h and testing.h; the
+# version in version.h, uep_version(), pkg-config --modversion and the CMake
+# package agree; nothing but the library, headers and package files is
+# installed (no uepoll-bench, no examples); and for the shared library, its
+# SONAME, and that it exports exactly the functions the installed headers
+# declare (nm -D: every uep_* and uepoll::detail:: function, nothing else).
 #
 # Environment: BUILD_DIR (default <repo>/build-install), JOBS (default 2),
-#   UEPOLL_INSTALL_KINDS (default "static shared"), CC, CXX.
+#   UEPOLL_INSTALL_KINDS (default "static shared"), CC, CXX,
+#   UEPOLL_WERROR (default OFF; scripts/test.sh sets ON).
 # Exit status: 0 when every check passed, 1 otherwise.
 set -euo pipefail
 
@@ -42,6 +49,35 @@ expect_ok() {   # expect_ok LABEL COMMAND...: runs it, wants rc 0 and an ok line
   grep -q ': ok$' <<<"$out" || fail "$label printed no ok line"
 }
 
+header_version() {   # header_version PREFIX: MAJOR.MINOR.PATCH from version.h
+  local v="$1/include/uepoll/version.h"
+  printf '%s.%s.%s' "$(awk '/^#define UEPOLL_VERSION_MAJOR /{print $3}' "$v")" \
+    "$(awk '/^#define UEPOLL_VERSION_MINOR /{print $3}' "$v")" \
+    "$(awk '/^#define UEPOLL_VERSION_PATCH /{print $3}' "$v")"
+}
+
+# check_shared_exports PREFIX LIB: the SONAME, and that the dynamic symbol
+# table holds exactly the C functions the installed headers declare plus the
+# uepoll::detail entry points uepoll.hpp calls.
+check_shared_exports() {
+  local prefix="$1" lib="$2" ver major minor want_so soname got want extra missing
+  ver="$(header_version "$prefix")"
+  major="${ver%%.*}"; minor="${ver#*.}"; minor="${minor%%.*}"
+  if ((major == 0)); then want_so="libuepoll.so.0.$minor"; else want_so="libuepoll.so.$major"; fi
+  soname="$(objdump -p "$lib" | awk '$1 == "SONAME" {print $2}')"
+  [[ "$soname" == "$want_so" ]] || fail "SONAME is '$soname', want $want_so (version $ver)"
+  [[ -e "$(dirname "$lib")/$want_so" ]] || fail "no $want_so installed"
+  step "SONAME $soname"
+  got="$(nm -D --defined-only "$lib" | awk '{print $3}' | sort -u)"
+  extra="$(grep -v -E '^(uep_[a-z0-9_]+|_ZN6uepoll6detail[A-Za-z0-9_]+)$' <<<"$got" || true)"
+  [[ -z "$extra" ]] || fail "shared library exports internal symbols: $(tr '\n' ' ' <<<"$extra")"
+  want="$(cat "$prefix"/include/uepoll/*.h | grep -o -E '\buep_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u)"
+  missing="$(comm -23 <(printf '%s\n' "$want") <(printf '%s\n' "$got"))"
+  [[ -z "$missing" ]] || fail "declared in the installed headers but not exported: $(tr '\n' ' ' <<<"$missing")"
+  grep -q '^_ZN6uepoll6detail' <<<"$got" || fail "uepoll::detail entry points (uepoll.hpp) not exported"
+  step "exports: $(wc -l <<<"$got") symbols, only the public API"
+}
+
 check_kind() {
   local kind="$1" shared=OFF
   [[ "$kind" == shared ]] && shared=ON
@@ -51,7 +87,7 @@ check_kind() {
   run cmake -S "$ROOT" -B "$bdir" -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_INSTALL_PREFIX="$prefix" -DBUILD_SHARED_LIBS="$shared" \
       -DUEPOLL_BUILD_TESTS=OFF -DUEPOLL_BUILD_BENCH=OFF -DUEPOLL_BUILD_FUZZ=OFF \
-      -DUEPOLL_BUILD_EXAMPLES=OFF -DUEPOLL_SANITIZE= >/dev/null
+      -DUEPOLL_BUILD_EXAMPLES=OFF -DUEPOLL_SANITIZE= -DUEPOLL_WERROR="${UEPOLL_WERROR:-OFF}" >/dev/null
   run cmake --build "$bdir" -j "$JOBS"
   run cmake --install "$bdir" >/dev/null
 
@@ -60,7 +96,11 @@ check_kind() {
   pc="$(find "$prefix" -name uepoll.pc -path '*/pkgconfig/*' | head -n1)"
   cfg="$(find "$prefix" -name uepollConfig.cmake | head -n1)"
   [[ -f "$prefix/include/uepoll/uepoll.h" ]] || fail "no include/uepoll/uepoll.h"
-  [[ -f "$prefix/include/uepoll/tuning.h" ]] || fail "no include/uepoll/tuning.h"
+  local h
+  for h in tuning.h version.h export.h testing.h; do
+    [[ -f "$prefix/include/uepoll/$h" ]] || fail "no include/uepoll/$h"
+  done
+  [[ ! -e "$prefix/bin" ]] || fail "programs installed by default: $(ls "$prefix/bin")"
   [[ -n "$pc" ]] || fail "no pkgconfig/uepoll.pc"
   [[ -n "$cfg" ]] || fail "no cmake/uepoll/uepollConfig.cmake"
   [[ -f "$(dirname "$cfg")/uepollConfigVersion.cmake" ]] || fail "no uepollConfigVersion.cmake"
@@ -72,6 +112,7 @@ check_kind() {
   [[ -n "$lib" ]] || fail "no installed $kind library"
   libdir="$(dirname "$lib")"
   step "installed: $(cd "$prefix" && find . -type f | sort | tr '\n' ' ')"
+  [[ "$kind" == shared ]] && check_shared_exports "$prefix" "$lib"
 
   # ---- pkg-config
   local pcdir pkc="pkg-config"
@@ -80,6 +121,8 @@ check_kind() {
   run $pkc --exists --print-errors uepoll || fail "pkg-config cannot read uepoll.pc"
   step "pkg-config --cflags --libs: $($pkc --cflags --libs uepoll)"
   step "pkg-config --static --libs: $($pkc --static --libs uepoll)"
+  [[ "$($pkc --modversion uepoll)" == "$(header_version "$prefix")" ]] \
+    || fail "pkg-config --modversion $($pkc --modversion uepoll) is not version.h's $(header_version "$prefix")"
   local modes=(plain) rpath=()
   [[ "$kind" == static ]] && modes+=(static)
   [[ "$kind" == shared ]] && rpath=("-Wl,-rpath,$libdir")

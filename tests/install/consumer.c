@@ -5,10 +5,12 @@
  * Checks: the installed header compiles as C, the installed library links from
  * a C program, and a basic round trip works: an eventfd added to an instance
  * with EPOLLIN is reported readable with its data after a write, and the
- * descriptors are uepoll ones (>= UEP_FD_BASE).  Exits 0 on success, 1 with
- * a message otherwise.
+ * descriptors are uepoll ones (>= UEP_FD_BASE); the installed version.h
+ * agrees with the installed library (uep_version()).  Exits 0 on success, 1
+ * with a message otherwise.
  */
 #include <uepoll/uepoll.h>
+#include <uepoll/version.h>
 
 #include <errno.h>
 #include <stdint.h>
@@ -25,6 +27,7 @@
   } while (0)
 
 int main(void) {
+  CHECK(strcmp(uep_version(), UEPOLL_VERSION_STRING) == 0);
   int ep = uep_epoll_create1(EPOLL_CLOEXEC);
   CHECK(ep >= UEP_FD_BASE);
   int efd = uep_eventfd(0, EFD_NONBLOCK);
@@ -59,6 +62,7 @@ int main(void) {
 
   CHECK(uep_close(efd) == 0);
   CHECK(uep_close(ep) == 0);
+  printf("consumer (C): uepoll %s\n", uep_version());
   puts("consumer (C): ok");
   return 0;
 }
