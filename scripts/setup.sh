@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/setup.sh - installs the Debian 12 packages uepoll needs to build and
 # test (compilers, CMake, GoogleTest, Google Benchmark, clang's libFuzzer and
-# sanitizer runtimes, valgrind, pkg-config, python3).
+# sanitizer runtimes, valgrind, pkg-config, python3, the aarch64 cross
+# compiler and qemu-user for the aarch64 stage).
 #
 # Checks: each package's install state with dpkg-query; installs only what is
 # missing (one `apt-get update`, one `apt-get install`), and only as root.
@@ -24,6 +25,8 @@ packages=(
   libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes
   valgrind
   python3
+  g++-aarch64-linux-gnu  # test.sh aarch64: cross compiler and aarch64 libc
+  qemu-user           # test.sh aarch64: runs the aarch64 tests (qemu-aarch64)
 )
 log() { printf 'setup: %s\n' "$*"; }
 

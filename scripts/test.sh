@@ -11,6 +11,18 @@
 #   install  build-install/  tests/install/check.sh: install into a temporary
 #                          prefix, then build and run consumers through
 #                          pkg-config and find_package(uepoll)
+#   release  build-release/  the README's install recipe as written (GCC,
+#                          Release, default options), every test, then
+#                          `cmake --install` into a temporary prefix
+#   clang    build-clang/  clang 14, MinSizeRel, every test (-Wthread-safety
+#                          and every other clang warning fatal)
+#   aarch64  build-aarch64/  cross build (cmake/aarch64-linux-gnu.cmake) of
+#                          the library, tests and examples with GoogleTest
+#                          built from /usr/src/googletest; with qemu-user,
+#                          runs the uepoll side of the unit, C API,
+#                          packaging and example tests under qemu-aarch64
+#                          (skipped when the cross compiler is absent)
+# Every stage builds with UEPOLL_WERROR=ON: any warning fails it.
 # It first runs scripts/setup.sh (installs missing Debian packages as root).
 # Each stage runs even when an earlier one failed; the script prints one
 # summary line per stage and exits 1 if any stage failed.
@@ -22,7 +34,10 @@
 #                            ... relative to the repository root (or absolute)
 #   UEPOLL_TEST_TIMEOUT=900  per-test timeout (s) for tests that set none
 #   UEPOLL_SKIP_SETUP=1      do not run scripts/setup.sh
-# Usage: scripts/test.sh [normal] [asan] [tsan] [fuzz] [install]
+#   UEPOLL_QEMU_TESTS=REGEX  ctest -L regex for the aarch64 stage's qemu run
+#                            (default "unit|c_api|packaging|example")
+# Usage: scripts/test.sh [normal] [asan] [tsan] [fuzz] [install] [release]
+#                        [clang] [aarch64]
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -34,13 +49,13 @@ PREFIX="${UEPOLL_BUILD_PREFIX:-build}"
 [[ "$PREFIX" = /* ]] || PREFIX="$ROOT/$PREFIX"
 TEST_TIMEOUT="${UEPOLL_TEST_TIMEOUT:-900}"
 
-all_stages=(normal asan tsan fuzz install)
+all_stages=(normal asan tsan fuzz install release clang aarch64)
 stages=()
 for a in "$@"; do
   case "$a" in
-    normal|asan|tsan|fuzz|install) stages+=("$a") ;;
+    normal|asan|tsan|fuzz|install|release|clang|aarch64) stages+=("$a") ;;
     all) stages+=("${all_stages[@]}") ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown stage '$a' (stages: ${all_stages[*]})" >&2; exit 2 ;;
   esac
 done
@@ -55,9 +70,9 @@ ctest_run() {   # ctest_run BUILD_DIR [extra ctest args...]
       --no-tests=error --timeout "$TEST_TIMEOUT" -j "$CTEST_JOBS" "$@"
 }
 
-configure() {   # configure BUILD_DIR [cmake args...]
+configure() {   # configure BUILD_DIR [cmake args...]: warnings are errors
   local dir="$1"; shift
-  run cmake -S "$ROOT" -B "$dir" "$@"
+  run cmake -S "$ROOT" -B "$dir" -DUEPOLL_WERROR=ON "$@"
 }
 
 build() {       # build BUILD_DIR [cmake --build args...]
@@ -162,7 +177,72 @@ print(" ".join(sorted(names)))' "$d")" || targets=""
 }
 
 stage_install() {
-  BUILD_DIR="$PREFIX-install" JOBS="$JOBS" run bash "$ROOT/tests/install/check.sh"
+  BUILD_DIR="$PREFIX-install" JOBS="$JOBS" UEPOLL_WERROR=ON run bash "$ROOT/tests/install/check.sh"
+}
+
+# The README's "Using an installed uepoll" recipe, word for word but for the
+# prefix (a temporary one) and UEPOLL_WERROR=ON: a plain Release build with
+# every default option (tests, bench and examples on), which a user may run
+# with any CMAKE_BUILD_TYPE.  Then the whole suite on that build, and the
+# installed tree must hold the library and headers and no program.
+stage_release() {
+  local d="$PREFIX-release" prefix rc=0
+  prefix="$(mktemp -d "${TMPDIR:-/tmp}/uepoll-release.XXXXXX")"
+  run cmake -S "$ROOT" -B "$d" -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX="$prefix" \
+      -DUEPOLL_WERROR=ON || { rm -rf "$prefix"; return 1; }
+  { build "$d" && run cmake --install "$d"; } || { rm -rf "$prefix"; return 1; }
+  if [[ ! -f "$prefix/include/uepoll/uepoll.h" || ! -f "$prefix/include/uepoll/version.h" ]] \
+     || ! compgen -G "$prefix/lib*/libuepoll.a" >/dev/null; then
+    echo "release: the install is missing the headers or libuepoll.a" >&2; rc=1
+  fi
+  if [[ -e "$prefix/bin" ]]; then
+    echo "release: programs installed by default: $(ls "$prefix/bin")" >&2; rc=1
+  fi
+  rm -rf "$prefix"
+  ctest_run "$d" || rc=1
+  return "$rc"
+}
+
+# clang 14 on the build type no other stage uses.  -Wthread-safety (added by
+# src/CMakeLists.txt for clang) is fatal here through UEPOLL_WERROR.
+stage_clang() {
+  local d="$PREFIX-clang"
+  if ! command -v clang >/dev/null || ! command -v clang++ >/dev/null; then
+    echo "clang: clang not installed: skipped"; return 3
+  fi
+  configure "$d" -DCMAKE_BUILD_TYPE=MinSizeRel -DUEPOLL_SANITIZE= \
+      -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ || return 1
+  build "$d" || return 1
+  ctest_run "$d"
+}
+
+# Cross build for aarch64.  GoogleTest: Debian ships it as source
+# (/usr/src/googletest); it is built once with the same toolchain file into
+# <dir>/gtest.  qemu-user's system calls are not Linux's in every detail
+# (errno order, flag checks), so under qemu only the uepoll side of the tests
+# runs (-E '/linux'): the Linux oracle is the native stages' job.
+stage_aarch64() {
+  local d="$PREFIX-aarch64" tc="$ROOT/cmake/aarch64-linux-gnu.cmake"
+  if ! command -v aarch64-linux-gnu-g++ >/dev/null; then
+    echo "aarch64: aarch64-linux-gnu-g++ not installed (g++-aarch64-linux-gnu): skipped"; return 3
+  fi
+  if [[ ! -f "$d/gtest/lib/cmake/GTest/GTestConfig.cmake" ]]; then
+    if [[ ! -f /usr/src/googletest/CMakeLists.txt ]]; then
+      echo "aarch64: no /usr/src/googletest (googletest package)" >&2; return 1
+    fi
+    run cmake -S /usr/src/googletest -B "$d/gtest-build" -DCMAKE_TOOLCHAIN_FILE="$tc" \
+        -DCMAKE_BUILD_TYPE=Release -DBUILD_GMOCK=OFF -DCMAKE_INSTALL_PREFIX="$d/gtest" >/dev/null || return 1
+    build "$d/gtest-build" >/dev/null || return 1
+    run cmake --install "$d/gtest-build" >/dev/null || return 1
+  fi
+  configure "$d/uepoll" -DCMAKE_TOOLCHAIN_FILE="$tc" -DCMAKE_BUILD_TYPE=Debug \
+      -DGTest_DIR="$d/gtest/lib/cmake/GTest" -DUEPOLL_BUILD_BENCH=OFF -DUEPOLL_SANITIZE= || return 1
+  build "$d/uepoll" || return 1
+  if ! command -v qemu-aarch64 >/dev/null; then
+    echo "aarch64: built (compile only): qemu-aarch64 not installed (qemu-user)"; return 0
+  fi
+  echo "aarch64: running the uepoll side of -L '${UEPOLL_QEMU_TESTS:-unit|c_api|packaging|example}' under qemu-aarch64"
+  ctest_run "$d/uepoll" -L "${UEPOLL_QEMU_TESTS:-unit|c_api|packaging|example}" -E '/linux'
 }
 
 # ---- main ----------------------------------------------------------------
