@@ -47,8 +47,8 @@ UEP_API_BEGIN /* every function declared here is exported (export.h) */
  * like the kernel's.  The kernel never returns a descriptor at or above
  * /proc/sys/fs/nr_open (1,048,576 by default).  If nr_open were raised to
  * UEP_FD_BASE or more, the two ranges could meet: uepoll then creates no
- * descriptor, every call that would create one fails with EMFILE, and the
- * first such call prints one line on stderr saying why. */
+ * descriptor, every call that would create one fails with EMFILE, and one
+ * line on stderr (printed once) says why. */
 #define UEP_FD_BASE 0x40000000
 #define UEP_FD_MAX 0x7ffffff0
 

@@ -325,7 +325,8 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   // Closes the descriptor, ignoring errors (use try_close() to see them).
-  // Contract: never blocks; never allocates.
+  // Contract: never allocates; blocks only as close(2) may on a kernel
+  // descriptor (closing a uepoll descriptor never blocks).
   ~Fd() { reset(); }
 
   // The descriptor, or -1 if empty.  Contract: noexcept; never blocks.
@@ -350,7 +351,8 @@ class Fd {
   // whatever the result (as close(2): the descriptor is gone either way).
   // Errors: EBADF if the descriptor was already closed behind our back
   // (or *this is empty); EIO etc. for kernel descriptors as close(2).
-  // Contract: not thread-safe on *this; never blocks; never allocates.
+  // Contract: not thread-safe on *this; never allocates; blocks only as
+  // close(2) may on a kernel descriptor (a uepoll one never blocks).
   Result<void> try_close() noexcept { return detail::void_result_of(detail::close(std::exchange(fd_, -1))); }
   // As try_close(); throws std::system_error on failure.
   void close() { detail::value_or_throw(try_close()); }
