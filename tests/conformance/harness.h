@@ -447,7 +447,10 @@ class T {
     int r = api.poll(p.data(), p.size(), timeout);
     int e = errno;
     std::string s = "poll(";
-    for (size_t i = 0; i < p.size(); ++i) s += (i ? " " : "") + name(p[i].fd);
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (i) s += ' ';  // not `" " + name()`: GCC 12 -O3 -Wrestrict false positive (PR 105329)
+      s += name(p[i].fd);
+    }
     s += "," + std::to_string(timeout) + ") = " + (errno = e, res(r));
     if (r >= 0) {
       s += " [";

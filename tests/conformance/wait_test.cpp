@@ -282,7 +282,10 @@ TEST(WaitOrder, LevelTriggeredRoundRobin) {
       total += n;
     }
     std::string s = "counts:";
-    for (int c : count) s += " " + std::to_string(c);
+    for (int c : count) {
+      s += ' ';  // not `" " + std::to_string()`: GCC 12 -O3 -Wrestrict false positive (PR 105329)
+      s += std::to_string(c);
+    }
     t.log(s);
     // Consuming one item's data drops it from the rotation at the next harvest.
     char c;
