@@ -454,8 +454,10 @@ class T {
     s += "," + std::to_string(timeout) + ") = " + (errno = e, res(r));
     if (r >= 0) {
       s += " [";
-      for (size_t i = 0; i < p.size(); ++i)
-        s += (i ? " " : "") + mask_str(static_cast<uint16_t>(p[i].revents));
+      for (size_t i = 0; i < p.size(); ++i) {
+        if (i) s += ' ';  // GCC 12 -O3 -Wrestrict false positive otherwise (PR 105329)
+        s += mask_str(static_cast<uint16_t>(p[i].revents));
+      }
       s += "]";
     }
     last_revents_.clear();
