@@ -11,9 +11,13 @@
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/types.h>
 #include <time.h>
+
+struct uep_file;
+struct uep_file_ops;
 
 namespace uepoll::detail {
 
@@ -38,5 +42,10 @@ long write(int fd, const void* buf, size_t count) noexcept;
 long close(int fd) noexcept;
 long dup(int fd) noexcept;
 long poll(struct pollfd* fds, nfds_t nfds, int timeout_ms) noexcept;
+
+// User-defined files (uepoll.h: uep_file_open, uep_file_wake, uep_file_unref).
+long file_open(const uep_file_ops* ops, void* ctx, int flags, uep_file** handle) noexcept;
+void file_wake(uep_file* handle, uint32_t events) noexcept;
+void file_unref(uep_file* handle) noexcept;
 
 }  // namespace uepoll::detail
