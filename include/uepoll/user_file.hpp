@@ -31,7 +31,7 @@
 //
 //   struct Flag final : uepoll::UserFile {
 //     std::atomic<bool> up{false};
-//     std::uint32_t poll() noexcept override { return up ? EPOLLIN : 0; }
+//     std::uint32_t poll() noexcept override { return up ? EPOLLIN : 0u; }
 //     void raise() { up = true; wake(EPOLLIN); }
 //   };
 //   auto flag = std::make_shared<Flag>();
