@@ -67,6 +67,15 @@ int wait0(int ep, epoll_event* out = nullptr) {
   return uep_epoll_wait(ep, out ? out : tmp, 8, 0);
 }
 
+// Opens p (non-blocking) and watches it from a new instance: {fd, ep}.
+std::pair<int, int> open_watched(Probe& p, uint32_t events, uint64_t data) {
+  const int fd = p.open();
+  const int ep = uep_epoll_create1(0);
+  epoll_event ev = ev_of(events, data);
+  EXPECT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+  return {fd, ep};
+}
+
 TEST(UserFileApi, BadArguments) {
   Probe p;
   uep_file* h = reinterpret_cast<uep_file*>(0x1);
@@ -189,10 +198,8 @@ TEST(UserFileApi, CloseRemovesRegistrationsBeforeRelease) {
 // called under the instance's scan mutex, this would deadlock.)
 TEST(UserFileApi, CallbacksMayCallUepoll) {
   Probe p;
-  int fd = p.open();
-  int ep = uep_epoll_create1(0);
-  epoll_event ev = ev_of(EPOLLIN | EPOLLET, 9);
-  ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+  const auto fe = open_watched(p, EPOLLIN | EPOLLET, 9);
+  const int fd = fe.first, ep = fe.second;
   std::atomic<int> inner{-2};
   p.in_poll = [&] { inner = wait0(ep); };
   p.ready = EPOLLIN;
@@ -219,10 +226,8 @@ TEST(UserFileApi, CallbacksMayCallUepoll) {
 // delivered once that poll has returned (an edge for an ET item).
 TEST(UserFileApi, WakeFromInsideOwnPoll) {
   Probe p;
-  int fd = p.open();
-  int ep = uep_epoll_create1(0);
-  epoll_event ev = ev_of(EPOLLIN | EPOLLET, 4);
-  ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+  const auto fe = open_watched(p, EPOLLIN | EPOLLET, 4);
+  const int fd = fe.first, ep = fe.second;
   EXPECT_EQ(wait0(ep), 0);
   std::atomic<int> depth{0}, max_depth{0};
   p.in_poll = [&] {
@@ -247,10 +252,8 @@ TEST(UserFileApi, WakeFromInsideOwnPoll) {
 // items then stop reporting it.
 TEST(UserFileApi, ReadinessLossThroughWake) {
   Probe p;
-  int fd = p.open();
-  int ep = uep_epoll_create1(0);
-  epoll_event ev = ev_of(EPOLLIN, 1);
-  ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), 0);
+  const auto fe = open_watched(p, EPOLLIN, 1);
+  const int fd = fe.first, ep = fe.second;
   p.ready = EPOLLIN;
   uep_file_wake(p.handle, EPOLLIN);
   EXPECT_EQ(wait0(ep), 1);
