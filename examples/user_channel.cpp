@@ -344,7 +344,7 @@ int run() {
   if (producer_thread.joinable()) producer_thread.join();
   if (client_thread.joinable()) client_thread.join();
   uep_close(ch[0]);  // the channel's last end: both releases have run
-  ::close(lst);
+  uep_close(lst);  // through uepoll: it may be watching this kernel descriptor
   uep_close(ep);
   if (received != kMessages) fail("messages lost");
   if (tcp && !client_ok) fail("the client missed answers");
