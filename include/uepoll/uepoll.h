@@ -86,8 +86,10 @@ int uep_is_uepoll_fd(int fd);
  * removal from every instance at the last close).  Linux's model:
  * file_operations->poll/read/write/release and wake_up_poll().
  *
- * Callbacks.  uepoll calls them with NO lock of its own held, from any
- * thread, possibly concurrently (with each other and with themselves); a
+ * Callbacks.  uepoll calls them with NO lock of its own held, in the
+ * thread of the call that runs them (poll: uep_file_open, uep_file_wake,
+ * uep_read, uep_write; read/write: uep_read/uep_write; release: below),
+ * so possibly concurrently, with each other and with themselves.  A
  * callback may call any uepoll function, uep_file_wake included (on this
  * file or another).  The object's own locking is the program's: take your
  * locks inside the callbacks, never across a uepoll call that may run
@@ -128,19 +130,23 @@ int uep_is_uepoll_fd(int fd);
  *   for a new file with the callbacks in *ops (copied) and ctx, and in
  *   *handle one reference to it.  flags: O_NONBLOCK (the descriptor's
  *   status flag), O_CLOEXEC (accepted; uepoll descriptors are not
- *   inherited by exec).  Calls ops->poll once before returning.  Errors:
- *   EFAULT (ops or handle NULL), EINVAL (ops->poll NULL, other flags),
- *   EMFILE, ENOMEM.  On error nothing is called, *handle is untouched.
+ *   inherited by exec).  Calls ops->poll once before returning.  Errors,
+ *   in this order: EINVAL (other flags), EFAULT (ops or handle NULL or not
+ *   user memory), EINVAL (ops->poll NULL), ENOMEM, EMFILE.  On error
+ *   *handle is untouched and release is never called (poll may have
+ *   been, for EMFILE).
  *
  * uep_file_wake(handle, events): the object's readiness changed: calls
  *   ops->poll, then wakes the file's waiters for `events` as Linux's
  *   wake_up_poll(wq, events): epoll items whose events intersect them
  *   (one EPOLLEXCLUSIVE item), blocked poll()s, readers or writers.
  *   events == 0 wakes every waiter whatever it waits for (wake_up()).
- *   Any thread, any time, also inside a callback of this or another file;
- *   after the file is closed it does nothing.  Because it calls ops->poll,
- *   do not hold a lock that poll (or release) takes while calling it:
- *   change the state under your lock, unlock, then wake.  Never blocks.
+ *   Any thread, any time, also inside a callback of this or another file
+ *   (from inside this file's own poll it is delivered once that poll has
+ *   returned, with its result); after the file is closed it does nothing.
+ *   Because it calls ops->poll, do not hold a lock that poll (or release)
+ *   takes while calling it: change the state under your lock, unlock,
+ *   then wake.  Blocks only as long as poll does; allocates nothing.
  *
  * uep_file_unref(handle): drops the handle's reference.  Call it exactly
  *   once per handle, from any thread (also inside release); the handle is
