@@ -99,4 +99,4 @@ inline std::string to_string(const Outcome& o) {
 
 }  // namespace uepoll_test
 
-#include "support/user_objects.h"  // defines user_eventfd_api()
+#include "user_objects.h"  // defines user_eventfd_api() (same directory)

@@ -15,7 +15,7 @@
 // uep_file_wake is made after it is released (the rule in uepoll.h).
 #pragma once
 
-#include "support/api.h"
+#include "api.h"
 
 #include <uepoll/uepoll.h>
 
