@@ -28,8 +28,8 @@ struct Probe {
   std::atomic<bool> poll_after_release{false};
   std::function<void()> in_poll;     // called inside poll (optional)
   std::function<void()> in_release;  // called inside release (optional)
-  ssize_t read_result = 0;
-  int read_errno = 0;
+  std::atomic<ssize_t> read_result{0};
+  std::atomic<int> read_errno{0};
   uep_file* handle = nullptr;
 
   static uint32_t poll(void* c) {
@@ -335,6 +335,33 @@ TEST(UserFileApi, BlockingReadInterruptedBySignal) {
   EXPECT_EQ(err.load(), EINTR);
   sigaction(SIGUSR1, &old, nullptr);
   uep_close(fd);
+  uep_file_unref(p.handle);
+}
+
+// A read blocked on the file keeps it open after its last descriptor is
+// closed (as Linux's file reference does); release runs when it returns.
+TEST(UserFileApi, ReleaseWaitsForBlockedReader) {
+  Probe p;
+  std::atomic<ssize_t> result{-1};
+  p.read_result = -1;
+  p.read_errno = EAGAIN;
+  int fd = p.open(0);
+  std::atomic<bool> started{false};
+  std::thread reader([&] {
+    started = true;
+    char b[8];
+    ssize_t r = uep_read(fd, b, sizeof b);
+    result = r;
+  });
+  while (!started) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(uep_close(fd), 0);
+  EXPECT_EQ(p.releases.load(), 0);  // the blocked read still holds the file
+  p.read_result = 3;  // (the reader only reads it after the wake below)
+  uep_file_wake(p.handle, EPOLLIN);
+  reader.join();
+  EXPECT_EQ(result.load(), 3);
+  EXPECT_EQ(p.releases.load(), 1);
   uep_file_unref(p.handle);
 }
 
