@@ -142,8 +142,9 @@ int uep_is_uepoll_fd(int fd);
  *   (one EPOLLEXCLUSIVE item), blocked poll()s, readers or writers.
  *   events == 0 wakes every waiter whatever it waits for (wake_up()).
  *   Any thread, any time, also inside a callback of this or another file
- *   (from inside this file's own poll it is delivered once that poll has
- *   returned, with its result); after the file is closed it does nothing.
+ *   (from inside this file's own poll, read or write it is delivered once
+ *   that callback has returned and poll has been called); after the file
+ *   is closed it does nothing.
  *   Because it calls ops->poll, do not hold a lock that poll (or release)
  *   takes while calling it: change the state under your lock, unlock,
  *   then wake.  Blocks only as long as poll does; allocates nothing.

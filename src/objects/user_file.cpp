@@ -17,16 +17,30 @@ namespace {
 constexpr uint32_t kReadWake = EPOLLIN | EPOLLRDNORM | EPOLLRDHUP | EPOLLHUP | EPOLLERR;
 constexpr uint32_t kWriteWake = EPOLLOUT | EPOLLWRNORM | EPOLLHUP | EPOLLERR;
 
-// One refresh in progress on this thread.  A uep_file_wake of the same
-// file from inside its poll callback lands here instead of recursing: the
-// key is remembered and the refresh wakes with it once it has published.
-struct RefreshFrame {
+// A callback of one file running on this thread: its poll (in a refresh)
+// or its read/write.  A uep_file_wake of that file from inside the
+// callback lands here instead of recursing: the key is remembered, and the
+// wake is made once the callback has returned and the file is refreshed
+// (one poll instead of two, and never a wake before the state it reports).
+struct CallbackFrame {
   const UserFile* file;
-  RefreshFrame* up;
+  CallbackFrame* up;
   bool pending = false;
   uint32_t key = 0;  // union of the pending keys; 0 with pending = wake all
 };
-thread_local RefreshFrame* t_frames = nullptr;
+thread_local CallbackFrame* t_frames = nullptr;
+
+class FrameScope {
+ public:
+  explicit FrameScope(const UserFile* f) noexcept : fr_{f, t_frames} { t_frames = &fr_; }
+  ~FrameScope() { t_frames = fr_.up; }
+  FrameScope(const FrameScope&) = delete;
+  FrameScope& operator=(const FrameScope&) = delete;
+  const CallbackFrame& frame() const noexcept { return fr_; }
+
+ private:
+  CallbackFrame fr_;
+};
 
 }  // namespace
 
@@ -40,19 +54,24 @@ uint32_t UserFile::poll(int) noexcept {
 }
 
 void UserFile::refresh() noexcept {
-  RefreshFrame fr{this, t_frames};
-  t_frames = &fr;
-  // acq_rel: the ticket is taken before the poll; see user_file.h.
-  const uint32_t t = ticket_.fetch_add(1, std::memory_order_acq_rel) + 1;
-  const uint32_t mask = ops_.poll(ctx_);
-  t_frames = fr.up;
+  uint32_t t, mask;
+  bool pending;
+  uint32_t key;
+  {
+    FrameScope scope(this);
+    // acq_rel: the ticket is taken before the poll; see user_file.h.
+    t = ticket_.fetch_add(1, std::memory_order_acq_rel) + 1;
+    mask = ops_.poll(ctx_);
+    pending = scope.frame().pending;
+    key = scope.frame().key;
+  }
   uint64_t cur = state_.load(std::memory_order_relaxed);
   // Publish over older tickets only (wrap-safe difference).
   while (static_cast<int32_t>(t - static_cast<uint32_t>(cur >> 32)) > 0) {
     const uint64_t next = (static_cast<uint64_t>(t) << 32) | mask;
     if (state_.compare_exchange_weak(cur, next, std::memory_order_release, std::memory_order_relaxed)) break;
   }
-  if (fr.pending) wake_queue(fr.key);
+  if (pending) wake_queue(key);
 }
 
 void UserFile::wake_queue(uint32_t key) noexcept {
@@ -63,12 +82,12 @@ void UserFile::wake_queue(uint32_t key) noexcept {
 
 void UserFile::wake(uint32_t key) noexcept {
   if (!tryget()) return;  // closed: every waiter is gone
-  for (RefreshFrame* f = t_frames; f; f = f->up) {
+  for (CallbackFrame* f = t_frames; f; f = f->up) {
     if (f->file != this) continue;
-    // From inside this file's own poll: the outer refresh wakes for us.
+    // From inside one of this file's callbacks: deferred (CallbackFrame).
     f->key = (f->pending && f->key == 0) || key == 0 ? 0 : f->key | key;
     f->pending = true;
-    put();  // not the last: the outer refresh is pinned
+    put();  // not the last: the callback's caller holds a reference
     return;
   }
   refresh();
@@ -76,18 +95,25 @@ void UserFile::wake(uint32_t key) noexcept {
   put();  // may be the last reference: runs the release callback here
 }
 
-long UserFile::call_read(void* buf, size_t count) noexcept {
-  errno = 0;
-  const ssize_t n = ops_.read(ctx_, buf, count);
+// Runs the read or write callback, then refreshes (the call may have
+// changed readiness) and makes the wakes it asked for.
+long UserFile::call_op(bool is_write, void* buf, size_t count) noexcept {
+  ssize_t n;
+  int err;
+  bool pending;
+  uint32_t key;
+  {
+    FrameScope scope(this);
+    errno = 0;
+    n = is_write ? ops_.write(ctx_, buf, count) : ops_.read(ctx_, buf, count);
+    err = errno;  // before the poll below can change it
+    pending = scope.frame().pending;
+    key = scope.frame().key;
+  }
+  refresh();
+  if (pending) wake_queue(key);
   if (n >= 0) return static_cast<size_t>(n) <= count ? n : -EIO;
-  return errno > 0 ? -errno : -EIO;
-}
-
-long UserFile::call_write(const void* buf, size_t count) noexcept {
-  errno = 0;
-  const ssize_t n = ops_.write(ctx_, buf, count);
-  if (n >= 0) return static_cast<size_t>(n) <= count ? n : -EIO;
-  return errno > 0 ? -errno : -EIO;
+  return err > 0 ? -err : -EIO;
 }
 
 // Linux wait_event_interruptible() with the condition evaluated by the
@@ -114,7 +140,6 @@ long UserFile::block(uint32_t wait_mask, Op&& op) noexcept {
     wq().add_locked(&we.entry);
     wq().unlock();
     const long r = op();
-    refresh();
     if (r != -EAGAIN) {
       dequeue();
       return r;
@@ -127,18 +152,17 @@ long UserFile::block(uint32_t wait_mask, Op&& op) noexcept {
 
 ssize_t UserFile::read(void* buf, size_t count) noexcept {
   if (!ops_.read) return -EINVAL;  // Linux vfs_read: no ->read
-  const long r = call_read(buf, count);
-  refresh();
+  const long r = call_op(false, buf, count);
   if (r != -EAGAIN || nonblocking()) return r;
-  return block(kReadWake, [&] { return call_read(buf, count); });
+  return block(kReadWake, [&] { return call_op(false, buf, count); });
 }
 
 ssize_t UserFile::write(const void* buf, size_t count) noexcept {
   if (!ops_.write) return -EINVAL;  // Linux vfs_write: no ->write
-  const long r = call_write(buf, count);
-  refresh();
+  void* b = const_cast<void*>(buf);  // handed to ops_.write as const again
+  const long r = call_op(true, b, count);
   if (r != -EAGAIN || nonblocking()) return r;
-  return block(kWriteWake, [&] { return call_write(buf, count); });
+  return block(kWriteWake, [&] { return call_op(true, b, count); });
 }
 
 void UserFile::on_release() noexcept {

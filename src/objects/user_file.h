@@ -6,7 +6,8 @@
 // so UserFile::poll() does not call the user: it returns a cached mask, and
 // the user's poll is called (refresh()) only where uepoll holds nothing:
 // at open, in every uep_file_wake before the wakeup, and after every read
-// or write callback.  A readiness change outside read/write must therefore
+// or write callback (a wake of the file from inside its own callback is
+// deferred to that point: CallbackFrame in user_file.cpp).  A readiness change outside read/write must therefore
 // be announced by a wake (uepoll.h states it for users).
 //
 // The cache and its ordering.  state_ packs (ticket << 32 | mask).  A
@@ -79,8 +80,7 @@ class UserFile final : public core::File {
  private:
   template <class Op>
   long block(uint32_t wait_mask, Op&& op) noexcept;
-  long call_read(void* buf, size_t count) noexcept;
-  long call_write(const void* buf, size_t count) noexcept;
+  long call_op(bool is_write, void* buf, size_t count) noexcept;
   void wake_queue(uint32_t key) noexcept;
   void drop_hold() noexcept;
 
