@@ -28,6 +28,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -83,6 +84,93 @@ int uep_poll(struct pollfd *fds, nfds_t nfds, int timeout);
 
 /* Extension: 1 if fd is an open uepoll descriptor, 0 otherwise. */
 int uep_is_uepoll_fd(int fd);
+
+/* ---- user-defined files (extension) --------------------------------
+ * A program's own object (a user-space socket, a message channel...) as a
+ * uepoll descriptor: epoll, poll, read, write, dup and close treat it as
+ * they treat eventfds and pipes (LT, ET, ONESHOT, EXCLUSIVE, nesting,
+ * removal from every instance at the last close).  Linux's model:
+ * file_operations->poll/read/write/release and wake_up_poll().
+ *
+ * Callbacks.  uepoll calls them with NO lock of its own held, in the
+ * thread of the call that runs them (poll: uep_file_open, uep_file_wake,
+ * uep_read, uep_write; read/write: uep_read/uep_write; release: below),
+ * so possibly concurrently, with each other and with themselves.  A
+ * callback may call any uepoll function, uep_file_wake included (on this
+ * file or another).  The object's own locking is the program's: take your
+ * locks inside the callbacks, never across a uepoll call that may run
+ * one of them (see uep_file_wake).
+ *
+ *  poll(ctx)  returns the current readiness (EPOLLIN, EPOLLOUT, EPOLLHUP,
+ *             EPOLLERR, EPOLLRDHUP, EPOLLPRI, EPOLLRDNORM...).  Required.
+ *             uepoll calls it once in uep_file_open, in every
+ *             uep_file_wake before anyone is woken, and after every read
+ *             or write callback; epoll, poll and blocking reads see the
+ *             value of the latest call (harvests never call user code).
+ *             So readiness that changes outside read/write must be
+ *             announced with uep_file_wake -- also when it goes away (a
+ *             wake for bits that are not ready delivers nothing; Linux
+ *             re-polls at every harvest instead).  Must not block.
+ *  read(ctx, buf, len), write(ctx, buf, len)
+ *             as read(2)/write(2): return the byte count, or -1 with errno
+ *             set (errno 0 is reported as EIO; a count above len as EIO).
+ *             NULL: uep_read / uep_write fail with EINVAL.  buf and len
+ *             are the caller's, after uepoll's own checks (a buffer past
+ *             the user address range is EFAULT; len is clamped to
+ *             Linux's MAX_RW_COUNT).  On a descriptor without O_NONBLOCK,
+ *             -1/EAGAIN makes the caller sleep until uep_file_wake with
+ *             EPOLLIN|EPOLLRDNORM|EPOLLRDHUP|EPOLLHUP|EPOLLERR (read) or
+ *             EPOLLOUT|EPOLLWRNORM|EPOLLHUP|EPOLLERR (write) or key 0, then
+ *             call it again; a signal handler ends the sleep with EINTR.
+ *             With O_NONBLOCK, EAGAIN is returned.
+ *  release(ctx)  the file was closed: its last descriptor is gone and
+ *             every call in progress on it (reads, writes, polls, wakes)
+ *             has returned.  Runs exactly once, in the thread that dropped
+ *             the last reference (uep_close, the end of a uep_* call on a
+ *             descriptor closed meanwhile, or a uep_file_wake that was
+ *             polling when the last descriptor closed); by then the file
+ *             is removed from every epoll instance.  No callback is called
+ *             after it starts.  May be NULL.
+ *
+ * uep_file_open(ops, ctx, flags, &handle): a new descriptor (lowest free)
+ *   for a new file with the callbacks in *ops (copied) and ctx, and in
+ *   *handle one reference to it.  flags: O_NONBLOCK (the descriptor's
+ *   status flag), O_CLOEXEC (accepted; uepoll descriptors are not
+ *   inherited by exec).  Calls ops->poll once before returning.  Errors,
+ *   in this order: EINVAL (other flags), EFAULT (ops or handle NULL or not
+ *   user memory), EINVAL (ops->poll NULL), ENOMEM, EMFILE.  On error
+ *   *handle is untouched and release is never called (poll may have
+ *   been, for EMFILE).
+ *
+ * uep_file_wake(handle, events): the object's readiness changed: calls
+ *   ops->poll, then wakes the file's waiters for `events` as Linux's
+ *   wake_up_poll(wq, events): epoll items whose events intersect them
+ *   (one EPOLLEXCLUSIVE item), blocked poll()s, readers or writers.
+ *   events == 0 wakes every waiter whatever it waits for (wake_up()).
+ *   Any thread, any time, also inside a callback of this or another file
+ *   (from inside this file's own poll, read or write it is delivered once
+ *   that callback has returned and poll has been called); after the file
+ *   is closed it does nothing.
+ *   Because it calls ops->poll, do not hold a lock that poll (or release)
+ *   takes while calling it: change the state under your lock, unlock,
+ *   then wake.  Blocks only as long as poll does; allocates nothing.
+ *
+ * uep_file_unref(handle): drops the handle's reference.  Call it exactly
+ *   once per handle, from any thread (also inside release); the handle is
+ *   invalid afterwards.  It does not close the file (descriptors do), and
+ *   the handle may outlive the file.  NULL is ignored.
+ */
+struct uep_file;
+struct uep_file_ops {
+  uint32_t (*poll)(void *ctx);
+  ssize_t (*read)(void *ctx, void *buf, size_t len);
+  ssize_t (*write)(void *ctx, const void *buf, size_t len);
+  void (*release)(void *ctx);
+};
+int uep_file_open(const struct uep_file_ops *ops, void *ctx, int flags,
+                  struct uep_file **handle);
+void uep_file_wake(struct uep_file *handle, uint32_t events);
+void uep_file_unref(struct uep_file *handle);
 
 UEP_API_END
 #ifdef __cplusplus

@@ -46,6 +46,8 @@
 // the free functions read, write, poll, shutdown over std::span buffers.
 // Errors are Linux's, in Linux's order of detection, exactly as the C API
 // reports them (both are edges of the same engine).
+// A program's own objects as descriptors: uepoll::UserFile, in
+// <uepoll/user_file.hpp> (which includes this header).
 //
 // Example (compiled by tests/cxx/header_check.cpp, which keeps a copy):
 //

@@ -54,6 +54,7 @@ long rw_mode_check(const uepoll::core::File* f, bool write) {
       return write ? -EINVAL : 0;
     case FileKind::kEventFd:
     case FileKind::kSocket:
+    case FileKind::kUser:  // a missing callback is EINVAL (objects/user_file.h)
       return 0;
   }
   return 0;

@@ -24,7 +24,8 @@
 
 namespace uepoll::core {
 
-enum class FileKind : uint8_t { kEpoll, kEventFd, kPipeRead, kPipeWrite, kSocket, kTimer };
+// kUser: a user-defined file (uep_file_open, objects/user_file.h).
+enum class FileKind : uint8_t { kEpoll, kEventFd, kPipeRead, kPipeWrite, kSocket, kTimer, kUser };
 
 // Cache-line aligned: files of different threads never share a line (the
 // reference count and the wait-queue lock are written on every call).
@@ -48,8 +49,13 @@ class alignas(64) File {
   // memory itself is freed (an epoll instance, an eventfd): inside a
   // reclaim::ReadGuard they can be polled without a reference, even while
   // being released.  Pipes, sockets and timers free or close shared state
-  // in on_release() and must be pinned with tryget() first.
-  bool poll_unpinned_ok() const noexcept { return kind_ == FileKind::kEpoll || kind_ == FileKind::kEventFd; }
+  // in on_release() and must be pinned with tryget() first.  A user file's
+  // poll() reads only its cached mask, never user code (user_file.h), and
+  // must not be pinned: a harvest's unpin could run its release callback
+  // under the scan mutex.
+  bool poll_unpinned_ok() const noexcept {
+    return kind_ == FileKind::kEpoll || kind_ == FileKind::kEventFd || kind_ == FileKind::kUser;
+  }
 
   // ---- references ---------------------------------------------------
   void get() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }

@@ -63,6 +63,15 @@
 // instance's scan mutex while holding one of that instance's shard locks,
 // so this cannot close a cycle (harvests defer such puts where they can).
 //
+// User code (the callbacks of user-defined files, objects/user_file.h) runs
+// with no uepoll lock held, so a program's own locks sit outside this
+// order: File::poll() of a user file returns a cached mask (the user's poll
+// is called only from uep_file_open, uep_file_wake and after read/write
+// callbacks), and its last put never happens under a lock (harvests poll
+// it unpinned; Instance::add drops the topology walk's leaf references
+// after the topology lock).  uep_file_wake takes the file's queue (6) and,
+// through the wake callbacks, 7 and nested 6: an eventfd write's path.
+//
 // Not locks, but ordering rules: fd-table lookups are lock-free under an
 // epoch guard (core/reclaim.h); item lifetimes are reference counts
 // (epoll/item.h).

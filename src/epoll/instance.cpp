@@ -378,7 +378,9 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     mode = core::knob(k.parallel_nested_add) ? topology::Mode::kShared : topology::Mode::kExclusive;
 
   for (;;) {
-    topology::Guard tg(mode, tf);
+    // Declared before the topology guard so that the leaf references are
+    // dropped after it is released: a last put runs the file's release,
+    // which for a user file is user code (lock_order.h: releases).
     std::vector<core::File*> leaves;
     struct LeafRefs {
       std::vector<core::File*>& v;
@@ -386,6 +388,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
         for (core::File* f : v) f->put();
       }
     } leaf_refs{leaves};
+    topology::Guard tg(mode, tf);
     struct Hold {
       Instance* c;
       ~Hold() {

@@ -9,6 +9,7 @@
 #include <uepoll/uepoll.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <string>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -67,6 +68,10 @@ inline const Api& linux_api() {
   return api;
 }
 
+inline const Api& user_eventfd_api(const Api& base);  // support/user_objects.h
+
+// UEPOLL_TEST_USER_EVENTFD=1 swaps uepoll's eventfd for a user-defined file
+// with eventfd semantics (support/user_objects.h), for whole-suite runs.
 inline const Api& uepoll_api() {
   static const Api api{"uepoll",             ::uep_epoll_create,    ::uep_epoll_create1,
                        ::uep_epoll_ctl,      ::uep_epoll_wait,      ::uep_epoll_pwait,
@@ -75,7 +80,9 @@ inline const Api& uepoll_api() {
                        ::uep_timerfd_create, ::uep_timerfd_settime, ::uep_timerfd_gettime,
                        ::uep_read,           ::uep_write,           ::uep_close,
                        ::uep_dup,            ::uep_poll};
-  return api;
+  static const char* user = getenv("UEPOLL_TEST_USER_EVENTFD");
+  static const Api& chosen = user && *user && *user != '0' ? user_eventfd_api(api) : api;
+  return chosen;
 }
 
 // A call's outcome: return value (descriptors normalised by the caller) and
@@ -91,3 +98,5 @@ inline std::string to_string(const Outcome& o) {
 }
 
 }  // namespace uepoll_test
+
+#include "user_objects.h"  // defines user_eventfd_api() (same directory)

@@ -11,11 +11,15 @@
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/types.h>
 #include <time.h>
 
 #include <uepoll/export.h>
+
+struct uep_file;
+struct uep_file_ops;
 
 // Exported from a shared libuepoll: uepoll.hpp calls these from the user's code.
 UEP_API_BEGIN
@@ -42,6 +46,11 @@ long write(int fd, const void* buf, size_t count) noexcept;
 long close(int fd) noexcept;
 long dup(int fd) noexcept;
 long poll(struct pollfd* fds, nfds_t nfds, int timeout_ms) noexcept;
+
+// User-defined files (uepoll.h: uep_file_open, uep_file_wake, uep_file_unref).
+long file_open(const uep_file_ops* ops, void* ctx, int flags, uep_file** handle) noexcept;
+void file_wake(uep_file* handle, uint32_t events) noexcept;
+void file_unref(uep_file* handle) noexcept;
 
 }  // namespace uepoll::detail
 UEP_API_END
