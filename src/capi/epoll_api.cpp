@@ -134,6 +134,16 @@ namespace uepoll::detail {
 long epoll_create1(int flags) noexcept { return create(flags); }
 
 long epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) noexcept {
+  if (!uepoll::fd::in_range(epfd) && uepoll::fd::in_range(fd) && epfd >= 0) {
+    // A kernel instance cannot see a uepoll file (the other way round goes
+    // through uep_epoll_kernel_fd): Linux's checks up to "is an epoll",
+    // then EPERM, as for a file without ->poll.
+    if (op != EPOLL_CTL_DEL && !user_readable(event, sizeof *event)) return -EFAULT;
+    if (::fcntl(epfd, F_GETFD) < 0) return -EBADF;
+    FileRef tf(uepoll::fd::lookup(fd));
+    if (!tf) return -EBADF;
+    return uepoll::epoll::KernelWatch::is_kernel_epoll(epfd) ? -EPERM : -EINVAL;
+  }
   if (!uepoll::fd::in_range(epfd)) {
     int r = ::epoll_ctl(epfd, op, fd, event);
     return r < 0 ? -errno : r;

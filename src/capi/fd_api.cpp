@@ -86,8 +86,11 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
       // (its readiness itself comes from Instance::poll).
       if (slots[i].file && slots[i].file->is_epoll())
         if (auto* kw = static_cast<uepoll::epoll::Instance*>(slots[i].file)->kernel_watch()) {
-          kfds.push_back({kw->sleep_fd(), POLLIN, 0});
-          kindex.push_back(nfds);  // no fds[] entry of its own
+          struct pollfd side[2];
+          for (int k = 0, n = kw->sleep_fds(side); k < n; ++k) {
+            kfds.push_back(side[k]);
+            kindex.push_back(nfds);  // no fds[] entry of its own
+          }
         }
     } else if (fd >= 0) {
       kfds.push_back({fd, fds[i].events, 0});

@@ -19,10 +19,9 @@ namespace uepoll::epoll {
 
 namespace {
 
-// Tags of hub_ entries.  Children are tagged with their File::id() with
-// the top bit set, so the three kinds never collide.
+// Tags of hub_ entries: the instance's own shadow, or a child's hub
+// (the child's File::id() with the top bit set).
 constexpr uint64_t kTagShadow = 0;
-constexpr uint64_t kTagSignal = 1;
 constexpr uint64_t kChildBit = 1ull << 63;
 
 // id -> instance, for the children's tags read from a hub.  An instance is
@@ -56,14 +55,21 @@ Instance* registry_pin(uint64_t id) {
 // epoll: EBADF, EPERM (no ->poll), EINVAL (EPOLLEXCLUSIVE misuse), ENOENT
 // (MOD, DEL), or 0 for an ADD that would succeed (undone at once).  Used
 // before an instance has a shadow, so that a refused ADD creates nothing.
-int probe(int op, int kfd, struct epoll_event* ev) {
+std::mutex& probe_mutex() {
   static std::mutex* m = new std::mutex;
-  static int probe_fd = -1;  // guarded by *m; never closed
-  std::lock_guard<std::mutex> g(*m);
-  if (probe_fd < 0) {
-    probe_fd = ::epoll_create1(EPOLL_CLOEXEC);
-    if (probe_fd < 0) return -errno;
-  }
+  return *m;
+}
+// Preconditions: probe_mutex() held.  An empty kernel epoll, never closed.
+int probe_fd_locked() {
+  static int fd = -1;
+  if (fd < 0) fd = ::epoll_create1(EPOLL_CLOEXEC);
+  return fd >= 0 ? fd : -errno;
+}
+
+int probe(int op, int kfd, struct epoll_event* ev) {
+  std::lock_guard<std::mutex> g(probe_mutex());
+  const int probe_fd = probe_fd_locked();
+  if (probe_fd < 0) return probe_fd;
   if (::epoll_ctl(probe_fd, op, kfd, ev) < 0) return -errno;
   if (op == EPOLL_CTL_ADD) ::epoll_ctl(probe_fd, EPOLL_CTL_DEL, kfd, nullptr);
   return 0;
@@ -100,9 +106,12 @@ KernelWatch::KernelWatch(int shadow) noexcept : shadow_(shadow) {
   sig_.kw = this;
 }
 
-int KernelWatch::sleep_fd() const noexcept {
+int KernelWatch::sleep_fds(struct pollfd out[2]) const noexcept {
+  out[0] = pollfd{shadow_, POLLIN, 0};
   const int h = hub_.load(std::memory_order_acquire);
-  return h >= 0 ? h : shadow_;
+  if (h < 0) return 1;
+  out[1] = pollfd{h, POLLIN, 0};
+  return 2;
 }
 
 // ---------------------------------------------------------------------------
@@ -154,8 +163,7 @@ void KernelWatch::kick_sleepers(Instance* ep) noexcept {
   ep->ready_lock_.unlock();
 }
 
-int KernelWatch::ensure_hub(Instance* ep, bool* created) noexcept {
-  *created = false;
+int KernelWatch::ensure_hub(Instance* ep) noexcept {
   int h = hub_.load(std::memory_order_acquire);
   if (h >= 0) return h;
   {
@@ -164,38 +172,36 @@ int KernelWatch::ensure_hub(Instance* ep, bool* created) noexcept {
     if (h >= 0) return h;
     h = ::epoll_create1(EPOLL_CLOEXEC);
     if (h < 0) return -errno;
-    struct epoll_event e{};
-    e.events = EPOLLIN;
-    e.data.u64 = kTagShadow;
-    if (::epoll_ctl(h, EPOLL_CTL_ADD, shadow_, &e) < 0) {
-      const int err = errno;
+    if (const int r = add_edge(h, shadow_, kTagShadow)) {
       ::close(h);
-      return -err;
+      return r;
     }
     hub_.store(h, std::memory_order_release);
   }
-  *created = true;
   kick_sleepers(ep);
   return h;
 }
 
-int KernelWatch::link_up(Instance* x, int top, uint64_t tag) noexcept {
+int KernelWatch::parent_hub(Instance* p) noexcept {
+  bool created = false;
+  int err = 0;
+  KernelWatch* pk = get_or_create(p, &created, &err);
+  if (!pk) return -err;
+  const int had = pk->hub_.load(std::memory_order_acquire);
+  const int hub = pk->ensure_hub(p);
+  if (hub < 0 || had >= 0) return hub;
+  const int r = attach(p);  // a new hub: p's own parents must see it
+  return r ? r : hub;
+}
+
+int KernelWatch::attach(Instance* x) noexcept {
+  const int top = x->kernel_watch()->hub_.load(std::memory_order_acquire);
   std::vector<Instance*> parents = parents_pinned(x);
   int rc = 0;
   for (Instance* p : parents) {
     if (rc == 0) {
-      bool pc = false;
-      int err = 0;
-      KernelWatch* pk = get_or_create(p, &pc, &err);
-      if (!pk) {
-        rc = -err;
-      } else {
-        bool hc = false;
-        const int hub = pk->ensure_hub(p, &hc);
-        if (hub < 0) rc = hub;
-        if (rc == 0 && hc) rc = link_up(p, hub, p->id() | kChildBit);  // p's parents see p
-        if (rc == 0) rc = add_edge(hub, top, tag);
-      }
+      const int hub = parent_hub(p);
+      rc = hub < 0 ? hub : add_edge(hub, top, x->id() | kChildBit);
     }
     p->struct_put();
   }
@@ -205,17 +211,10 @@ int KernelWatch::link_up(Instance* x, int top, uint64_t tag) noexcept {
 int KernelWatch::on_nest(Instance* parent, Instance* child) noexcept {
   KernelWatch* ck = child->kernel_watch();
   if (!ck) return 0;  // no kernel side below: nothing to do (the common case)
-  bool pc = false;
-  int err = 0;
-  KernelWatch* pk = get_or_create(parent, &pc, &err);
-  if (!pk) return -err;
-  bool hc = false;
-  const int hub = pk->ensure_hub(parent, &hc);
-  if (hub < 0) return hub;
-  if (hc) {
-    if (const int r = link_up(parent, hub, parent->id() | kChildBit)) return r;
-  }
-  return add_edge(hub, ck->sleep_fd(), child->id() | kChildBit);
+  const int top = ck->ensure_hub(child);
+  if (top < 0) return top;
+  const int hub = parent_hub(parent);
+  return hub < 0 ? hub : add_edge(hub, top, child->id() | kChildBit);
 }
 
 // ---------------------------------------------------------------------------
@@ -234,10 +233,19 @@ int KernelWatch::ctl(Instance* ep, int op, int kfd, struct epoll_event* ev) noex
     kw = get_or_create(ep, &created, &err);
     if (!kw) return -err;
     if (created && ep->parent_count() > 0) {
-      if (const int r2 = link_up(ep, kw->sleep_fd(), ep->id() | kChildBit)) return r2;
+      const int hub = parent_hub(ep);
+      if (hub < 0) return hub;
     }
   }
   return ::epoll_ctl(kw->shadow_, op, kfd, ev) < 0 ? -errno : 0;
+}
+
+bool KernelWatch::is_kernel_epoll(int kfd) noexcept {
+  std::lock_guard<std::mutex> g(probe_mutex());
+  const int probe_fd = probe_fd_locked();
+  // Linux checks "is an epoll" before looking the target up: ENOENT means
+  // it got that far.
+  return probe_fd >= 0 && ::epoll_ctl(kfd, EPOLL_CTL_DEL, probe_fd, nullptr) < 0 && errno == ENOENT;
 }
 
 int KernelWatch::refuse(int op, int kfd, struct epoll_event* ev) noexcept {
@@ -246,33 +254,35 @@ int KernelWatch::refuse(int op, int kfd, struct epoll_event* ev) noexcept {
 }
 
 int KernelWatch::kernel_fd(Instance* ep) noexcept {
-  if (KernelWatch* kw = ep->kernel_watch())
-    if (kw->signal_.load(std::memory_order_acquire)) return kw->hub_.load(std::memory_order_acquire);
-  topology::Guard tg(topology::Mode::kExclusive, nullptr);
-  bool created = false;
-  int err = 0;
-  KernelWatch* kw = get_or_create(ep, &created, &err);
-  if (!kw) return -err;
-  bool hc = false;
-  const int hub = kw->ensure_hub(ep, &hc);
-  if (hub < 0) return hub;
-  if (hc) {
-    if (const int r = link_up(ep, hub, ep->id() | kChildBit)) return r;
+  if (KernelWatch* kw = ep->kernel_watch()) {
+    const int k = kw->kfd_.load(std::memory_order_acquire);
+    if (k >= 0) return k;
   }
+  topology::Guard tg(topology::Mode::kExclusive, nullptr);
+  const int hub = parent_hub(ep);
+  if (hub < 0) return hub;
+  KernelWatch* kw = ep->kernel_watch();
   std::lock_guard<std::mutex> g(kw->mu_);
-  if (kw->signal_.load(std::memory_order_relaxed)) return hub;
+  if (const int k = kw->kfd_.load(std::memory_order_relaxed); k >= 0) return k;
+  int err = 0;
   core::ThreadWaiter* w = core::ThreadWaiter::acquire_signal(&err);
   if (!w) return -err;
   uint64_t stale;
   ssize_t unused = ::read(w->event_fd(), &stale, sizeof stale);  // a pooled eventfd may hold a count
   (void)unused;
-  struct epoll_event e{};
-  e.events = EPOLLIN;
-  e.data.u64 = kTagSignal;
-  if (::epoll_ctl(hub, EPOLL_CTL_ADD, w->event_fd(), &e) < 0) {
-    err = errno;
+  // Level-triggered: readable while the shadow has a ready descriptor, the
+  // hub an untranslated edge, or the signal a count.
+  const int k = ::epoll_create1(EPOLL_CLOEXEC);
+  int r = k < 0 ? -errno : 0;
+  for (int fd : {kw->shadow_, hub, w->event_fd()}) {
+    struct epoll_event e{};
+    e.events = EPOLLIN;
+    if (r == 0 && ::epoll_ctl(k, EPOLL_CTL_ADD, fd, &e) < 0) r = -errno;
+  }
+  if (r < 0) {
+    if (k >= 0) ::close(k);
     w->release_signal();
-    return -err;
+    return r;
   }
   kw->signal_.store(w, std::memory_order_release);
   ep->wq().lock();
@@ -283,7 +293,8 @@ int KernelWatch::kernel_fd(Instance* ep) noexcept {
   const bool avail = ep->events_available_locked();
   ep->ready_lock_.unlock();
   if (avail && !kw->pending_.exchange(true, std::memory_order_seq_cst)) w->kick();
-  return hub;
+  kw->kfd_.store(k, std::memory_order_release);
+  return k;
 }
 
 // ---------------------------------------------------------------------------
@@ -331,7 +342,7 @@ int KernelWatch::kernel_events(struct epoll_event* evs, int maxevents) noexcept 
 
 int KernelWatch::harvest(Instance* ep, struct epoll_event* evs, int maxevents) noexcept {
   const int hub = hub_.load(std::memory_order_acquire);
-  if (hub >= 0) process_hub(ep, hub);
+  if (hub >= 0) process_hub(ep, hub, 0);
   const bool kfirst = kernel_first_.load(std::memory_order_relaxed);
   int n = kfirst ? kernel_events(evs, maxevents) : ep->send_events(evs, maxevents);
   if (n < 0) return n;  // EFAULT with nothing copied
@@ -347,54 +358,60 @@ int KernelWatch::harvest(Instance* ep, struct epoll_event* evs, int maxevents) n
 
 bool KernelWatch::ready(Instance* ep) noexcept {
   const int hub = hub_.load(std::memory_order_acquire);
-  if (hub >= 0) process_hub(ep, hub);
+  if (hub >= 0) process_hub(ep, hub, 0);
   struct pollfd p{shadow_, POLLIN, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
 }
 
 int KernelWatch::sleep(core::ThreadWaiter* w, const timespec* deadline, const sigset_t* mask) noexcept {
-  struct pollfd p{sleep_fd(), POLLIN, 0};
-  return w->sleep_with(&p, 1, deadline, mask);
+  struct pollfd p[2];
+  const int n = sleep_fds(p);
+  return w->sleep_with(p, static_cast<unsigned long>(n), deadline, mask);
 }
 
-// Reads the hub's pending entries: children's edges become callbacks; the
-// shadow's and the signal's level entries are only there for sleepers and
-// kernel loops.
-void KernelWatch::process_hub(Instance* ep, int hub) noexcept {
+// Reads the hub's edges.  The shadow's: an event of ep's own kernel
+// descriptors, which Linux would announce on ep's poll queue
+// (ep_poll_safewake): wake it, once, for all of ep's parents.  A child's:
+// translate the child's hub the same way (its wakeups reach ep's items
+// through the child's wait queue).  Each edge is read by one harvester
+// only, so each event wakes each parent once, as in Linux.
+void KernelWatch::process_hub(Instance* ep, int hub, int depth) noexcept {
   constexpr int kBatch = 32;
   struct epoll_event buf[kBatch];
   int r;
   do {
     r = ::epoll_wait(hub, buf, kBatch, 0);
-    for (int i = 0; i < r; ++i)
-      if (buf[i].data.u64 & kChildBit) wake_child(ep, hub, buf[i].data.u64);
+    bool self = false;
+    for (int i = 0; i < r; ++i) {
+      if (buf[i].data.u64 == kTagShadow)
+        self = true;
+      else if (depth <= kMaxNests)
+        wake_child(ep, hub, buf[i].data.u64, depth);
+    }
+    if (self) ep->wq().wake(EPOLLIN);
   } while (r == kBatch);
 }
 
-// A kernel event reached child `tag`: run ep's callbacks on the child's
-// wait queue with key EPOLLIN, as Linux's ep_poll_safewake on the child's
-// poll_wait would (only ep's: other parents read their own hubs).  An
-// edge from a child that ep no longer watches is unlinked (lazily: DEL of
-// the item does not touch the hub).
-void KernelWatch::wake_child(Instance* ep, int hub, uint64_t tag) noexcept {
+// An edge of child `tag` in ep's hub: translate the child's hub.  An edge
+// of a child that ep no longer watches is unlinked (lazily: DEL of the item
+// does not touch the hub).
+void KernelWatch::wake_child(Instance* ep, int hub, uint64_t tag, int depth) noexcept {
   Instance* c = registry_pin(tag);
-  if (!c) return;  // released; its descriptors leave the hub when it is freed
+  if (!c) return;  // released; its hub leaves ours when it is freed
+  KernelWatch* ck = c->kernel_watch();
   bool watched = false;
   c->wq().lock();
   c->wq().find_locked([&](core::WaitEntry* e) {
-    if ((e->flags & core::WaitEntry::kItem) && Item::from_wait(e)->ep == ep) {
-      watched = true;
-      e->fn(e, EPOLLIN);
-    }
-    return false;
+    watched = (e->flags & core::WaitEntry::kItem) && Item::from_wait(e)->ep == ep;
+    return watched;
   });
   c->wq().unlock();
-  if (!watched) {
-    if (KernelWatch* ck = c->kernel_watch()) {
-      ::epoll_ctl(hub, EPOLL_CTL_DEL, ck->shadow_, nullptr);
-      const int ch = ck->hub_.load(std::memory_order_acquire);
-      if (ch >= 0) ::epoll_ctl(hub, EPOLL_CTL_DEL, ch, nullptr);
-    }
+  const int ch = ck->hub_.load(std::memory_order_acquire);
+  if (ch >= 0) {
+    if (watched)
+      ck->process_hub(c, ch, depth + 1);
+    else
+      ::epoll_ctl(hub, EPOLL_CTL_DEL, ch, nullptr);
   }
   c->struct_put();
 }
@@ -414,9 +431,8 @@ void KernelWatch::release(Instance* ep) noexcept {
 
 void KernelWatch::destroy(KernelWatch* kw) noexcept {
   if (!kw) return;
-  const int h = kw->hub_.load(std::memory_order_acquire);
-  if (h >= 0) ::close(h);
-  ::close(kw->shadow_);
+  for (int fd : {kw->kfd_.load(std::memory_order_acquire), kw->hub_.load(std::memory_order_acquire), kw->shadow_})
+    if (fd >= 0) ::close(fd);
   if (core::ThreadWaiter* w = kw->signal_.load(std::memory_order_acquire)) w->release_signal();
   delete kw;
 }
