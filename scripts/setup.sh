@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/setup.sh - installs the Debian 12 packages uepoll needs to build and
 # test (compilers, CMake, GoogleTest, Google Benchmark, clang's libFuzzer and
-# sanitizer runtimes, valgrind, pkg-config, python3).
+# sanitizer runtimes, valgrind, pkg-config, python3, and libuv and Boost for
+# two examples).
 #
 # Checks: each package's install state with dpkg-query; installs only what is
 # missing (one `apt-get update`, one `apt-get install`), and only as root.
@@ -24,6 +25,8 @@ packages=(
   libclang-rt-14-dev  # libFuzzer and clang's sanitizer runtimes
   valgrind
   python3
+  libuv1-dev          # examples/libuv_embed.c
+  libboost-dev        # examples/asio_embed.cpp (Boost.Asio, header-only)
 )
 log() { printf 'setup: %s\n' "$*"; }
 
