@@ -11,8 +11,10 @@
  * The pattern to copy: on UV_READABLE, call uep_epoll_wait(ep, ..., 0)
  * until it returns fewer events than asked for.
  */
+#define _GNU_SOURCE /* pipe2 */
 #include <uepoll/uepoll.h>
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
