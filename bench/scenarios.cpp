@@ -20,6 +20,7 @@
 // event must report one), so a wrong result fails the run instead of being
 // timed.
 #include "harness.h"
+#include "kernel_fds.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -967,6 +968,8 @@ const std::vector<Scenario>& scenarios() {
        shared_ctl_checks},
       {"memory", "bytes per registration, N registrations on one instance", memory_cases, nullptr},
       {"scale", "ctl pair and wait(timeout 0) cost, 1 ready among N registrations", scale_cases, scale_checks},
+      {"kernel-fds", "kernel eventfd / loopback TCP in a uepoll instance vs kernel epoll: ctl pair, wakeup round trip",
+       kernel_fds_cases, nullptr},
   };
   return all;
 }
