@@ -718,7 +718,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
     // With a kernel side, its events are only known by asking the kernel.
     KernelWatch* kw = kernel_watch();
     if (eavail || kw) {
-      int n = kw ? kw->harvest(this, evs, maxevents) : send_events(evs, maxevents);
+      int n = kw ? kw->harvest(this, evs, maxevents, !timed_out && !w) : send_events(evs, maxevents);
       if (n != 0) return n;
     }
     if (timed_out) return 0;

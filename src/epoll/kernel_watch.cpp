@@ -340,7 +340,17 @@ int KernelWatch::kernel_events(struct epoll_event* evs, int maxevents) noexcept 
   return r < 0 ? -errno : r;
 }
 
-int KernelWatch::harvest(Instance* ep, struct epoll_event* evs, int maxevents) noexcept {
+int KernelWatch::harvest(Instance* ep, struct epoll_event* evs, int maxevents, bool will_sleep) noexcept {
+  if (will_sleep && !kernel_first_.load(std::memory_order_relaxed)) {
+    // Before a blocking wait's first sleep: if user space has nothing, ask
+    // the kernel side through the sleep itself (ppoll returns at once when
+    // it is ready), one system call less per wakeup.
+    const int n = ep->send_events(evs, maxevents);
+    if (n == 0) return 0;
+    if (n < 0 || n == maxevents) return n;
+    const int more = kernel_events(evs + n, maxevents - n);
+    return more > 0 ? n + more : n;
+  }
   const int hub = hub_.load(std::memory_order_acquire);
   if (hub >= 0) process_hub(ep, hub, 0);
   const bool kfirst = kernel_first_.load(std::memory_order_relaxed);

@@ -82,7 +82,9 @@ class KernelWatch {
   // when the kernel side refuses the nesting.
   static int on_nest(Instance* parent, Instance* child) noexcept;
   // uep_epoll_wait's harvest: user-space and kernel events together.
-  int harvest(Instance* ep, struct epoll_event* evs, int maxevents) noexcept;
+  // will_sleep: a blocking wait that has not slept yet; when user space has
+  // no event it returns 0 without asking the kernel (the sleep will).
+  int harvest(Instance* ep, struct epoll_event* evs, int maxevents, bool will_sleep = false) noexcept;
   // A blocking wait's sleep: the waiter or the kernel side, whichever first.
   int sleep(core::ThreadWaiter* w, const timespec* deadline, const sigset_t* mask) noexcept;
   // Instance::poll: true if a kernel descriptor is ready (after turning

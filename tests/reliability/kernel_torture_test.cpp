@@ -18,6 +18,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <poll.h>
@@ -165,6 +166,8 @@ TEST(KernelTorture, ClosedWhileRegisteredAndWaitedOn) {
       if (evs[i].data.u64 >= kStableBase) drain_stable(evs[i].data.u64);
   for (int i = 0; i < kStable; ++i) drain_stable(kStableBase + i);  // ET edges taken by a stopping waiter
   drain_stable(kStableBase + kStable);
+  std::printf("  %llu events, %llu counts written to stable eventfds\n",
+              static_cast<unsigned long long>(events.load()), static_cast<unsigned long long>(written.load()));
   EXPECT_EQ(bad.load(), 0u);
   EXPECT_GT(events.load(), 0u);
   EXPECT_EQ(written.load(), read_back.load()) << "counts written to the stable eventfds must all be read";
@@ -255,6 +258,7 @@ TEST(KernelTorture, NestedChildrenChurn) {
   while (std::chrono::steady_clock::now() < end) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   stop.store(true);
   for (auto& t : th) t.join();
+  std::printf("  %llu events on the parent\n", static_cast<unsigned long long>(events.load()));
   EXPECT_EQ(bad.load(), 0u);
   EXPECT_GT(events.load(), 0u);
   for (int i = 0; i < kKids; ++i) {
