@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <fcntl.h>
 #include <new>
 #include <poll.h>
 #include <unistd.h>
@@ -67,28 +68,14 @@ int probe_fd_locked() {
 }
 
 int probe(int op, int kfd, struct epoll_event* ev) {
+  // A closed number first: the probe's own creation may take that number.
+  if (::fcntl(kfd, F_GETFD) < 0) return -EBADF;
   std::lock_guard<std::mutex> g(probe_mutex());
   const int probe_fd = probe_fd_locked();
   if (probe_fd < 0) return probe_fd;
   if (::epoll_ctl(probe_fd, op, kfd, ev) < 0) return -errno;
   if (op == EPOLL_CTL_ADD) ::epoll_ctl(probe_fd, EPOLL_CTL_DEL, kfd, nullptr);
   return 0;
-}
-
-// Instances watching x (items of theirs on x's wait queue), pinned.
-std::vector<Instance*> parents_pinned(Instance* x) {
-  std::vector<Instance*> out;
-  x->wq().lock();
-  x->wq().find_locked([&](core::WaitEntry* e) {
-    if (e->flags & core::WaitEntry::kItem) {
-      Instance* p = Item::from_wait(e)->ep;
-      p->struct_get();
-      out.push_back(p);
-    }
-    return false;
-  });
-  x->wq().unlock();
-  return out;
 }
 
 int add_edge(int hub, int top, uint64_t tag) {
@@ -196,7 +183,7 @@ int KernelWatch::parent_hub(Instance* p) noexcept {
 
 int KernelWatch::attach(Instance* x) noexcept {
   const int top = x->kernel_watch()->hub_.load(std::memory_order_acquire);
-  std::vector<Instance*> parents = parents_pinned(x);
+  std::vector<Instance*> parents = topology::parents_of(x);
   int rc = 0;
   for (Instance* p : parents) {
     if (rc == 0) {
