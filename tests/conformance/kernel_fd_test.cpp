@@ -8,15 +8,17 @@
 // next wait when a level-triggered item stopped being ready without a
 // wait) is asserted on each side separately.
 #include "harness.h"
+#include "kernel_helpers.h"
 
 #include <thread>
 
 namespace {
 
 using conf::T;
-constexpr uint32_t IN = EPOLLIN, ET = EPOLLET;
+using conf::kernel_handle;
+using conf::write_byte;
 
-int kernel_handle(int ep) { return uep_is_uepoll_fd(ep) ? uep_epoll_kernel_fd(ep) : ep; }
+constexpr uint32_t IN = EPOLLIN, ET = EPOLLET;
 
 // The kernel's poll() on the handle of ep.
 int kpoll(T& t, int ep, int timeout = 0) {
@@ -103,10 +105,7 @@ TEST(KernelFd, WakesOnEventsFromAnyThreadAndLevel) {
     t.wait(ep, 8, 0);
     kpoll(t, ep);
     {
-      conf::WhenBlocked later([&] {
-        ssize_t n = ::write(p[1], "x", 1);
-        (void)n;
-      });
+      conf::WhenBlocked later(write_byte(p[1], 'x'));
       kpoll(t, ep, 5000);
     }
     t.wait(ep, 8, 0);
@@ -123,10 +122,7 @@ TEST(KernelFd, WakesOnEventsFromAnyThreadAndLevel) {
     t.log("kernel ctl(ADD handle) = " + t.res(::epoll_ctl(kep, EPOLL_CTL_ADD, kernel_handle(ep), &ev)));
     t.wait(kep, 4, 0);
     {
-      conf::WhenBlocked later([&] {
-        ssize_t n = ::write(p[1], "y", 1);
-        (void)n;
-      });
+      conf::WhenBlocked later(write_byte(p[1], 'y'));
       t.wait(kep, 4, 5000);
     }
   });

@@ -8,6 +8,7 @@
 // variants.h run every scenario again with uepoll objects replaced by
 // kernel ones and with waits through the kernel descriptor.
 #include "harness.h"
+#include "kernel_helpers.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -20,6 +21,9 @@
 namespace {
 
 using conf::T;
+using conf::kernel_handle;
+using conf::write_byte;
+
 constexpr uint32_t IN = EPOLLIN, OUT = EPOLLOUT, ET = EPOLLET;
 
 // Names a kernel descriptor made by hand (both sides).
@@ -36,10 +40,6 @@ std::pair<int, int> kernel_pipe(T& t) {
   kernel(t, p[1], "kernel pipe write end");
   return {p[0], p[1]};
 }
-
-// What a kernel epoll watches to watch instance `ep`: the instance itself
-// on Linux, its kernel descriptor on uepoll.
-int kernel_handle(int ep) { return uep_is_uepoll_fd(ep) ? uep_epoll_kernel_fd(ep) : ep; }
 
 // Kernel epoll `kep` watching instance `ep` (a ctl on the kernel epoll).
 int kernel_watch_instance(T& t, int kep, int ep, uint32_t events, uint64_t data) {
@@ -250,10 +250,7 @@ TEST(Kernel, BlockedWaiterWokenByEitherKind) {
     t.read(kefd, 8);
     t.ctl(ep, EPOLL_CTL_ADD, rd, IN, 2);
     {
-      conf::WhenBlocked later([wr = wr] {
-        ssize_t n = ::write(wr, "k", 1);
-        (void)n;
-      });
+      conf::WhenBlocked later(write_byte(wr, 'k'));
       t.wait(ep, 4, 5000);
     }
     t.read(rd, 8);
@@ -267,10 +264,7 @@ TEST(Kernel, BlockedWaiterWokenByEitherKind) {
     t.poll({{ep, POLLIN}}, 0);
     t.read(efd, 8);
     {
-      conf::WhenBlocked later([wr = wr] {
-        ssize_t n = ::write(wr, "p", 1);
-        (void)n;
-      });
+      conf::WhenBlocked later(write_byte(wr, 'p'));
       t.poll({{ep, POLLIN}}, 5000);  // poll() on the instance wakes on a kernel event too
     }
     t.wait(ep, 4, 100);
@@ -292,10 +286,7 @@ TEST(Kernel, NestingAcrossKinds) {
     t.ctl(c, EPOLL_CTL_ADD, rd, IN, 2);  // first kernel descriptor of a nested instance
     t.wait(p, 4, 0);
     {
-      conf::WhenBlocked later([wr = wr] {
-        ssize_t n = ::write(wr, "x", 1);
-        (void)n;
-      });
+      conf::WhenBlocked later(write_byte(wr, 'x'));
       t.wait(p, 4, 5000);  // through c
     }
     t.wait(p, 4, 0);  // ET on c
