@@ -21,6 +21,7 @@
 // timed.
 #include "harness.h"
 #include "support/forked_child.h"  // tests/support: fork, read the child's output
+#include "kernel_fds.h"
 
 #include <algorithm>
 #include <cinttypes>
@@ -959,6 +960,8 @@ const std::vector<Scenario>& scenarios() {
        shared_ctl_checks},
       {"memory", "bytes per registration, N registrations on one instance", memory_cases, nullptr},
       {"scale", "ctl pair and wait(timeout 0) cost, 1 ready among N registrations", scale_cases, scale_checks},
+      {"kernel-fds", "kernel eventfd / loopback TCP in a uepoll instance vs kernel epoll: ctl pair, wakeup round trip",
+       kernel_fds_cases, nullptr},
   };
   return all;
 }

@@ -2,7 +2,8 @@
 # scripts/setup.sh - installs the Debian 12 packages uepoll needs to build and
 # test (compilers, CMake, GoogleTest, Google Benchmark, clang's libFuzzer and
 # sanitizer runtimes, valgrind, pkg-config, python3, the aarch64 cross
-# compiler and qemu-user for the aarch64 stage).
+# compiler and qemu-user for the aarch64 stage, and libuv and Boost for two
+# examples).
 #
 # Checks: each package's install state with dpkg-query; installs only what is
 # missing (one `apt-get update`, one `apt-get install`), and only as root.
@@ -27,6 +28,8 @@ packages=(
   python3
   g++-aarch64-linux-gnu  # test.sh aarch64: cross compiler and aarch64 libc
   qemu-user           # test.sh aarch64: runs the aarch64 tests (qemu-aarch64)
+  libuv1-dev          # examples/libuv_embed.c
+  libboost-dev        # examples/asio_embed.cpp (Boost.Asio, header-only)
 )
 log() { printf 'setup: %s\n' "$*"; }
 

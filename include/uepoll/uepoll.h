@@ -64,6 +64,24 @@ int uep_epoll_pwait(int epfd, struct epoll_event *events, int maxevents,
 int uep_epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
                      const struct timespec *timeout, const sigset_t *sigmask);
 
+/* Extension: a kernel descriptor for putting uepoll instance epfd into a
+ * kernel event loop (libuv's uv_poll_t, Boost.Asio, a kernel epoll, poll()):
+ * it polls readable (POLLIN) whenever uep_epoll_wait(epfd, ..., 0) would
+ * return at least one event, and becomes readable when an event arrives
+ * from any thread.  It may also poll readable when the instance's ready
+ * list holds items that a harvest finds not ready after all; the next
+ * uep_epoll_wait / uep_epoll_pwait* call on epfd (which then returns 0)
+ * clears that.  So a loop should, on readable, call uep_epoll_wait(epfd,
+ * ..., 0) until it returns fewer events than it asked for (the loop may
+ * watch it level- or edge-triggered).  The same descriptor on every call;
+ * owned by the instance: never close it; valid until the instance's last
+ * descriptor is closed.  Nothing is created before the first call.
+ * Errors: EBADF (epfd not open), EINVAL (epfd is not a uepoll epoll
+ * instance), EMFILE/ENFILE/ENOMEM (no kernel descriptor available), ELOOP
+ * (the kernel refuses the nesting that the instance's kernel side would
+ * need, see docs/linux-deviations.md).  Thread-safe; never blocks. */
+int uep_epoll_kernel_fd(int epfd);
+
 /* ---- objects -------------------------------------------------------- */
 int uep_eventfd(unsigned int initval, int flags);
 int uep_pipe(int pipefd[2]);

@@ -562,6 +562,21 @@ class Epoll : public Owner<Epoll> {
     if (r < 0) return detail::errc_from(r);
     return out.first(static_cast<std::size_t>(r));
   }
+  // uep_epoll_kernel_fd: a kernel descriptor that polls readable whenever
+  // try_wait(out, 0) would return events, for embedding this instance in a
+  // kernel event loop (libuv, Asio, a kernel epoll).  Owned by the
+  // instance: never close it; valid while the instance is open.  See
+  // uepoll.h for the exact guarantee.  Errors: EBADF, EINVAL (not a uepoll
+  // instance), EMFILE/ENFILE/ENOMEM, ELOOP.  Contract: thread-safe; never
+  // blocks; the first call creates the descriptor.
+  Result<int> try_kernel_fd() const noexcept {
+    const long r = detail::epoll_kernel_fd(get());
+    if (r < 0) return detail::errc_from(r);
+    return static_cast<int>(r);
+  }
+  // As try_kernel_fd(); throws std::system_error on failure.
+  int kernel_fd() const { return detail::value_or_throw(try_kernel_fd()); }
+
   // As try_wait(); throws std::system_error on failure (including EINTR).
   std::span<struct epoll_event> wait(std::span<struct epoll_event> out, Timeout timeout = forever,
                                      const sigset_t* sigmask = nullptr) const {

@@ -2,9 +2,9 @@
 // order, then the instance.  Nothing else lives here.
 //
 // A kernel epfd (below UEP_FD_BASE) is forwarded to the kernel call, so a
-// program can route every epoll call through uepoll.  A uepoll instance can
-// watch only uepoll files: a kernel descriptor as target gives EPERM (as a
-// file without ->poll does in Linux; see docs/linux-deviations.md).
+// program can route every epoll call through uepoll.  A kernel descriptor
+// as the target of a uepoll instance goes to the instance's kernel side
+// (epoll/kernel_watch.h), which lets the kernel check and watch it.
 //
 // Locks: none here (the instance takes its own).
 #include <uepoll/uepoll.h>
@@ -15,6 +15,7 @@
 #include "core/user_memory.h"
 #include "core/waiter.h"
 #include "epoll/instance.h"
+#include "epoll/kernel_watch.h"
 #include "fd/table.h"
 
 #include <cerrno>
@@ -62,8 +63,12 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
     tf = FileRef(uepoll::fd::lookup(fd));
     if (!tf) return -EBADF;
   } else {
-    if (fd < 0 || ::fcntl(fd, F_GETFD) < 0) return -EBADF;
-    return -EPERM;  // a kernel file: not pollable by a uepoll instance
+    // A kernel file: the kernel answers for it (EBADF, EPERM, EPOLLEXCLUSIVE
+    // misuse, EEXIST, ENOENT, ELOOP, ...) in Linux's order.
+    if (fd < 0) return -EBADF;
+    struct epoll_event* evp = has_event ? &ev : nullptr;
+    if (!ep->is_epoll()) return uepoll::epoll::KernelWatch::refuse(op, fd, evp);
+    return uepoll::epoll::KernelWatch::ctl(static_cast<Instance*>(ep), op, fd, evp);
   }
   // EPOLLWAKEUP: Linux clears it silently without CAP_BLOCK_SUSPEND; it has
   // no effect on what is reported, so uepoll keeps it (unobservable).
@@ -129,6 +134,16 @@ namespace uepoll::detail {
 long epoll_create1(int flags) noexcept { return create(flags); }
 
 long epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) noexcept {
+  if (!uepoll::fd::in_range(epfd) && uepoll::fd::in_range(fd) && epfd >= 0) {
+    // A kernel instance cannot see a uepoll file (the other way round goes
+    // through uep_epoll_kernel_fd): Linux's checks up to "is an epoll",
+    // then EPERM, as for a file without ->poll.
+    if (op != EPOLL_CTL_DEL && !user_readable(event, sizeof *event)) return -EFAULT;
+    if (::fcntl(epfd, F_GETFD) < 0) return -EBADF;
+    FileRef tf(uepoll::fd::lookup(fd));
+    if (!tf) return -EBADF;
+    return uepoll::epoll::KernelWatch::is_kernel_epoll(epfd) ? -EPERM : -EINVAL;
+  }
   if (!uepoll::fd::in_range(epfd)) {
     int r = ::epoll_ctl(epfd, op, fd, event);
     return r < 0 ? -errno : r;
@@ -172,6 +187,14 @@ long epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const str
   return wait(epfd, events, maxevents, dp, nonblocking, sigmask);
 }
 
+long epoll_kernel_fd(int epfd) noexcept {
+  if (!uepoll::fd::in_range(epfd)) return epfd < 0 || ::fcntl(epfd, F_GETFD) < 0 ? -EBADF : -EINVAL;
+  FileRef ep(uepoll::fd::lookup(epfd));  // a reference: on_release cannot run meanwhile
+  if (!ep) return -EBADF;
+  if (!ep->is_epoll()) return -EINVAL;
+  return uepoll::epoll::KernelWatch::kernel_fd(static_cast<Instance*>(ep.get()));
+}
+
 }  // namespace uepoll::detail
 
 extern "C" {
@@ -194,6 +217,8 @@ int uep_epoll_wait(int epfd, struct epoll_event* events, int maxevents, int time
 int uep_epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout, const sigset_t* sigmask) {
   return to_c(uepoll::detail::epoll_pwait(epfd, events, maxevents, timeout, sigmask));
 }
+
+int uep_epoll_kernel_fd(int epfd) { return to_c(uepoll::detail::epoll_kernel_fd(epfd)); }
 
 int uep_epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const struct timespec* timeout,
                      const sigset_t* sigmask) {

@@ -14,6 +14,8 @@
 #include "capi/edge.h"
 #include "core/user_memory.h"
 #include "core/waiter.h"
+#include "epoll/instance.h"
+#include "epoll/kernel_watch.h"
 #include "fd/table.h"
 
 #include <cerrno>
@@ -81,6 +83,16 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
     const int fd = fds[i].fd;
     if (fd >= 0 && uepoll::fd::in_range(fd)) {
       slots[i].file = uepoll::fd::lookup(fd);  // nullptr -> POLLNVAL
+      // An instance with kernel descriptors: also sleep on its kernel side
+      // (its readiness itself comes from Instance::poll).
+      if (slots[i].file && slots[i].file->is_epoll())
+        if (auto* kw = static_cast<uepoll::epoll::Instance*>(slots[i].file)->kernel_watch()) {
+          struct pollfd side[2];
+          for (int k = 0, n = kw->sleep_fds(side); k < n; ++k) {
+            kfds.push_back(side[k]);
+            kindex.push_back(nfds);  // no fds[] entry of its own
+          }
+        }
     } else if (fd >= 0) {
       kfds.push_back({fd, fds[i].events, 0});
       kindex.push_back(i);
@@ -135,6 +147,7 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
       int r = ::poll(kfds.data(), kfds.size(), 0);
       if (r < 0) return -errno;
       for (size_t k = 0; k < kfds.size(); ++k) {
+        if (kindex[k] == nfds) continue;  // an instance's kernel side
         fds[kindex[k]].revents = kfds[k].revents;
         if (kfds[k].revents) ++count;
       }

@@ -23,6 +23,13 @@
 //                               its keys, the items' registration state,
 //                               MOD's seqlock writes.  Nested: a shard of a
 //                               parent is held while polling a child.
+// 4a. KernelWatch::mu_        (per instance, epoll/kernel_watch.h): creating
+//                               the instance's hub and kernel fd.  Taken
+//                               under 1 (exclusive) and under a parent's
+//                               shard lock (4) during a nesting ADD; takes
+//                               the instance's wait-queue lock (6) and
+//                               ready_lock_ (7) inside.  Kernel system calls
+//                               (epoll_create1, epoll_ctl) are made under it.
 //  5. Instance::scan_mutex_    (per instance std::mutex, Linux's ep->mtx for
 //                               the harvest): serializes harvests and
 //                               readiness scans of one instance.  Nested:
@@ -46,6 +53,12 @@
 //                               taken when a thread's item cache over- or
 //                               underflows; may be taken under 7 (a scan
 //                               recycling an item it held).
+//  -  KernelWatch registry and probe mutexes (std::mutex in
+//                               epoll/kernel_watch.cpp): leaves; the registry
+//                               (instance id -> instance for the hubs' edge
+//                               tags) pins with struct_get under it; the
+//                               probe serializes ctl checks on an empty
+//                               kernel epoll.  No uepoll lock is held.
 //  -  TimerService registry    (std::mutex in objects/timerfd.cpp): taken
 //                               with no uepoll lock held; a timer's
 //                               wait-queue lock (6) is taken under it to
@@ -71,6 +84,11 @@
 // it unpinned; Instance::add drops the topology walk's leaf references
 // after the topology lock).  uep_file_wake takes the file's queue (6) and,
 // through the wake callbacks, 7 and nested 6: an eventfd write's path.
+//
+// Kernel-side wakeups (epoll/kernel_watch.h) are system calls outside
+// every spin lock: a harvest or poll that reads a hub edge then takes the
+// instance's wait-queue lock (6) like any waker; the kernel-fd signal is a
+// ThreadWaiter kick (deferred past the spin lock as above).
 //
 // Not locks, but ordering rules: fd-table lookups are lock-free under an
 // epoch guard (core/reclaim.h); item lifetimes are reference counts

@@ -61,19 +61,17 @@ void flush_deferred_kicks() noexcept {
   while (k.n > 0) k.w[--k.n]->write_kick();
 }
 
-ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
-  if (tls_waiter) return tls_waiter;
-  {
-    std::lock_guard<std::mutex> g(g_pool_mutex);
-    if (g_pool) {
-      ThreadWaiter* w = g_pool;
-      g_pool = w->pool_next_;
-      w->pool_next_ = nullptr;
-      tls_waiter = w;
-      (void)&tls_holder;  // registers the destructor that returns it
-      return w;
-    }
+ThreadWaiter* ThreadWaiter::take_pooled() noexcept {
+  std::lock_guard<std::mutex> g(g_pool_mutex);
+  ThreadWaiter* w = g_pool;
+  if (w) {
+    g_pool = w->pool_next_;
+    w->pool_next_ = nullptr;
   }
+  return w;
+}
+
+ThreadWaiter* ThreadWaiter::make(int* errno_out) noexcept {
   int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (fd < 0) {
     if (errno_out) *errno_out = errno;
@@ -99,9 +97,32 @@ ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
       w->kep_ = -1;
     }
   }
-  tls_waiter = w;
-  (void)&tls_holder;
   return w;
+}
+
+ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
+  if (tls_waiter) return tls_waiter;
+  ThreadWaiter* w = take_pooled();
+  if (!w) w = make(errno_out);
+  if (!w) return nullptr;
+  tls_waiter = w;
+  (void)&tls_holder;  // registers the destructor that returns it
+  return w;
+}
+
+ThreadWaiter* ThreadWaiter::acquire_signal(int* errno_out) noexcept {
+  ThreadWaiter* w = take_pooled();
+  if (!w) w = make(errno_out);
+  if (!w) return nullptr;
+  // Permanently "asleep": every kick writes the eventfd.
+  w->sleeping_.store(true, std::memory_order_seq_cst);
+  return w;
+}
+
+void ThreadWaiter::release_signal() noexcept {
+  sleeping_.store(false, std::memory_order_seq_cst);
+  std::lock_guard<std::mutex> g(g_pool_mutex);
+  push_pool(this, &g_pool);
 }
 
 void ThreadWaiter::kick() noexcept {

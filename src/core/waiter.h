@@ -53,9 +53,21 @@ class ThreadWaiter {
   static void push_pool(ThreadWaiter* w, ThreadWaiter** head) noexcept;
   void write_kick() noexcept;
 
+  // A waiter owned by no thread, used as a signal on a kernel eventfd that
+  // other code polls (uep_epoll_kernel_fd, epoll/kernel_watch.h): kick()
+  // always writes its eventfd (deferred past a SpinLock as usual).
+  // nullptr on failure (errno in errno_out).  Give it back with
+  // release_signal(); a deferred kick that reaches it afterwards is as
+  // harmless as one reaching a pooled thread waiter.
+  static ThreadWaiter* acquire_signal(int* errno_out) noexcept;
+  void release_signal() noexcept;
+  int event_fd() const noexcept { return efd_; }
+
  private:
   ThreadWaiter() = default;
-  ~ThreadWaiter() = delete;  // never freed: see the pool in waiter.cpp
+  ~ThreadWaiter() = delete;
+  static ThreadWaiter* take_pooled() noexcept;
+  static ThreadWaiter* make(int* errno_out) noexcept;  // never freed: see the pool in waiter.cpp
   // seq_cst pair (Dekker): the sleeper stores sleeping_ then loads woken_;
   // the waker stores woken_ then loads sleeping_.  At least one of them sees
   // the other's store, so a wakeup is never lost between check and ppoll.

@@ -12,6 +12,7 @@
 #include "core/user_memory.h"
 #include "core/waiter.h"
 #include "epoll/item_cache.h"
+#include "epoll/kernel_watch.h"
 #include "epoll/topology.h"
 #include "epoll/watches.h"
 
@@ -62,6 +63,7 @@ Instance::Instance(int status_flags) noexcept : core::File(core::FileKind::kEpol
 
 Instance::~Instance() {
   for (Shard& s : shards_) core::raw_free(s.buckets);
+  KernelWatch::destroy(kernel_.load(std::memory_order_acquire));
 }
 
 Instance* Instance::create(int status_flags) noexcept {
@@ -84,6 +86,7 @@ void Instance::item_unref(Item* it) noexcept {
 // removed this instance from its parents.
 void Instance::on_release() noexcept {
   dead_.store(true, std::memory_order_seq_cst);
+  if (KernelWatch* kw = kernel_watch()) kw->release(this);
   for (Shard& s : shards_) {
     std::lock_guard<std::mutex> g(s.mutex);
     for (uint32_t b = 0; b < s.nbuckets; ++b) {
@@ -480,6 +483,14 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
         return -EINVAL;
       }
     }
+    // A child with kernel descriptors: this instance must wake on them too.
+    if (child) {
+      if (const int r = KernelWatch::on_nest(this, child)) {
+        unhash_locked(s, h, it);
+        detach_locked(it);
+        return r;
+      }
+    }
 
     // Linux ep_item_poll() in ep_insert(): queue it if already ready.
     if (tf->poll(1) & events) queue_ready(it);
@@ -652,6 +663,8 @@ bool Instance::scan_has_ready(int depth) noexcept {
 }
 
 uint32_t Instance::poll(int depth) noexcept {
+  if (KernelWatch* kw = kernel_watch())
+    if (depth <= kMaxNests + 1 && kw->ready(this)) return EPOLLIN | EPOLLRDNORM;
   core::reclaim::ReadGuard guard;  // for files polled unpinned (pin_for_poll)
   // Fast path: no harvest running and the first queued item is really
   // ready.  Linux's scan would stop at that same item having pruned
@@ -705,8 +718,10 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   core::WaiterEntry we;
   we.entry.fn = &core::WaiterEntry::wake;
   for (;;) {
-    if (eavail) {
-      int n = send_events(evs, maxevents);
+    // With a kernel side, its events are only known by asking the kernel.
+    KernelWatch* kw = kernel_watch();
+    if (eavail || kw) {
+      int n = kw ? kw->harvest(this, evs, maxevents, !timed_out && !w) : send_events(evs, maxevents);
       if (n != 0) return n;
     }
     if (timed_out) return 0;
@@ -731,7 +746,11 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
     ready_lock_.unlock();
     if (eavail) continue;
 
-    const int s = w->sleep(deadline, sigmask ? sigmask : &blocked->saved());
+    // Read after queueing: a kernel side created from now on kicks us
+    // (KernelWatch::kick_sleepers takes ready_lock_ after publishing).
+    kw = kernel_watch();
+    const sigset_t* mask = sigmask ? sigmask : &blocked->saved();
+    const int s = kw ? kw->sleep(w, deadline, mask) : w->sleep(deadline, mask);
 
     eavail = true;
     ready_lock_.lock();

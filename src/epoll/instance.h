@@ -36,6 +36,8 @@
 
 namespace uepoll::epoll {
 
+class KernelWatch;  // epoll/kernel_watch.h: kernel descriptors of an instance
+
 // Linux constants (fs/eventpoll.c).
 inline constexpr uint32_t kPrivateBits = EPOLLWAKEUP | EPOLLONESHOT | EPOLLET | EPOLLEXCLUSIVE;  // EP_PRIVATE_BITS
 inline constexpr uint32_t kInOutBits = EPOLLIN | EPOLLOUT;                                       // EPOLLINOUT_BITS
@@ -88,6 +90,12 @@ class Instance final : public core::File {
 
   static void item_unref(Item* it) noexcept;
 
+  // The instance's kernel side (kernel descriptors it watches, its
+  // uep_epoll_kernel_fd), or nullptr: created on first use, then immutable
+  // until the memory is freed.  acquire: pairs with the release publication
+  // in KernelWatch::get_or_create.
+  KernelWatch* kernel_watch() const noexcept { return kernel_.load(std::memory_order_acquire); }
+
  protected:
   void on_release() noexcept override;
   void dispose() noexcept override { struct_put(); }
@@ -96,6 +104,7 @@ class Instance final : public core::File {
   explicit Instance(int status_flags) noexcept;
   ~Instance() override;
   friend void core_destroy_instance(Instance*);
+  friend class KernelWatch;  // harvest, sleepers and ready list of the kernel side
 
   struct alignas(64) Shard {
     std::mutex mutex;  // lock level 4
@@ -155,6 +164,8 @@ class Instance final : public core::File {
   // item is never added behind the teardown's back (ctl runs without a
   // reference on the instance, see fd::peek).
   std::atomic<bool> dead_{false};
+  // See kernel_watch(); every hot path branches on it once, nothing more.
+  std::atomic<KernelWatch*> kernel_{nullptr};
 };
 
 template <class Fn>

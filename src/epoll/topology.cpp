@@ -111,23 +111,6 @@ std::mutex& target_mutex(const core::File* f) {
 // Linux: static const int path_limits[PATH_ARR_SIZE] = { 1000, 500, 100, 50, 10 };
 constexpr int kPathLimits[kMaxNests + 1] = {1000, 500, 100, 50, 10};
 
-// Instances that watch `f` (items of theirs queued on f's wait queue),
-// each pinned with a struct reference the caller must drop.
-std::vector<Instance*> parents_of(core::File* f) {
-  std::vector<Instance*> out;
-  f->wq().lock();
-  f->wq().find_locked([&](core::WaitEntry* e) {
-    if (e->flags & core::WaitEntry::kItem) {
-      Instance* p = Item::from_wait(e)->ep;
-      p->struct_get();
-      out.push_back(p);
-    }
-    return false;
-  });
-  f->wq().unlock();
-  return out;
-}
-
 void drop(std::vector<Instance*>& v) {
   for (Instance* p : v) p->struct_put();
   v.clear();
@@ -229,6 +212,21 @@ struct PathCheck {
 };
 
 }  // namespace
+
+std::vector<Instance*> parents_of(core::File* f) {
+  std::vector<Instance*> out;
+  f->wq().lock();
+  f->wq().find_locked([&](core::WaitEntry* e) {
+    if (e->flags & core::WaitEntry::kItem) {
+      Instance* p = Item::from_wait(e)->ep;
+      p->struct_get();
+      out.push_back(p);
+    }
+    return false;
+  });
+  f->wq().unlock();
+  return out;
+}
 
 Guard::Guard(Mode mode, const core::File* tf) noexcept : mode_(mode), tf_(tf) {
   switch (mode_) {

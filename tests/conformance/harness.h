@@ -630,8 +630,13 @@ inline std::vector<std::string> run_forked(const Api& api, const Scenario& s) {
   return lines;
 }
 
-// Runs `s` on Linux then on uepoll and expects identical traces.  With
-// `forked`, each side runs in a child process (see run_forked).
+// variants.h: the same scenario against the mixed topologies (kernel
+// objects in uepoll instances, waits through uep_epoll_kernel_fd).
+inline void run_variants(const Scenario& s, bool forked, const std::vector<std::string>& linux_trace);
+
+// Runs `s` on Linux then on uepoll (and the variants of variants.h) and
+// expects identical traces.  With `forked`, each side runs in a child
+// process (see run_forked).
 inline Traces differential(const Scenario& s, bool forked = false) {
   Traces r;
   r.linux_trace = forked ? run_forked(uepoll_test::linux_api(), s) : run_one(uepoll_test::linux_api(), s);
@@ -645,6 +650,7 @@ inline Traces differential(const Scenario& s, bool forked = false) {
   EXPECT_TRUE(r.linux_trace == r.uepoll_trace)
       << "traces differ (L = Linux, U = uepoll):\n"
       << format_traces(r.linux_trace, r.uepoll_trace);
+  run_variants(s, forked, r.linux_trace);
   return r;
 }
 
@@ -699,3 +705,5 @@ inline std::string subsequence(const std::vector<std::string>& tr, const std::ve
   } while (0)
 
 }  // namespace conf
+
+#include "variants.h"  // IWYU pragma: export

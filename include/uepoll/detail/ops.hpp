@@ -30,6 +30,8 @@ long epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) noexcept;
 // deadline semantics as epoll_pwait2: timeout nullptr = forever.
 long epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const struct timespec* timeout,
                   const sigset_t* sigmask) noexcept;
+// uep_epoll_kernel_fd.
+long epoll_kernel_fd(int epfd) noexcept;
 long epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout_ms,
                  const sigset_t* sigmask) noexcept;
 

@@ -1,0 +1,437 @@
+// kernel_watch.cpp - the kernel side of an epoll instance (see
+// kernel_watch.h for what it owns, the wakeup paths and the locks).
+#include "epoll/kernel_watch.h"
+
+#include "core/waiter.h"
+#include "epoll/instance.h"
+#include "epoll/item.h"
+#include "epoll/topology.h"
+
+#include <cerrno>
+#include <climits>
+#include <fcntl.h>
+#include <new>
+#include <poll.h>
+#include <unistd.h>
+#include <unordered_map>
+#include <vector>
+
+namespace uepoll::epoll {
+
+namespace {
+
+// Tags of hub_ entries: the instance's own shadow, or a child's hub
+// (the child's File::id() with the top bit set).
+constexpr uint64_t kTagShadow = 0;
+constexpr uint64_t kChildBit = 1ull << 63;
+
+// id -> instance, for the children's tags read from a hub.  An instance is
+// in it from its KernelWatch's creation to its release, while its struct
+// count is live, so a lookup can pin it.  Never destroyed (a static
+// destructor could race a late thread).
+std::mutex& registry_mutex() {
+  static std::mutex* m = new std::mutex;
+  return *m;
+}
+std::unordered_map<uint64_t, Instance*>& registry() {  // guarded by registry_mutex()
+  static auto* r = new std::unordered_map<uint64_t, Instance*>;
+  return *r;
+}
+
+void registry_remove(uint64_t id) {
+  std::lock_guard<std::mutex> g(registry_mutex());
+  registry().erase(id);
+}
+
+// The instance with this id, pinned (struct_get), or nullptr.
+Instance* registry_pin(uint64_t id) {
+  std::lock_guard<std::mutex> g(registry_mutex());
+  auto it = registry().find(id);
+  if (it == registry().end()) return nullptr;
+  it->second->struct_get();
+  return it->second;
+}
+
+// Linux's answer for ctl on kernel descriptor kfd, asked of an empty kernel
+// epoll: EBADF, EPERM (no ->poll), EINVAL (EPOLLEXCLUSIVE misuse), ENOENT
+// (MOD, DEL), or 0 for an ADD that would succeed (undone at once).  Used
+// before an instance has a shadow, so that a refused ADD creates nothing.
+std::mutex& probe_mutex() {
+  static std::mutex* m = new std::mutex;
+  return *m;
+}
+// Preconditions: probe_mutex() held.  An empty kernel epoll, never closed.
+int probe_fd_locked() {
+  static int fd = -1;
+  if (fd < 0) fd = ::epoll_create1(EPOLL_CLOEXEC);
+  return fd >= 0 ? fd : -errno;
+}
+
+int probe(int op, int kfd, struct epoll_event* ev) {
+  // A closed number first: the probe's own creation may take that number.
+  if (::fcntl(kfd, F_GETFD) < 0) return -EBADF;
+  std::lock_guard<std::mutex> g(probe_mutex());
+  const int probe_fd = probe_fd_locked();
+  if (probe_fd < 0) return probe_fd;
+  if (::epoll_ctl(probe_fd, op, kfd, ev) < 0) return -errno;
+  if (op == EPOLL_CTL_ADD) ::epoll_ctl(probe_fd, EPOLL_CTL_DEL, kfd, nullptr);
+  return 0;
+}
+
+int add_edge(int hub, int top, uint64_t tag) {
+  struct epoll_event e{};
+  e.events = EPOLLIN | EPOLLET;
+  e.data.u64 = tag;
+  if (::epoll_ctl(hub, EPOLL_CTL_ADD, top, &e) < 0 && errno != EEXIST) return -errno;
+  return 0;
+}
+
+}  // namespace
+
+KernelWatch::KernelWatch(int shadow) noexcept : shadow_(shadow) {
+  sig_.entry.fn = &KernelWatch::signal_wake;
+  sig_.kw = this;
+}
+
+int KernelWatch::sleep_fds(struct pollfd out[2]) const noexcept {
+  out[0] = pollfd{shadow_, POLLIN, 0};
+  const int h = hub_.load(std::memory_order_acquire);
+  if (h < 0) return 1;
+  out[1] = pollfd{h, POLLIN, 0};
+  return 2;
+}
+
+// ---------------------------------------------------------------------------
+// Creation and topology
+
+KernelWatch* KernelWatch::get_or_create(Instance* ep, bool* created, int* err) noexcept {
+  *created = false;
+  if (KernelWatch* kw = ep->kernel_watch()) return kw;
+  const int sh = ::epoll_create1(EPOLL_CLOEXEC);
+  if (sh < 0) {
+    *err = errno;
+    return nullptr;
+  }
+  auto* kw = new (std::nothrow) KernelWatch(sh);
+  if (!kw) {
+    ::close(sh);
+    *err = ENOMEM;
+    return nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> g(registry_mutex());
+    registry()[ep->id() | kChildBit] = ep;
+  }
+  KernelWatch* expected = nullptr;
+  // seq_cst: a Dekker pair with on_release (stores dead_, then loads
+  // kernel_): either it sees us and releases, or we see dead_ below.
+  if (!ep->kernel_.compare_exchange_strong(expected, kw, std::memory_order_seq_cst)) {
+    ::close(sh);
+    delete kw;
+    return expected;  // another thread won; it registered the same id
+  }
+  if (ep->dead_.load(std::memory_order_seq_cst)) registry_remove(ep->id() | kChildBit);
+  *created = true;
+  kick_sleepers(ep);
+  return kw;
+}
+
+// Sleepers that went to sleep before this instance had a kernel side (or
+// a hub) must re-loop and sleep on it: wake them all.  Their reload of
+// kernel_/hub_ comes after queueing under ready_lock_, which we take after
+// publishing, so each either sees the new state or is in the queue.
+void KernelWatch::kick_sleepers(Instance* ep) noexcept {
+  ep->ready_lock_.lock();
+  if (ep->waiters_.active_hint()) {
+    ep->waiters_.lock();
+    ep->waiters_.wake_locked(0, INT_MAX);
+    ep->waiters_.unlock();
+  }
+  ep->ready_lock_.unlock();
+}
+
+int KernelWatch::ensure_hub(Instance* ep) noexcept {
+  int h = hub_.load(std::memory_order_acquire);
+  if (h >= 0) return h;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    h = hub_.load(std::memory_order_relaxed);
+    if (h >= 0) return h;
+    h = ::epoll_create1(EPOLL_CLOEXEC);
+    if (h < 0) return -errno;
+    if (const int r = add_edge(h, shadow_, kTagShadow)) {
+      ::close(h);
+      return r;
+    }
+    hub_.store(h, std::memory_order_release);
+  }
+  kick_sleepers(ep);
+  return h;
+}
+
+int KernelWatch::parent_hub(Instance* p) noexcept {
+  bool created = false;
+  int err = 0;
+  KernelWatch* pk = get_or_create(p, &created, &err);
+  if (!pk) return -err;
+  const int had = pk->hub_.load(std::memory_order_acquire);
+  const int hub = pk->ensure_hub(p);
+  if (hub < 0 || had >= 0) return hub;
+  const int r = attach(p);  // a new hub: p's own parents must see it
+  return r ? r : hub;
+}
+
+int KernelWatch::attach(Instance* x) noexcept {
+  const int top = x->kernel_watch()->hub_.load(std::memory_order_acquire);
+  std::vector<Instance*> parents = topology::parents_of(x);
+  int rc = 0;
+  for (Instance* p : parents) {
+    if (rc == 0) {
+      const int hub = parent_hub(p);
+      rc = hub < 0 ? hub : add_edge(hub, top, x->id() | kChildBit);
+    }
+    p->struct_put();
+  }
+  return rc;
+}
+
+int KernelWatch::on_nest(Instance* parent, Instance* child) noexcept {
+  KernelWatch* ck = child->kernel_watch();
+  if (!ck) return 0;  // no kernel side below: nothing to do (the common case)
+  const int top = ck->ensure_hub(child);
+  if (top < 0) return top;
+  const int hub = parent_hub(parent);
+  return hub < 0 ? hub : add_edge(hub, top, child->id() | kChildBit);
+}
+
+// ---------------------------------------------------------------------------
+// The C API's entry points
+
+int KernelWatch::ctl(Instance* ep, int op, int kfd, struct epoll_event* ev) noexcept {
+  KernelWatch* kw = ep->kernel_watch();
+  if (!kw) {
+    // Refused calls and MOD/DEL of a descriptor never added create nothing.
+    const int r = probe(op, kfd, ev);
+    if (r != 0 || op != EPOLL_CTL_ADD) return r;
+    // The first kernel descriptor: parents of ep must wake on it.
+    topology::Guard tg(topology::Mode::kExclusive, nullptr);
+    bool created = false;
+    int err = 0;
+    kw = get_or_create(ep, &created, &err);
+    if (!kw) return -err;
+    if (created && ep->parent_count() > 0) {
+      const int hub = parent_hub(ep);
+      if (hub < 0) return hub;
+    }
+  }
+  return ::epoll_ctl(kw->shadow_, op, kfd, ev) < 0 ? -errno : 0;
+}
+
+bool KernelWatch::is_kernel_epoll(int kfd) noexcept {
+  std::lock_guard<std::mutex> g(probe_mutex());
+  const int probe_fd = probe_fd_locked();
+  // Linux checks "is an epoll" before looking the target up: ENOENT means
+  // it got that far.
+  return probe_fd >= 0 && ::epoll_ctl(kfd, EPOLL_CTL_DEL, probe_fd, nullptr) < 0 && errno == ENOENT;
+}
+
+int KernelWatch::refuse(int op, int kfd, struct epoll_event* ev) noexcept {
+  const int r = probe(op, kfd, ev);
+  return r == -EBADF || r == -EPERM ? r : -EINVAL;
+}
+
+int KernelWatch::kernel_fd(Instance* ep) noexcept {
+  if (KernelWatch* kw = ep->kernel_watch()) {
+    const int k = kw->kfd_.load(std::memory_order_acquire);
+    if (k >= 0) return k;
+  }
+  topology::Guard tg(topology::Mode::kExclusive, nullptr);
+  const int hub = parent_hub(ep);
+  if (hub < 0) return hub;
+  KernelWatch* kw = ep->kernel_watch();
+  std::lock_guard<std::mutex> g(kw->mu_);
+  if (const int k = kw->kfd_.load(std::memory_order_relaxed); k >= 0) return k;
+  int err = 0;
+  core::ThreadWaiter* w = core::ThreadWaiter::acquire_signal(&err);
+  if (!w) return -err;
+  uint64_t stale;
+  ssize_t unused = ::read(w->event_fd(), &stale, sizeof stale);  // a pooled eventfd may hold a count
+  (void)unused;
+  // Level-triggered: readable while the shadow has a ready descriptor, the
+  // hub an untranslated edge, or the signal a count.
+  const int k = ::epoll_create1(EPOLL_CLOEXEC);
+  int r = k < 0 ? -errno : 0;
+  for (int fd : {kw->shadow_, hub, w->event_fd()}) {
+    struct epoll_event e{};
+    e.events = EPOLLIN;
+    if (r == 0 && ::epoll_ctl(k, EPOLL_CTL_ADD, fd, &e) < 0) r = -errno;
+  }
+  if (r < 0) {
+    if (k >= 0) ::close(k);
+    w->release_signal();
+    return r;
+  }
+  kw->signal_.store(w, std::memory_order_release);
+  ep->wq().lock();
+  ep->wq().add_locked(&kw->sig_.entry);
+  ep->wq().unlock();
+  // Items queued before the entry was: signal them now.
+  ep->ready_lock_.lock();
+  const bool avail = ep->events_available_locked();
+  ep->ready_lock_.unlock();
+  if (avail && !kw->pending_.exchange(true, std::memory_order_seq_cst)) w->kick();
+  kw->kfd_.store(k, std::memory_order_release);
+  return k;
+}
+
+// ---------------------------------------------------------------------------
+// Signal
+
+// Runs under Instance::wq()'s lock whenever the instance wakes its poll
+// queue (an item was queued).  kick() defers the eventfd write past the
+// SpinLock.
+int KernelWatch::signal_wake(core::WaitEntry* e, uint32_t) noexcept {
+  KernelWatch* kw = reinterpret_cast<SignalEntry*>(e)->kw;
+  if (!kw->pending_.exchange(true, std::memory_order_seq_cst))
+    kw->signal_.load(std::memory_order_relaxed)->kick();  // stored before the entry was queued
+  return 0;
+}
+
+// Drains the signal when the ready list is empty and no harvest runs (a
+// running one may put level-triggered items back).  An item queued while
+// we drain: its wake either found pending_ still true, so it was linked
+// before our store and the re-check sees it, or wrote after our store and
+// the re-check (or the count, if our read came first) keeps the signal.
+void KernelWatch::maybe_drain(Instance* ep) noexcept {
+  if (!pending_.load(std::memory_order_seq_cst)) return;
+  ep->ready_lock_.lock();
+  bool avail = ep->events_available_locked();
+  ep->ready_lock_.unlock();
+  if (avail) return;
+  core::ThreadWaiter* w = signal_.load(std::memory_order_acquire);
+  pending_.store(false, std::memory_order_seq_cst);
+  uint64_t v;
+  ssize_t unused = ::read(w->event_fd(), &v, sizeof v);
+  (void)unused;
+  ep->ready_lock_.lock();
+  avail = ep->events_available_locked();
+  ep->ready_lock_.unlock();
+  if (avail && !pending_.exchange(true, std::memory_order_seq_cst)) w->kick();
+}
+
+// ---------------------------------------------------------------------------
+// Harvest, poll, sleep
+
+int KernelWatch::kernel_events(struct epoll_event* evs, int maxevents) noexcept {
+  const int r = ::epoll_wait(shadow_, evs, maxevents, 0);
+  return r < 0 ? -errno : r;
+}
+
+int KernelWatch::harvest(Instance* ep, struct epoll_event* evs, int maxevents, bool will_sleep) noexcept {
+  if (will_sleep && !kernel_first_.load(std::memory_order_relaxed)) {
+    // Before a blocking wait's first sleep: if user space has nothing, ask
+    // the kernel side through the sleep itself (ppoll returns at once when
+    // it is ready), one system call less per wakeup.
+    const int n = ep->send_events(evs, maxevents);
+    if (n == 0) return 0;
+    if (n < 0 || n == maxevents) return n;
+    const int more = kernel_events(evs + n, maxevents - n);
+    return more > 0 ? n + more : n;
+  }
+  const int hub = hub_.load(std::memory_order_acquire);
+  if (hub >= 0) process_hub(ep, hub, 0);
+  const bool kfirst = kernel_first_.load(std::memory_order_relaxed);
+  int n = kfirst ? kernel_events(evs, maxevents) : ep->send_events(evs, maxevents);
+  if (n < 0) return n;  // EFAULT with nothing copied
+  if (n < maxevents) {
+    const int more = kfirst ? ep->send_events(evs + n, maxevents - n) : kernel_events(evs + n, maxevents - n);
+    if (more > 0) n += more;
+    else if (more < 0 && n == 0) return more;
+  }
+  if (n == maxevents) kernel_first_.store(!kfirst, std::memory_order_relaxed);
+  if (signal_.load(std::memory_order_acquire)) maybe_drain(ep);
+  return n;
+}
+
+bool KernelWatch::ready(Instance* ep) noexcept {
+  const int hub = hub_.load(std::memory_order_acquire);
+  if (hub >= 0) process_hub(ep, hub, 0);
+  struct pollfd p{shadow_, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+int KernelWatch::sleep(core::ThreadWaiter* w, const timespec* deadline, const sigset_t* mask) noexcept {
+  struct pollfd p[2];
+  const int n = sleep_fds(p);
+  return w->sleep_with(p, static_cast<unsigned long>(n), deadline, mask);
+}
+
+// Reads the hub's edges.  The shadow's: an event of ep's own kernel
+// descriptors, which Linux would announce on ep's poll queue
+// (ep_poll_safewake): wake it, once, for all of ep's parents.  A child's:
+// translate the child's hub the same way (its wakeups reach ep's items
+// through the child's wait queue).  Each edge is read by one harvester
+// only, so each event wakes each parent once, as in Linux.
+void KernelWatch::process_hub(Instance* ep, int hub, int depth) noexcept {
+  constexpr int kBatch = 32;
+  struct epoll_event buf[kBatch];
+  int r;
+  do {
+    r = ::epoll_wait(hub, buf, kBatch, 0);
+    bool self = false;
+    for (int i = 0; i < r; ++i) {
+      if (buf[i].data.u64 == kTagShadow)
+        self = true;
+      else if (depth <= kMaxNests)
+        wake_child(ep, hub, buf[i].data.u64, depth);
+    }
+    if (self) ep->wq().wake(EPOLLIN);
+  } while (r == kBatch);
+}
+
+// An edge of child `tag` in ep's hub: translate the child's hub.  An edge
+// of a child that ep no longer watches is unlinked (lazily: DEL of the item
+// does not touch the hub).
+void KernelWatch::wake_child(Instance* ep, int hub, uint64_t tag, int depth) noexcept {
+  Instance* c = registry_pin(tag);
+  if (!c) return;  // released; its hub leaves ours when it is freed
+  KernelWatch* ck = c->kernel_watch();
+  bool watched = false;
+  c->wq().lock();
+  c->wq().find_locked([&](core::WaitEntry* e) {
+    watched = (e->flags & core::WaitEntry::kItem) && Item::from_wait(e)->ep == ep;
+    return watched;
+  });
+  c->wq().unlock();
+  const int ch = ck->hub_.load(std::memory_order_acquire);
+  if (ch >= 0) {
+    if (watched)
+      ck->process_hub(c, ch, depth + 1);
+    else
+      ::epoll_ctl(hub, EPOLL_CTL_DEL, ch, nullptr);
+  }
+  c->struct_put();
+}
+
+// ---------------------------------------------------------------------------
+// Teardown
+
+void KernelWatch::release(Instance* ep) noexcept {
+  registry_remove(ep->id() | kChildBit);
+  std::lock_guard<std::mutex> g(mu_);
+  if (signal_.load(std::memory_order_relaxed)) {
+    ep->wq().lock();
+    if (sig_.entry.queued()) ep->wq().remove_locked(&sig_.entry);
+    ep->wq().unlock();
+  }
+}
+
+void KernelWatch::destroy(KernelWatch* kw) noexcept {
+  if (!kw) return;
+  for (int fd : {kw->kfd_.load(std::memory_order_acquire), kw->hub_.load(std::memory_order_acquire), kw->shadow_})
+    if (fd >= 0) ::close(fd);
+  if (core::ThreadWaiter* w = kw->signal_.load(std::memory_order_acquire)) w->release_signal();
+  delete kw;
+}
+
+}  // namespace uepoll::epoll

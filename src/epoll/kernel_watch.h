@@ -1,0 +1,141 @@
+// kernel_watch.h - KernelWatch: the kernel side of one epoll instance:
+// kernel descriptors watched by a uepoll instance, and the kernel
+// descriptor (uep_epoll_kernel_fd) through which kernel event loops watch
+// the instance.
+//
+// What it owns (each created on first use, nothing before: an instance
+// that never sees a kernel descriptor has no KernelWatch at all, and its
+// hot paths pay one load of Instance::kernel_ and a branch):
+//   shadow_  a kernel epoll holding the kernel descriptors added to the
+//            instance, with the caller's events and data.  The kernel gives
+//            each its exact Linux semantics (LT, ET, ONESHOT, EXCLUSIVE,
+//            RDHUP, removal at the last close, errors in Linux's order).
+//   hub_     a kernel epoll of edges, created when the instance is nested
+//            in another instance or has a child with a kernel side: shadow_
+//            (ET, kTagShadow) and the hub of every child instance with a
+//            kernel side (ET, tagged with the child's id).  The instance's
+//            parents hold its hub (ET) in theirs.  Whoever reads an edge
+//            translates it into the wakeups Linux would make: the
+//            instance's own poll queue for a shadow edge, the child's hub
+//            (recursively) for a child edge.
+//   kfd_     uep_epoll_kernel_fd only: a kernel epoll holding shadow_,
+//            hub_ and signal_'s eventfd, level-triggered.
+//   signal_  uep_epoll_kernel_fd only: a kernel eventfd written when the
+//            instance's user-space ready list gains an item, drained by a
+//            harvest that leaves that list empty (and no harvest running).
+// Blocking waiters of the instance (and uep_poll) sleep on shadow_ and
+// hub_ beside their ThreadWaiter.
+//
+// Wakeup paths it adds:
+//   kernel descriptor -> shadow_ -> sleeper's ppoll / kfd_ -> kernel loop
+//                     -> hub_ edge -> parents' hubs -> their sleepers
+//   user-space event -> Instance::wq() -> signal entry -> eventfd -> kfd_
+//   a hub edge read by a harvest or poll -> Instance::wq().wake(EPOLLIN)
+//     of the instance whose shadow it was (Linux ep_poll_safewake)
+//
+// Locks (core/lock_order.h): the topology lock (1, exclusive) around every
+// change of the kernel-side topology (first kernel descriptor of a watched
+// instance, nesting, uep_epoll_kernel_fd); mu_ (per KernelWatch, level 4a)
+// around creating hub_ and kfd_; the registry mutex (a leaf) around the
+// id -> instance map; wait-queue locks (6) to find parents, to queue the
+// signal entry and to wake; the instance's ready_lock_ (7) to look at its
+// ready list and to kick its sleepers.  Kernel system calls are made with
+// at most std::mutexes held, never a SpinLock.
+#pragma once
+
+#include "core/waitqueue.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <ctime>
+#include <mutex>
+#include <poll.h>
+#include <sys/epoll.h>
+
+namespace uepoll::core {
+class ThreadWaiter;
+}
+
+namespace uepoll::epoll {
+
+class Instance;
+
+class KernelWatch {
+ public:
+  // ---- from the C API (no uepoll lock held) ------------------------------
+  // epoll_ctl(ep, op, kfd, ev) for a kernel descriptor kfd >= 0 (ev null for
+  // DEL).  Linux's result for that descriptor, as a negative errno.
+  static int ctl(Instance* ep, int op, int kfd, struct epoll_event* ev) noexcept;
+  // epoll_ctl(f, op, kfd, ev) where f is a uepoll file that is not an
+  // instance: Linux checks kfd (EBADF, EPERM) before f (EINVAL).
+  static int refuse(int op, int kfd, struct epoll_event* ev) noexcept;
+  // True if kernel descriptor kfd is a kernel epoll instance.
+  static bool is_kernel_epoll(int kfd) noexcept;
+  // uep_epoll_kernel_fd: kfd_, created with the signal on first call.
+  static int kernel_fd(Instance* ep) noexcept;
+
+  // ---- hooks of Instance -------------------------------------------------
+  // After parent's ADD linked its item on child.  Preconditions: topology
+  // lock held exclusively.  0, or the kernel's error (ELOOP, EINVAL, ...)
+  // when the kernel side refuses the nesting.
+  static int on_nest(Instance* parent, Instance* child) noexcept;
+  // uep_epoll_wait's harvest: user-space and kernel events together.
+  // will_sleep: a blocking wait that has not slept yet; when user space has
+  // no event it returns 0 without asking the kernel (the sleep will).
+  int harvest(Instance* ep, struct epoll_event* evs, int maxevents, bool will_sleep = false) noexcept;
+  // A blocking wait's sleep: the waiter or the kernel side, whichever first.
+  int sleep(core::ThreadWaiter* w, const timespec* deadline, const sigset_t* mask) noexcept;
+  // Instance::poll: true if a kernel descriptor is ready (after turning
+  // children's kernel edges into callbacks).
+  bool ready(Instance* ep) noexcept;
+  // Instance::on_release: stop signalling, leave the registry.
+  void release(Instance* ep) noexcept;
+  // ~Instance: closes the kernel descriptors, frees the memory.
+  static void destroy(KernelWatch* kw) noexcept;
+
+  // The descriptors a sleeper or uep_poll waits on (shadow_, hub_ if any),
+  // POLLIN; returns how many (1 or 2).
+  int sleep_fds(struct pollfd out[2]) const noexcept;
+
+ private:
+  explicit KernelWatch(int shadow) noexcept;
+
+  // The signal's entry on Instance::wq() (first member: WaitEntry* cast).
+  struct SignalEntry {
+    core::WaitEntry entry;
+    KernelWatch* kw;
+  };
+  static_assert(offsetof(SignalEntry, entry) == 0);
+
+  static KernelWatch* get_or_create(Instance* ep, bool* created, int* err) noexcept;
+  // hub_, created if needed, or a negative errno.
+  int ensure_hub(Instance* ep) noexcept;
+  // Preconditions (these two): topology lock held exclusively.
+  // p's hub, created (with p's KernelWatch) and attached if new.
+  static int parent_hub(Instance* p) noexcept;
+  // Puts x's hub into the hub of every instance watching x.
+  static int attach(Instance* x) noexcept;
+  static void kick_sleepers(Instance* ep) noexcept;
+  int kernel_events(struct epoll_event* evs, int maxevents) noexcept;
+  void process_hub(Instance* ep, int hub, int depth) noexcept;
+  void wake_child(Instance* ep, int hub, uint64_t tag, int depth) noexcept;
+  void maybe_drain(Instance* ep) noexcept;
+  static int signal_wake(core::WaitEntry* e, uint32_t key) noexcept;
+
+  SignalEntry sig_;                           // queued on Instance::wq() under its lock
+  const int shadow_;                          // immutable
+  std::atomic<int> hub_{-1};                  // written once under mu_
+  std::atomic<int> kfd_{-1};                  // written once under mu_
+  std::mutex mu_;                             // lock level 4a
+  std::atomic<core::ThreadWaiter*> signal_{nullptr};  // written once under mu_
+  // The signal eventfd has been written since the last drain.  seq_cst:
+  // the wake side's exchange pairs with maybe_drain's store (see there).
+  std::atomic<bool> pending_{false};
+  // Which kind a harvest takes first: flipped each time a harvest fills
+  // the buffer, so neither kind can starve the other (relaxed: a hint).
+  std::atomic<bool> kernel_first_{false};
+};
+
+}  // namespace uepoll::epoll
