@@ -699,8 +699,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   ready_lock_.unlock();
 
   core::ThreadWaiter* w = nullptr;
-  core::WaiterEntry we;
-  we.entry.fn = &core::WaiterEntry::wake;
+  std::optional<core::ScopedEntry> lease;  // not on the stack: see ThreadWaiter::take_entry
   for (;;) {
     if (eavail) {
       int n = send_events(evs, maxevents);
@@ -712,8 +711,9 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
       int err = 0;
       w = core::ThreadWaiter::self(&err);
       if (!w) return -err;
-      we.waiter = w;
+      lease.emplace(w);
     }
+    core::WaiterEntry& we = lease->get();
     if (!blocked) blocked.emplace();  // no handler may run between check and sleep
     const bool autoremove = core::knob(core::knobs().exclusive_autoremove);
     we.autoremove = autoremove;

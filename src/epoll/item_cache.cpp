@@ -2,6 +2,7 @@
 #include "epoll/item_cache.h"
 
 #include "core/alloc.h"
+#include "core/fork.h"
 #include "core/tuning.h"
 
 #include <mutex>
@@ -67,6 +68,13 @@ bool refill(ThreadCache& c) {
 }
 
 }  // namespace
+
+// The fork hooks (core/fork.h): the free list is whole in the child.  The
+// caches of the parent's other threads are lost to the child (at most
+// kCacheMax items each).
+void item_cache_fork_prepare() noexcept { g_free_mutex.lock(); }
+void item_cache_fork_parent() noexcept { g_free_mutex.unlock(); }
+void item_cache_fork_child() noexcept { g_free_mutex.unlock(); }
 
 Item* item_alloc() noexcept {
   if (!core::knob(core::knobs().alloc_reuse)) {

@@ -4,6 +4,7 @@
 
 #include <uepoll/uepoll.h>
 
+#include "core/fork.h"
 #include "core/reclaim.h"
 
 #include <atomic>
@@ -31,8 +32,11 @@ struct Table {
   std::atomic<long> open{0};
 };
 
+std::atomic<Table*> g_table{nullptr};  // set once table() has made it (release)
+
 Table& table() {
   static Table* t = [] {
+    core::install_fork_handlers();  // first use of the library (core/fork.cpp)
     // The kernel never allocates at or past nr_open; make sure that range
     // stays below ours.
     if (FILE* f = std::fopen("/proc/sys/fs/nr_open", "r")) {
@@ -43,7 +47,9 @@ Table& table() {
       }
       std::fclose(f);
     }
-    return new Table();
+    auto* made = new Table();
+    g_table.store(made, std::memory_order_release);
+    return made;
   }();
   return *t;
 }
@@ -110,6 +116,21 @@ int install_locked(Table& t, core::File* f) {
 }
 
 }  // namespace
+
+// The fork hooks (core/fork.h): the table's bitmaps are whole in the child.
+// A table not made yet is not made by a fork (only the forking thread
+// reads g_fork_locked, between its prepare and parent/child hooks).
+namespace {
+Table* g_fork_locked = nullptr;
+}
+void table_fork_prepare() noexcept {
+  g_fork_locked = g_table.load(std::memory_order_acquire);
+  if (g_fork_locked) g_fork_locked->mutex.lock();
+}
+void table_fork_parent() noexcept {
+  if (g_fork_locked) g_fork_locked->mutex.unlock();
+}
+void table_fork_child() noexcept { table_fork_parent(); }
 
 bool in_range(int fd) noexcept { return fd >= UEP_FD_BASE && fd < UEP_FD_BASE + kHardMax; }
 
