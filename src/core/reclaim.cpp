@@ -13,6 +13,7 @@
 #include "core/reclaim.h"
 
 #include "core/fork.h"
+#include "core/thread_exit.h"
 
 #include <atomic>
 #include <mutex>
@@ -93,10 +94,11 @@ void reap_orphans(uint64_t safe) {
   if (g.owns_lock() && g_orphans) reap(&g_orphans, safe);
 }
 
+// Trivially destructible (core/thread_exit.h): thread_exit() releases it.
 struct RecordHolder {
   ThreadRecord* rec = nullptr;
   unsigned fallback_depth = 0;  // guards held as a g_fallback_readers reader
-  ~RecordHolder() {
+  void release() noexcept {
     if (!rec) return;
     if (rec->retired) {
       std::lock_guard<std::mutex> g(g_registry_mutex);
@@ -109,16 +111,24 @@ struct RecordHolder {
     }
     rec->state.store(0, std::memory_order_seq_cst);
     rec->in_use.store(false, std::memory_order_release);
+    rec = nullptr;
   }
 };
 thread_local RecordHolder tls_record;
 
 ThreadRecord* self() {
-  if (!tls_record.rec) tls_record.rec = acquire_record();
+  if (!tls_record.rec) {
+    tls_record.rec = acquire_record();
+    if (tls_record.rec) thread_exit_arm();
+  }
   return tls_record.rec;
 }
 
 }  // namespace
+
+// Thread exit (core/thread_exit.h): retired objects to the orphan list,
+// the record free for another thread.
+void thread_exit() noexcept { tls_record.release(); }
 
 // The fork hooks (core/fork.h).  g_registry_mutex is held across fork() so
 // that the orphan list and the registry are whole in the child.

@@ -3,6 +3,7 @@
 #include "core/waiter.h"
 
 #include "core/fork.h"
+#include "core/thread_exit.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -29,15 +30,6 @@ ThreadWaiter* g_pool = nullptr;  // guarded by g_pool_mutex, linked by pool_next
 ThreadWaiter* g_all = nullptr;   // guarded by g_pool_mutex, linked by all_next_
 
 thread_local ThreadWaiter* tls_waiter = nullptr;
-struct WaiterHolder {
-  ~WaiterHolder() {
-    if (!tls_waiter) return;
-    std::lock_guard<std::mutex> g(g_pool_mutex);
-    ThreadWaiter::push_pool(tls_waiter, &g_pool);
-    tls_waiter = nullptr;
-  }
-};
-thread_local WaiterHolder tls_holder;
 
 // Kicks that found their sleeper asleep while this thread held a SpinLock:
 // the eventfd write (a system call) waits until the thread's last SpinLock
@@ -52,6 +44,14 @@ thread_local DeferredKicks tls_kicks;
 }  // namespace
 
 thread_local int spin_depth = 0;
+
+// Thread exit (core/thread_exit.h): the waiter goes back to the pool.
+void waiter_thread_exit() noexcept {
+  if (!tls_waiter) return;
+  std::lock_guard<std::mutex> g(g_pool_mutex);
+  ThreadWaiter::push_pool(tls_waiter, &g_pool);
+  tls_waiter = nullptr;
+}
 
 void ThreadWaiter::push_pool(ThreadWaiter* w, ThreadWaiter** head) noexcept {
   w->pool_next_ = *head;
@@ -73,7 +73,7 @@ ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
       g_pool = w->pool_next_;
       w->pool_next_ = nullptr;
       tls_waiter = w;
-      (void)&tls_holder;  // registers the destructor that returns it
+      thread_exit_arm();  // waiter_thread_exit() returns it
       return w;
     }
   }
@@ -108,7 +108,7 @@ ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
     g_all = w;
   }
   tls_waiter = w;
-  (void)&tls_holder;
+  thread_exit_arm();
   return w;
 }
 

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <vector>
 
 namespace uepoll::fd {
@@ -47,7 +48,10 @@ Table& table() {
       }
       std::fclose(f);
     }
-    auto* made = new Table();
+    // Static storage, never destroyed: making the table cannot fail for
+    // want of memory (its bitmaps start empty).
+    alignas(Table) static unsigned char storage[sizeof(Table)];
+    auto* made = new (storage) Table();
     g_table.store(made, std::memory_order_release);
     return made;
   }();
@@ -102,10 +106,26 @@ std::atomic<core::File*>* slot_locked(Table& t, long idx) {
   return &chunk[idx % kChunk];
 }
 
+// Preconditions: t.mutex held.  Grows the bitmaps so that mark_locked(idx)
+// needs no memory; false (nothing changed but capacity) when out of memory.
+bool reserve_bits_locked(Table& t, long idx) noexcept {
+  const size_t w = static_cast<size_t>(idx / 64);
+  try {
+    if (w >= t.used.size()) {
+      t.used.reserve(w + 1);
+      t.full.reserve((w + 1) / 64 + 1);
+    }
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  return true;
+}
+
 // Preconditions: t.mutex held.
 int install_locked(Table& t, core::File* f) {
   long idx = find_free_locked(t, t.max.load(std::memory_order_relaxed));
   if (idx < 0) return -EMFILE;
+  if (!reserve_bits_locked(t, idx)) return -ENOMEM;
   std::atomic<core::File*>* s = slot_locked(t, idx);
   if (!s) return -ENOMEM;
   mark_locked(t, idx, true);
