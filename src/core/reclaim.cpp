@@ -94,6 +94,19 @@ void reap_orphans(uint64_t safe) {
   if (g.owns_lock() && g_orphans) reap(&g_orphans, safe);
 }
 
+// Preconditions: g_registry_mutex held; r's owner gone (exiting, or absent
+// in a forked child).  Moves r's retired objects to the orphan list.
+void orphan_retired_locked(ThreadRecord* r) {
+  if (r->retired) {
+    Retired* last = r->retired;
+    while (last->next) last = last->next;
+    last->next = g_orphans;
+    g_orphans = r->retired;
+  }
+  r->retired = nullptr;
+  r->retired_count = 0;
+}
+
 // Trivially destructible (core/thread_exit.h): thread_exit() releases it.
 struct RecordHolder {
   ThreadRecord* rec = nullptr;
@@ -102,12 +115,7 @@ struct RecordHolder {
     if (!rec) return;
     if (rec->retired) {
       std::lock_guard<std::mutex> g(g_registry_mutex);
-      Retired* last = rec->retired;
-      while (last->next) last = last->next;
-      last->next = g_orphans;
-      g_orphans = rec->retired;
-      rec->retired = nullptr;
-      rec->retired_count = 0;
+      orphan_retired_locked(rec);
     }
     rec->state.store(0, std::memory_order_seq_cst);
     rec->in_use.store(false, std::memory_order_release);
@@ -144,14 +152,7 @@ void fork_child() noexcept {
   ThreadRecord* mine = tls_record.rec;
   for (ThreadRecord* r = g_records.load(std::memory_order_relaxed); r; r = r->next_record) {
     if (r == mine) continue;
-    if (r->retired) {
-      Retired* last = r->retired;
-      while (last->next) last = last->next;
-      last->next = g_orphans;
-      g_orphans = r->retired;
-    }
-    r->retired = nullptr;
-    r->retired_count = 0;
+    orphan_retired_locked(r);
     r->depth = 0;
     r->state.store(0, std::memory_order_relaxed);
     r->in_use.store(false, std::memory_order_relaxed);

@@ -22,6 +22,8 @@
 
 #include <gtest/gtest.h>
 
+#include "forked_child.h"
+
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -40,81 +42,21 @@
 #include <thread>
 #include <unistd.h>
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UEP_FORK_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(UEP_FORK_TSAN)
+// The children here start threads after a multi-threaded fork (their own,
+// and uepoll's timer service), which TSan refuses by default.
+extern "C" const char* __tsan_default_options() { return "die_after_fork=0"; }
+#endif
+
 namespace {
 
-// Runs fn in a forked child.  "" when it returned "" and exited 0; else
-// what it reported, "hung" (killed after timeout_ms) or the signal.
-std::string in_child(const std::function<std::string()>& fn, int timeout_ms = 20000) {
-  int p[2];
-  if (pipe(p) < 0) return "pipe";
-  pid_t pid = fork();
-  if (pid < 0) return "fork failed";
-  if (pid == 0) {
-    close(p[0]);
-    std::string m = fn();
-    if (m.empty()) m = "ok";
-    if (write(p[1], m.data(), m.size())) {}
-    _exit(m == "ok" ? 0 : 1);
-  }
-  close(p[1]);
-  std::string out;
-  pollfd pf{p[0], POLLIN, 0};
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count());
-    if (left <= 0 || poll(&pf, 1, left) <= 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-      close(p[0]);
-      return "hung" + (out.empty() ? "" : ": " + out);
-    }
-    char buf[256];
-    ssize_t n = read(p[0], buf, sizeof buf);
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  close(p[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  if (WIFSIGNALED(st)) return "killed by signal " + std::to_string(WTERMSIG(st));
-  return out == "ok" && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "" : out;
-}
-
-// A forked child that runs alongside the caller; join() gives its result.
-struct Child {
-  pid_t pid = -1;
-  int rd = -1;
-  explicit Child(const std::function<std::string()>& fn) {
-    int p[2];
-    if (pipe(p) < 0) return;
-    pid = fork();
-    if (pid == 0) {
-      close(p[0]);
-      std::string m = fn();
-      if (m.empty()) m = "ok";
-      if (write(p[1], m.data(), m.size())) {}
-      _exit(m == "ok" ? 0 : 1);
-    }
-    close(p[1]);
-    rd = p[0];
-  }
-  std::string join(int timeout_ms = 30000) {
-    std::string out;
-    pollfd pf{rd, POLLIN, 0};
-    while (poll(&pf, 1, timeout_ms) > 0) {
-      char buf[256];
-      ssize_t n = read(rd, buf, sizeof buf);
-      if (n <= 0) break;
-      out.append(buf, static_cast<size_t>(n));
-    }
-    if (out.empty()) kill(pid, SIGKILL);
-    close(rd);
-    int st = 0;
-    waitpid(pid, &st, 0);
-    if (out.empty()) return "hung";
-    return out == "ok" ? "" : out;
-  }
-};
+using uepoll_test::rel::in_child;
+using Child = uepoll_test::rel::ForkedChild;
 
 // Waits up to ms for one byte on fd (the child's "done" signal); false on
 // timeout (the child failed first: its join() says why).

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "forked_child.h"
+
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -189,40 +191,19 @@ std::string run_checks(bool probing_expected) {
 }
 
 // Forks; the child installs the filter and runs the checks.  Returns what
-// the child printed, "" on success.
+// the child reported, "" on success.
 std::string in_sandbox(int err, bool refuse_pipes) {
-  int p[2];
-  if (pipe(p) < 0) return "pipe";
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(p[0]);
-    std::string msg;
-    if (int r = install_filter(err, refuse_pipes); r < 0) {
-      msg = "seccomp: " + std::string(strerror(-r));
-    } else {
-      // The filter bites.
-      char a[8] = {}, b[8] = {};
-      iovec l{a, 8}, r2{b, 8};
-      errno = 0;
-      if (process_vm_readv(getpid(), &l, 1, &r2, 1, 0) != -1 || errno != err) msg = "filter not in force";
-      int pp[2];
-      if (refuse_pipes && (pipe2(pp, 0) != -1 || errno != err)) msg = "pipe filter not in force";
-      if (msg.empty()) msg = run_checks(!refuse_pipes);
-    }
-    if (write(p[1], msg.data(), msg.size())) {}
-    _exit(msg.empty() ? 0 : 1);
-  }
-  close(p[1]);
-  std::string out;
-  char buf[512];
-  ssize_t n;
-  while ((n = read(p[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  close(p[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  if (!WIFEXITED(st)) return "child killed by signal " + std::to_string(WTERMSIG(st)) + " " + out;
-  if (WEXITSTATUS(st) != 0 && out.empty()) return "child failed";
-  return out;
+  return uepoll_test::rel::in_child([&]() -> std::string {
+    if (int r = install_filter(err, refuse_pipes); r < 0) return "seccomp: " + std::string(strerror(-r));
+    // The filter bites.
+    char a[8] = {}, b[8] = {};
+    iovec l{a, 8}, r2{b, 8};
+    errno = 0;
+    if (process_vm_readv(getpid(), &l, 1, &r2, 1, 0) != -1 || errno != err) return "filter not in force";
+    int pp[2];
+    if (refuse_pipes && (pipe2(pp, 0) != -1 || errno != err)) return "pipe filter not in force";
+    return run_checks(!refuse_pipes);
+  });
 }
 
 TEST(Sandbox, ProcessVmRefusedWithEPERM) { EXPECT_EQ(in_sandbox(EPERM, false), ""); }
@@ -233,15 +214,7 @@ TEST(Sandbox, ProcessVmRefusedWithEFAULT) { EXPECT_EQ(in_sandbox(EFAULT, false),
 TEST(Sandbox, PipesRefusedToo) { EXPECT_EQ(in_sandbox(EPERM, true), ""); }
 // Without a filter, the same checks (the process_vm path).
 TEST(Sandbox, NoFilter) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    std::string m = run_checks(true);
-    if (!m.empty()) std::fprintf(stderr, "%s\n", m.c_str());
-    _exit(m.empty() ? 0 : 1);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  EXPECT_EQ(uepoll_test::rel::in_child([] { return run_checks(true); }), "");
 }
 
 }  // namespace
