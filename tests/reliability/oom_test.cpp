@@ -93,9 +93,19 @@ struct Snapshot {
   bool operator==(const Snapshot& o) const { return open == o.open && dumps == o.dumps && ready == o.ready; }
   std::string str() const {
     std::string s = "open:";
-    for (int fd : open) s += " " + std::to_string(fd - UEP_FD_BASE);
-    for (const auto& [fd, r] : ready) s += " [" + std::to_string(fd - UEP_FD_BASE) + ":" + std::to_string(r) + "]";
-    for (const auto& [fd, d] : dumps) s += "\n" + std::to_string(fd - UEP_FD_BASE) + " " + d;
+    char b[64];
+    for (int fd : open) {
+      std::snprintf(b, sizeof b, " %d", fd - UEP_FD_BASE);
+      s.append(b);
+    }
+    for (const auto& [fd, r] : ready) {
+      std::snprintf(b, sizeof b, " [%d:%d]", fd - UEP_FD_BASE, r);
+      s.append(b);
+    }
+    for (const auto& [fd, d] : dumps) {
+      std::snprintf(b, sizeof b, "\n%d ", fd - UEP_FD_BASE);
+      s.append(b).append(d);
+    }
     return s;
   }
 };
