@@ -212,7 +212,12 @@ TEST(Sandbox, ProcessVmRefusedWithENOSYS) { EXPECT_EQ(in_sandbox(ENOSYS, false),
 TEST(Sandbox, ProcessVmRefusedWithEFAULT) { EXPECT_EQ(in_sandbox(EFAULT, false), ""); }
 // No pipes either: no probe; events are still delivered, NULL still EFAULT.
 TEST(Sandbox, PipesRefusedToo) {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define UEP_SANDBOX_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(UEP_SANDBOX_SANITIZED)
   // UBSan's vptr check tests memory with a pipe of its own (sanitizer_common
   // IsAccessibleMemoryRange), so under this filter it reports every
   // constructor: nothing to learn about uepoll there.
