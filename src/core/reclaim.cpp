@@ -157,6 +157,8 @@ void fork_child() noexcept {
     r->state.store(0, std::memory_order_relaxed);
     r->in_use.store(false, std::memory_order_relaxed);
   }
+  // Record-less readers (g_fallback_readers): only ours can still be one.
+  g_fallback_readers.store(tls_record.fallback_depth ? 1 : 0, std::memory_order_relaxed);
   g_registry_mutex.unlock();
 }
 
