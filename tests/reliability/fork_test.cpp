@@ -265,6 +265,19 @@ TEST(Fork, LinuxSharesTheTimerAcrossFork) {
   close(t);
 }
 
+// One blocking wait on ep, woken by a new thread that writes efd 1 ms later.
+bool woken_by_own_thread(int ep, int efd) {
+  std::thread w([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    uint64_t one = 1;
+    if (uep_write(efd, &one, 8) != 8) std::abort();
+  });
+  epoll_event e{};
+  int n = uep_epoll_wait(ep, &e, 1, 5000);
+  w.join();
+  return n == 1;
+}
+
 TEST(Fork, ManyForksInARow) {
   int ep = uep_epoll_create1(0);
   int efd = uep_eventfd(0, EFD_NONBLOCK);
@@ -275,15 +288,7 @@ TEST(Fork, ManyForksInARow) {
   ASSERT_GE(t, 0);
   for (int i = 0; i < 200; ++i) {
     std::string r = in_child([&]() -> std::string {
-      std::thread w([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        uint64_t one = 1;
-        if (uep_write(efd, &one, 8) != 8) std::abort();
-      });
-      epoll_event e{};
-      int n = uep_epoll_wait(ep, &e, 1, 5000);
-      w.join();
-      CHECK_OR_RETURN(n == 1, "wait");
+      CHECK_OR_RETURN(woken_by_own_thread(ep, efd), "wait");
       itimerspec s = once_after(1);
       uint64_t v = 0;
       CHECK_OR_RETURN(uep_timerfd_settime(t, 0, &s, nullptr) == 0, "settime");
@@ -385,15 +390,7 @@ TEST(Fork, ParentThreadAsleepAtFork) {
   EXPECT_EQ(in_child([&]() -> std::string {
     // Its entry is still queued on the copied instance.
     for (int r = 0; r < 50; ++r) {
-      std::thread w([&] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-        uint64_t one = 1;
-        if (uep_write(efd, &one, 8) != 8) std::abort();
-      });
-      epoll_event e{};
-      int n = uep_epoll_wait(ep, &e, 1, 5000);
-      w.join();
-      CHECK_OR_RETURN(n == 1, "round " + std::to_string(r));
+      CHECK_OR_RETURN(woken_by_own_thread(ep, efd), "round " + std::to_string(r));
       uint64_t v;
       (void)uep_read(efd, &v, 8);
     }
