@@ -21,9 +21,12 @@
 //                count) and the service thread is started in the child.
 // What the child inherits is stated in docs/linux-deviations.md.
 //
-// Locks: the hooks take the mutexes named above, after the gate; none of
-// them is held by a thread that waits for a gated lock (each is a leaf, or,
-// for the timer registry, taken with no other uepoll lock held).
+// Locks: the hooks take the mutexes named above, in that order, after the
+// gate.  Requirement on the gate (core/fork_gate.h): it must count these
+// mutexes as uepoll locks, or at least let a thread that holds the timer
+// registry take its wait-queue lock (6) -- the timer service does that, and
+// stopping it at the gate with the registry held would deadlock prepare.
+// The other four are leaves: their holders never wait for a gated lock.
 #pragma once
 
 namespace uepoll::core {
