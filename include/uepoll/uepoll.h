@@ -20,6 +20,14 @@
  * whatever SA_RESTART says (as epoll_wait does; see docs/linux-deviations.md
  * for read/write).
  *
+ * Out of memory: no call aborts; one that cannot allocate fails with -1/ENOMEM
+ * (ENOBUFS for a socket write, as Linux) and changes nothing.
+ *
+ * fork(): the child gets a copy of every uepoll object as it was at the fork
+ * and can use all of them (blocking waits, its own threads, timers); parent
+ * and child no longer see each other's changes (Linux shares them).  Details
+ * in docs/linux-deviations.md ("fork()").
+ *
  * This header is valid C (C99 and later) and C++.
  */
 #ifndef UEPOLL_UEPOLL_H

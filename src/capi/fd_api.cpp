@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <optional>
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -76,9 +77,18 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
   if (nfds && !user_range_ok(fds, nfds * sizeof(struct pollfd))) return -EFAULT;
   if (nfds && reinterpret_cast<uintptr_t>(fds) < 4096) return -EFAULT;
 
-  std::vector<PollSlot> slots(nfds);
+  // Every allocation up front, before any file is looked up: out of memory
+  // is ENOMEM with nothing done (the push_backs below stay within capacity).
+  std::vector<PollSlot> slots;
   std::vector<struct pollfd> kfds;   // kernel descriptors + our eventfd
   std::vector<nfds_t> kindex;        // kfds[i] came from fds[kindex[i]]
+  try {
+    slots.resize(nfds);
+    kfds.reserve(nfds);
+    kindex.reserve(nfds);
+  } catch (const std::bad_alloc&) {
+    return -ENOMEM;
+  }
   for (nfds_t i = 0; i < nfds; ++i) {
     const int fd = fds[i].fd;
     if (fd >= 0 && uepoll::fd::in_range(fd)) {
@@ -120,7 +130,7 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
     dp = &deadline;
   }
   uepoll::core::ThreadWaiter* w = nullptr;
-  std::unique_ptr<uepoll::core::SignalBlock> blocked;
+  std::optional<uepoll::core::SignalBlock> blocked;
   for (;;) {
     if (w) w->prepare();
     int count = 0;
@@ -159,7 +169,7 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
       int err = 0;
       w = uepoll::core::ThreadWaiter::self(&err);
       if (!w) return -err;
-      blocked = std::make_unique<uepoll::core::SignalBlock>();
+      blocked.emplace();
       w->prepare();
       for (nfds_t i = 0; i < nfds; ++i) {
         PollSlot& p = slots[i];

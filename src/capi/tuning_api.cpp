@@ -86,7 +86,8 @@ long uep_debug_dump(int epfd, char* buf, unsigned long len) {
   uepoll::fd::FileRef f(uepoll::fd::lookup(epfd));
   if (!f) return to_c(-EBADF);
   if (!f->is_epoll()) return to_c(-EINVAL);
-  std::string s = static_cast<uepoll::epoll::Instance*>(f.get())->debug_dump();
+  std::string s;
+  if (int r = static_cast<uepoll::epoll::Instance*>(f.get())->debug_dump(&s); r < 0) return to_c(r);
   if (buf && len) {
     size_t n = s.size() < len - 1 ? s.size() : len - 1;
     std::memcpy(buf, s.data(), n);

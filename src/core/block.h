@@ -28,9 +28,8 @@ long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op) noexcep
   int err = 0;
   ThreadWaiter* w = ThreadWaiter::self(&err);
   if (!w) return -err;
-  WaiterEntry we;
-  we.entry.fn = &WaiterEntry::wake;
-  we.waiter = w;
+  ScopedEntry lease(w);  // not on the stack: see ThreadWaiter::take_entry
+  WaiterEntry& we = lease.get();
   we.mask = wait_mask;
   SignalBlock blocked;
   for (;;) {

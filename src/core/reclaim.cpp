@@ -12,8 +12,12 @@
 // Locks: g_registry_mutex for record registration and the orphan list.
 #include "core/reclaim.h"
 
+#include "core/fork.h"
+#include "core/thread_exit.h"
+
 #include <atomic>
 #include <mutex>
+#include <new>
 
 namespace uepoll::core::reclaim {
 
@@ -32,6 +36,11 @@ struct alignas(64) ThreadRecord {
 std::atomic<uint64_t> g_epoch{2};
 std::atomic<ThreadRecord*> g_records{nullptr};
 std::mutex g_registry_mutex;
+// Readers inside a guard without a record of their own (its allocation
+// failed): while any is active the epoch does not advance at all, which is
+// conservative and needs no per-reader epoch.  seq_cst: one total order
+// with the unlinks, retire's load of the epoch and try_advance's check.
+std::atomic<long> g_fallback_readers{0};
 Retired* g_orphans = nullptr;  // guarded by g_registry_mutex
 
 ThreadRecord* acquire_record() {
@@ -41,7 +50,8 @@ ThreadRecord* acquire_record() {
         r->in_use.compare_exchange_strong(expected, true, std::memory_order_acq_rel))
       return r;
   }
-  auto* r = new ThreadRecord();
+  auto* r = new (std::nothrow) ThreadRecord();
+  if (!r) return nullptr;  // the caller's guards fall back (g_fallback_readers)
   r->in_use.store(true, std::memory_order_relaxed);
   std::lock_guard<std::mutex> g(g_registry_mutex);
   r->next_record = g_records.load(std::memory_order_relaxed);
@@ -70,6 +80,7 @@ unsigned long reap(Retired** list, uint64_t safe) {
 // Advances the epoch if every active reader has seen the current one.
 uint64_t try_advance() {
   uint64_t e = g_epoch.load(std::memory_order_seq_cst);
+  if (g_fallback_readers.load(std::memory_order_seq_cst) > 0) return e;
   for (ThreadRecord* r = g_records.load(std::memory_order_acquire); r; r = r->next_record) {
     uint64_t s = r->state.load(std::memory_order_seq_cst);
     if ((s & 1) && (s >> 1) != e) return e;
@@ -83,34 +94,80 @@ void reap_orphans(uint64_t safe) {
   if (g.owns_lock() && g_orphans) reap(&g_orphans, safe);
 }
 
+// Preconditions: g_registry_mutex held; r's owner gone (exiting, or absent
+// in a forked child).  Moves r's retired objects to the orphan list.
+void orphan_retired_locked(ThreadRecord* r) {
+  if (r->retired) {
+    Retired* last = r->retired;
+    while (last->next) last = last->next;
+    last->next = g_orphans;
+    g_orphans = r->retired;
+  }
+  r->retired = nullptr;
+  r->retired_count = 0;
+}
+
+// Trivially destructible (core/thread_exit.h): thread_exit() releases it.
 struct RecordHolder {
   ThreadRecord* rec = nullptr;
-  ~RecordHolder() {
+  unsigned fallback_depth = 0;  // guards held as a g_fallback_readers reader
+  void release() noexcept {
     if (!rec) return;
     if (rec->retired) {
       std::lock_guard<std::mutex> g(g_registry_mutex);
-      Retired* last = rec->retired;
-      while (last->next) last = last->next;
-      last->next = g_orphans;
-      g_orphans = rec->retired;
-      rec->retired = nullptr;
-      rec->retired_count = 0;
+      orphan_retired_locked(rec);
     }
     rec->state.store(0, std::memory_order_seq_cst);
     rec->in_use.store(false, std::memory_order_release);
+    rec = nullptr;
   }
 };
 thread_local RecordHolder tls_record;
 
 ThreadRecord* self() {
-  if (!tls_record.rec) tls_record.rec = acquire_record();
+  if (!tls_record.rec) {
+    tls_record.rec = acquire_record();
+    if (tls_record.rec) thread_exit_arm();
+  }
   return tls_record.rec;
 }
 
 }  // namespace
 
+// Thread exit (core/thread_exit.h): retired objects to the orphan list,
+// the record free for another thread.
+void thread_exit() noexcept { tls_record.release(); }
+
+// The fork hooks (core/fork.h).  g_registry_mutex is held across fork() so
+// that the orphan list and the registry are whole in the child.
+void fork_prepare() noexcept { g_registry_mutex.lock(); }
+void fork_parent() noexcept { g_registry_mutex.unlock(); }
+
+// In the child, only the forking thread exists.  Every other record stops
+// counting as a reader (its thread will never leave its guard, and would
+// block every grace period), its retired objects go to the orphan list
+// (freed by later grace periods), and it becomes free for the child's new
+// threads.  The forking thread's own record is kept as it is.
+void fork_child() noexcept {
+  ThreadRecord* mine = tls_record.rec;
+  for (ThreadRecord* r = g_records.load(std::memory_order_relaxed); r; r = r->next_record) {
+    if (r == mine) continue;
+    orphan_retired_locked(r);
+    r->depth = 0;
+    r->state.store(0, std::memory_order_relaxed);
+    r->in_use.store(false, std::memory_order_relaxed);
+  }
+  // Record-less readers (g_fallback_readers): only ours can still be one.
+  g_fallback_readers.store(tls_record.fallback_depth ? 1 : 0, std::memory_order_relaxed);
+  g_registry_mutex.unlock();
+}
+
 ReadGuard::ReadGuard() noexcept {
-  ThreadRecord* r = self();
+  ThreadRecord* r = tls_record.fallback_depth ? nullptr : self();
+  if (!r) {  // no memory for a record: count as a reader that blocks advances
+    if (tls_record.fallback_depth++ == 0) g_fallback_readers.fetch_add(1, std::memory_order_seq_cst);
+    return;
+  }
   if (r->depth++ == 0) {
     uint64_t e = g_epoch.load(std::memory_order_seq_cst);
     r->state.store((e << 1) | 1, std::memory_order_seq_cst);
@@ -118,6 +175,11 @@ ReadGuard::ReadGuard() noexcept {
 }
 
 ReadGuard::~ReadGuard() {
+  if (tls_record.fallback_depth) {
+    // release: the section's reads happen before a reclaimer that sees 0.
+    if (--tls_record.fallback_depth == 0) g_fallback_readers.fetch_sub(1, std::memory_order_release);
+    return;
+  }
   ThreadRecord* r = tls_record.rec;
   // release: everything read inside the section happens before a
   // reclaimer that sees the quiescent state frees anything.
@@ -126,6 +188,15 @@ ReadGuard::~ReadGuard() {
 
 void retire(Retired* obj) noexcept {
   ThreadRecord* r = self();
+  if (!r) {
+    // No record to keep it on: the orphan list (reaped by any thread that
+    // retires later).  The epoch is read before linking, as below.
+    obj->epoch = g_epoch.load(std::memory_order_seq_cst);
+    std::lock_guard<std::mutex> g(g_registry_mutex);
+    obj->next = g_orphans;
+    g_orphans = obj;
+    return;
+  }
   obj->epoch = g_epoch.load(std::memory_order_seq_cst);
   obj->next = r->retired;
   r->retired = obj;

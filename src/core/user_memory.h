@@ -8,6 +8,9 @@
 // and then remembered in a small per-thread cache, so a program that reuses
 // its event buffer pays the two system calls once.  A buffer unmapped or
 // made read-only after it was cached is not noticed (docs/linux-deviations.md).
+// Where a sandbox refuses process_vm_* the probe goes through a kernel pipe
+// instead, and where pipes are refused too there is no probe (see
+// user_memory.cpp); NULL and the first page give EFAULT in every case.
 //
 // Locks: none.  Thread-safe (per-thread cache).
 #pragma once

@@ -2,6 +2,9 @@
 // Locks: none.
 #include "core/waiter.h"
 
+#include "core/fork.h"
+#include "core/thread_exit.h"
+
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -24,17 +27,9 @@ namespace {
 // waiter goes back to this pool when the thread exits.
 std::mutex g_pool_mutex;
 ThreadWaiter* g_pool = nullptr;  // guarded by g_pool_mutex, linked by pool_next_
+ThreadWaiter* g_all = nullptr;   // guarded by g_pool_mutex, linked by all_next_
 
 thread_local ThreadWaiter* tls_waiter = nullptr;
-struct WaiterHolder {
-  ~WaiterHolder() {
-    if (!tls_waiter) return;
-    std::lock_guard<std::mutex> g(g_pool_mutex);
-    ThreadWaiter::push_pool(tls_waiter, &g_pool);
-    tls_waiter = nullptr;
-  }
-};
-thread_local WaiterHolder tls_holder;
 
 // Kicks that found their sleeper asleep while this thread held a SpinLock:
 // the eventfd write (a system call) waits until the thread's last SpinLock
@@ -49,6 +44,14 @@ thread_local DeferredKicks tls_kicks;
 }  // namespace
 
 thread_local int spin_depth = 0;
+
+// Thread exit (core/thread_exit.h): the waiter goes back to the pool.
+void waiter_thread_exit() noexcept {
+  if (!tls_waiter) return;
+  std::lock_guard<std::mutex> g(g_pool_mutex);
+  ThreadWaiter::push_pool(tls_waiter, &g_pool);
+  tls_waiter = nullptr;
+}
 
 void ThreadWaiter::push_pool(ThreadWaiter* w, ThreadWaiter** head) noexcept {
   w->pool_next_ = *head;
@@ -97,6 +100,11 @@ ThreadWaiter* ThreadWaiter::make(int* errno_out) noexcept {
       w->kep_ = -1;
     }
   }
+  {
+    std::lock_guard<std::mutex> g(g_pool_mutex);
+    w->all_next_ = g_all;
+    g_all = w;
+  }
   return w;
 }
 
@@ -106,7 +114,7 @@ ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
   if (!w) w = make(errno_out);
   if (!w) return nullptr;
   tls_waiter = w;
-  (void)&tls_holder;  // registers the destructor that returns it
+  thread_exit_arm();  // waiter_thread_exit() returns it
   return w;
 }
 
@@ -127,6 +135,7 @@ void ThreadWaiter::release_signal() noexcept {
 
 void ThreadWaiter::kick() noexcept {
   woken_.store(true, std::memory_order_seq_cst);
+  if (dead_) return;  // a parent's thread, in a forked child (fork_child)
   if (!sleeping_.load(std::memory_order_seq_cst)) return;
   DeferredKicks& k = tls_kicks;
   if (spin_depth > 0 && k.n < DeferredKicks::kMax) {
@@ -140,6 +149,31 @@ void ThreadWaiter::write_kick() noexcept {
   uint64_t one = 1;
   ssize_t r = ::write(efd_, &one, sizeof one);
   (void)r;  // EAGAIN only if the counter is near overflow: still readable
+}
+
+// The fork hooks (core/fork.h).  prepare/parent hold g_pool_mutex across
+// fork() so that the child never sees the lists mid-update.
+void waiters_fork_prepare() noexcept { g_pool_mutex.lock(); }
+void waiters_fork_parent() noexcept { g_pool_mutex.unlock(); }
+void waiters_fork_child() noexcept {
+  ThreadWaiter::fork_child();
+  g_pool_mutex.unlock();
+}
+
+// Preconditions: in the child after fork, g_pool_mutex held (by prepare).
+void ThreadWaiter::fork_child() noexcept {
+  for (ThreadWaiter* w = g_all; w; w = w->all_next_) {
+    w->dead_ = true;
+    // The child's copies of the parent's descriptions: closing them here
+    // leaves the parent's untouched.
+    if (w->kep_ >= 0) ::close(w->kep_);
+    if (w->efd_ >= 0) ::close(w->efd_);
+    w->kep_ = w->efd_ = -1;
+  }
+  g_all = nullptr;   // the dead ones are never freed (see the pool above)
+  g_pool = nullptr;  // ... nor reused
+  tls_waiter = nullptr;
+  tls_kicks.n = 0;
 }
 
 int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const timespec* deadline,
@@ -214,6 +248,13 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
 
 int WaiterEntry::wake(WaitEntry* e, uint32_t key) noexcept {
   auto* we = reinterpret_cast<WaiterEntry*>(e);
+  if (we->waiter->dead()) {
+    // Left queued by a thread that does not exist in this (forked)
+    // process: nobody will dequeue it, and it must not take an exclusive
+    // wakeup from a live sleeper.
+    WaitQueue::unlink_self(e);
+    return 0;
+  }
   if (key && we->mask && !(key & we->mask)) return 0;
   if (we->autoremove) WaitQueue::unlink_self(e);
   we->waiter->kick();

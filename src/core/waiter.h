@@ -26,6 +26,21 @@ struct pollfd;
 
 namespace uepoll::core {
 
+class ThreadWaiter;
+
+// A wait entry that kicks a ThreadWaiter.  Used by epoll_wait (exclusive,
+// autoremove), poll() and blocking read/write (non-exclusive, stays queued).
+struct WaiterEntry {
+  WaitEntry entry;           // first member: WaitEntry* <-> WaiterEntry*
+  ThreadWaiter* waiter = nullptr;
+  uint32_t mask = 0;         // poll(): the events this entry waits for; 0 = any
+  bool autoremove = false;   // dequeue itself when it takes a wakeup
+
+  // Wake function for all WaiterEntry entries.
+  static int wake(WaitEntry* e, uint32_t key) noexcept;
+};
+static_assert(offsetof(WaiterEntry, entry) == 0);
+
 class ThreadWaiter {
  public:
   // This thread's waiter; its eventfd is created on first use.  nullptr if
@@ -63,6 +78,25 @@ class ThreadWaiter {
   void release_signal() noexcept;
   int event_fd() const noexcept { return efd_; }
 
+  // After fork(), in the child (core/fork.cpp): every waiter made so far
+  // belongs to the parent (its kernel eventfd and epoll are open file
+  // descriptions shared with it), so each is marked dead and its
+  // descriptors closed in the child; the pool is emptied and the forking
+  // thread gets a new waiter on its next sleep.  A dead waiter's wait
+  // entries (left queued by threads that do not exist in the child) take no
+  // wakeup: they unlink themselves and let the next sleeper have it.
+  static void fork_child() noexcept;
+  bool dead() const noexcept { return dead_; }
+
+  // An entry for one blocking call of the owner (see ScopedEntry below):
+  // in the waiter's memory, which is never freed, rather than on the
+  // stack, because a forked child reuses the stacks of the parent's other
+  // threads while their entries are still queued.  nullptr when both are
+  // in use (a signal handler's call nested in a call): the caller then
+  // uses its own.  LIFO; owner thread only.
+  WaiterEntry* take_entry() noexcept { return entries_used_ < kEntries ? &entries_[entries_used_++] : nullptr; }
+  void give_entry() noexcept { --entries_used_; }
+
  private:
   ThreadWaiter() = default;
   ~ThreadWaiter() = delete;
@@ -76,21 +110,40 @@ class ThreadWaiter {
   int efd_ = -1;
   int kep_ = -1;  // kernel epoll with efd_ edge-triggered (see self())
   ThreadWaiter* pool_next_ = nullptr;
+  ThreadWaiter* all_next_ = nullptr;  // every waiter of this process; under g_pool_mutex
+  static constexpr int kEntries = 2;
+  WaiterEntry entries_[kEntries];     // owner only (take_entry)
+  int entries_used_ = 0;
+  // Set only by fork_child(), in the child before any other thread exists
+  // (thread creation orders it before every later read).
+  bool dead_ = false;
 };
 
 
-// A wait entry that kicks a ThreadWaiter.  Used by epoll_wait (exclusive,
-// autoremove), poll() and blocking read/write (non-exclusive, stays queued).
-struct WaiterEntry {
-  WaitEntry entry;           // first member: WaitEntry* <-> WaiterEntry*
-  ThreadWaiter* waiter = nullptr;
-  uint32_t mask = 0;         // poll(): the events this entry waits for; 0 = any
-  bool autoremove = false;   // dequeue itself when it takes a wakeup
 
-  // Wake function for all WaiterEntry entries.
-  static int wake(WaitEntry* e, uint32_t key) noexcept;
+// The wait entry of one blocking call: the waiter's own (take_entry) when
+// free, else one in this object.  The caller dequeues it before the scope
+// ends.
+class ScopedEntry {
+ public:
+  explicit ScopedEntry(ThreadWaiter* w) noexcept : w_(w), e_(w->take_entry()) {
+    if (!e_) e_ = &local_;
+    *e_ = WaiterEntry{};
+    e_->entry.fn = &WaiterEntry::wake;
+    e_->waiter = w;
+  }
+  ~ScopedEntry() {
+    if (e_ != &local_) w_->give_entry();
+  }
+  ScopedEntry(const ScopedEntry&) = delete;
+  ScopedEntry& operator=(const ScopedEntry&) = delete;
+  WaiterEntry& get() noexcept { return *e_; }
+
+ private:
+  ThreadWaiter* w_;
+  WaiterEntry* e_;
+  WaiterEntry local_;
 };
-static_assert(offsetof(WaiterEntry, entry) == 0);
 
 // Absolute CLOCK_MONOTONIC deadline helpers.
 timespec monotonic_now() noexcept;

@@ -469,18 +469,19 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     tf->wq().unlock();
 
     if (mode != topology::Mode::kNone) {
-      // Linux: reverse_path_check() over the files listed by the check.
-      bool ok = true;
+      // Linux: reverse_path_check() over the files listed by the check
+      // (-EINVAL; -ENOMEM when the check ran out of memory).
+      int err = 0;
       if (child) {
         for (core::File* f : leaves)
-          if (topology::reverse_path_check(f) != 0) ok = false;
+          if (int r = topology::reverse_path_check(f); r != 0 && err != -EINVAL) err = r;
       } else {
-        ok = topology::reverse_path_check(tf) == 0;
+        err = topology::reverse_path_check(tf);
       }
-      if (!ok) {
+      if (err) {
         unhash_locked(s, h, it);
         detach_locked(it);
-        return -EINVAL;
+        return err;
       }
     }
     // A child with kernel descriptors: this instance must wake on them too.
@@ -715,8 +716,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   ready_lock_.unlock();
 
   core::ThreadWaiter* w = nullptr;
-  core::WaiterEntry we;
-  we.entry.fn = &core::WaiterEntry::wake;
+  std::optional<core::ScopedEntry> lease;  // not on the stack: see ThreadWaiter::take_entry
   for (;;) {
     // With a kernel side, its events are only known by asking the kernel.
     KernelWatch* kw = kernel_watch();
@@ -730,8 +730,9 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
       int err = 0;
       w = core::ThreadWaiter::self(&err);
       if (!w) return -err;
-      we.waiter = w;
+      lease.emplace(w);
     }
+    core::WaiterEntry& we = lease->get();
     if (!blocked) blocked.emplace();  // no handler may run between check and sleep
     const bool autoremove = core::knob(core::knobs().exclusive_autoremove);
     we.autoremove = autoremove;
@@ -771,43 +772,72 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
 // ---------------------------------------------------------------------------
 // Test hook
 
-std::string Instance::debug_dump() noexcept {
+int Instance::debug_dump(std::string* dump) noexcept {
   struct Row {
     uint64_t id;
     int fd;
     uint32_t events;
     uint64_t data;
   };
-  std::vector<Row> rows;
-  for_each_item([&](Item* it) {
-    uint32_t ev;
-    uint64_t d;
-    it->read_event(&ev, &d);
-    rows.push_back({it->file->id(), it->fd, ev, d});
-  });
-  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-    return a.id != b.id ? a.id < b.id : a.fd < b.fd;
-  });
-  std::string out = "items:";
-  char buf[128];
-  for (const Row& r : rows) {
-    std::snprintf(buf, sizeof buf, " (%llu,%d,%x,%llx)", static_cast<unsigned long long>(r.id), r.fd, r.events,
-                  static_cast<unsigned long long>(r.data));
-    out += buf;
-  }
-  out += "\nready:";
-  {
-    std::lock_guard<std::mutex> scan(scan_mutex_);
-    ready_lock_.lock();
-    for (ListLink* l = rdllist_.next; l != &rdllist_; l = l->next) {
-      Item* it = Item::from_rdlink(l);
-      std::snprintf(buf, sizeof buf, " (%llu,%d)", static_cast<unsigned long long>(it->file->id()), it->fd);
+  // Nothing is allocated under a lock that an exception could leave held:
+  // the rows are collected into reserved memory (for_each_item holds a
+  // shard mutex, released on unwinding, but is noexcept: no throw inside).
+  try {
+    std::vector<Row> rows;
+    bool short_of_room = true;
+    while (short_of_room) {
+      rows.clear();
+      short_of_room = false;
+      for_each_item([&](Item* it) {
+        if (rows.size() == rows.capacity()) {
+          short_of_room = true;
+          return;
+        }
+        uint32_t ev;
+        uint64_t d;
+        it->read_event(&ev, &d);
+        rows.push_back({it->file->id(), it->fd, ev, d});
+      });
+      if (short_of_room) rows.reserve(rows.capacity() * 2 + 16);
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+      return a.id != b.id ? a.id < b.id : a.fd < b.fd;
+    });
+    std::vector<std::pair<uint64_t, int>> ready;
+    for (;;) {
+      std::lock_guard<std::mutex> scan(scan_mutex_);
+      ready_lock_.lock();
+      size_t n = 0;
+      for (ListLink* l = rdllist_.next; l != &rdllist_; l = l->next) ++n;
+      if (n <= ready.capacity()) {
+        for (ListLink* l = rdllist_.next; l != &rdllist_; l = l->next) {
+          Item* it = Item::from_rdlink(l);
+          ready.emplace_back(it->file->id(), it->fd);
+        }
+        ready_lock_.unlock();
+        break;
+      }
+      ready_lock_.unlock();
+      ready.reserve(n + 16);  // no spin lock held (the scan mutex unwinds)
+    }
+    std::string out = "items:";
+    char buf[128];
+    for (const Row& r : rows) {
+      std::snprintf(buf, sizeof buf, " (%llu,%d,%x,%llx)", static_cast<unsigned long long>(r.id), r.fd, r.events,
+                    static_cast<unsigned long long>(r.data));
       out += buf;
     }
-    ready_lock_.unlock();
+    out += "\nready:";
+    for (const auto& [id, fd] : ready) {
+      std::snprintf(buf, sizeof buf, " (%llu,%d)", static_cast<unsigned long long>(id), fd);
+      out += buf;
+    }
+    out += "\n";
+    *dump = std::move(out);
+    return 0;
+  } catch (const std::bad_alloc&) {
+    return -ENOMEM;
   }
-  out += "\n";
-  return out;
 }
 
 }  // namespace uepoll::epoll

@@ -79,7 +79,8 @@ class Instance final : public core::File {
   int parent_count() const noexcept { return watchers.load(std::memory_order_acquire); }
   void struct_get() noexcept { struct_refs_.fetch_add(1, std::memory_order_relaxed); }
   void struct_put() noexcept;
-  std::string debug_dump() noexcept;
+  // The test hook behind uep_debug_dump: 0 and *out filled, or -ENOMEM.
+  int debug_dump(std::string* out) noexcept;
 
   // Topology bookkeeping (guarded by the topology lock held exclusively).
   uint64_t topo_gen = 0;

@@ -2,6 +2,8 @@
 #include "epoll/item_cache.h"
 
 #include "core/alloc.h"
+#include "core/fork.h"
+#include "core/thread_exit.h"
 #include "core/tuning.h"
 
 #include <mutex>
@@ -23,10 +25,12 @@ std::mutex g_free_mutex;
 FreeNode* g_free = nullptr;  // guarded by g_free_mutex
 long g_free_count = 0;        // guarded by g_free_mutex
 
+// Trivially destructible (core/thread_exit.h): item_cache_thread_exit()
+// hands the cache back when the thread exits.
 struct ThreadCache {
   FreeNode* head = nullptr;
   int count = 0;
-  ~ThreadCache() {
+  void give_back() noexcept {
     if (!head) return;
     std::lock_guard<std::mutex> g(g_free_mutex);
     while (head) {
@@ -36,11 +40,13 @@ struct ThreadCache {
       g_free = n;
       ++g_free_count;
     }
+    count = 0;
   }
 };
 thread_local ThreadCache tls_cache;
 
 bool refill(ThreadCache& c) {
+  core::thread_exit_arm();  // the cache is handed back at thread exit
   {
     std::lock_guard<std::mutex> g(g_free_mutex);
     while (g_free && c.count < kCacheSpill) {
@@ -68,6 +74,15 @@ bool refill(ThreadCache& c) {
 
 }  // namespace
 
+void item_cache_thread_exit() noexcept { tls_cache.give_back(); }
+
+// The fork hooks (core/fork.h): the free list is whole in the child.  The
+// caches of the parent's other threads are lost to the child (at most
+// kCacheMax items each).
+void item_cache_fork_prepare() noexcept { g_free_mutex.lock(); }
+void item_cache_fork_parent() noexcept { g_free_mutex.unlock(); }
+void item_cache_fork_child() noexcept { g_free_mutex.unlock(); }
+
 Item* item_alloc() noexcept {
   if (!core::knob(core::knobs().alloc_reuse)) {
     void* p = core::raw_alloc(sizeof(Item));
@@ -92,6 +107,7 @@ void item_free(Item* it) noexcept {
   }
   it->~Item();
   ThreadCache& c = tls_cache;
+  core::thread_exit_arm();
   auto* n = reinterpret_cast<FreeNode*>(it);
   n->next = c.head;
   c.head = n;

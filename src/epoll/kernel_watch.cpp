@@ -183,7 +183,8 @@ int KernelWatch::parent_hub(Instance* p) noexcept {
 
 int KernelWatch::attach(Instance* x) noexcept {
   const int top = x->kernel_watch()->hub_.load(std::memory_order_acquire);
-  std::vector<Instance*> parents = topology::parents_of(x);
+  std::vector<Instance*> parents;
+  if (topology::parents_of(x, &parents) < 0) return -ENOMEM;
   int rc = 0;
   for (Instance* p : parents) {
     if (rc == 0) {

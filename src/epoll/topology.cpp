@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <mutex>
+#include <new>
 #include <thread>
 
 namespace uepoll::epoll::topology {
@@ -111,15 +112,70 @@ std::mutex& target_mutex(const core::File* f) {
 // Linux: static const int path_limits[PATH_ARR_SIZE] = { 1000, 500, 100, 50, 10 };
 constexpr int kPathLimits[kMaxNests + 1] = {1000, 500, 100, 50, 10};
 
+// Collects the instances that watch f (items of theirs queued on f's wait
+// queue): the first small_cap into small[], the rest into *more, each pinned
+// with a struct reference when `pin`.  No allocation under the queue's spin
+// lock: the entries are counted under it, memory is reserved after dropping
+// it, and the walk is retried until the reservation suffices.  Returns the
+// number of instances, or -ENOMEM with nothing collected or pinned.
+long collect_parents(core::File* f, Instance** small, long small_cap, std::vector<Instance*>* more, bool pin) {
+  for (;;) {
+    long n = 0;
+    f->wq().lock();
+    f->wq().find_locked([&](core::WaitEntry* e) {
+      if (e->flags & core::WaitEntry::kItem) ++n;
+      return false;
+    });
+    const long extra = n > small_cap ? n - small_cap : 0;
+    if (static_cast<size_t>(extra) <= more->capacity()) {
+      long i = 0;
+      f->wq().find_locked([&](core::WaitEntry* e) {
+        if (e->flags & core::WaitEntry::kItem) {
+          Instance* p = Item::from_wait(e)->ep;
+          if (pin) p->struct_get();
+          if (i < small_cap)
+            small[i] = p;
+          else
+            more->push_back(p);  // within capacity: no allocation
+          ++i;
+        }
+        return false;
+      });
+      f->wq().unlock();
+      return n;
+    }
+    f->wq().unlock();
+    try {
+      more->reserve(static_cast<size_t>(extra) + 4);
+    } catch (const std::bad_alloc&) {
+      return -ENOMEM;
+    }
+  }
+}
+
 void drop(std::vector<Instance*>& v) {
   for (Instance* p : v) p->struct_put();
   v.clear();
+}
+
+// Room for one more element without a throwing push_back; false when out
+// of memory.
+template <class T>
+bool room_for_one(std::vector<T>& v) noexcept {
+  if (v.size() < v.capacity()) return true;
+  try {
+    v.reserve(v.size() * 2 + 8);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  return true;
 }
 
 struct LoopCheck {
   uint64_t gen;
   Instance* inserting_into;
   std::vector<core::File*>* leaves;
+  bool oom = false;  // an allocation failed: the check ends with -ENOMEM
 
   // Linux ep_loop_check_proc(): longest chain of instance edges below ep.
   int down(Instance* ep, int depth) {
@@ -127,20 +183,27 @@ struct LoopCheck {
     ep->topo_gen = gen;
     std::vector<Instance*> kids;
     ep->for_each_item([&](Item* it) {
+      if (oom) return;
       core::File* f = it->file;
       if (f->is_epoll()) {
+        if (!room_for_one(kids)) {
+          oom = true;
+          return;
+        }
         auto* k = static_cast<Instance*>(f);
         k->struct_get();
         kids.push_back(k);
-      } else if (f->tryget()) {
-        if (std::find(leaves->begin(), leaves->end(), f) == leaves->end())
-          leaves->push_back(f);  // Linux list_file()
-        else
-          f->put_unless_last();  // cannot be the last: leaves holds one
+      } else if (std::find(leaves->begin(), leaves->end(), f) == leaves->end()) {
+        if (!room_for_one(*leaves)) {
+          oom = true;
+          return;
+        }
+        if (f->tryget()) leaves->push_back(f);  // Linux list_file()
       }
     });
     int result = 0;
     for (Instance* k : kids) {
+      if (oom) break;
       if (k == inserting_into || depth > kMaxNests)
         result = kMaxNests + 1;
       else
@@ -155,9 +218,16 @@ struct LoopCheck {
   // Linux ep_get_upwards_depth_proc(): longest chain of watchers above ep.
   int up(Instance* ep, int depth) {
     if (ep->topo_gen == gen) return ep->topo_depth;
-    std::vector<Instance*> parents = parents_of(ep);
+    std::vector<Instance*> parents;
+    if (collect_parents(ep, nullptr, 0, &parents, true) < 0) {
+      oom = true;
+      return 0;
+    }
     int result = 0;
-    for (Instance* p : parents) result = std::max(result, up(p, depth + 1) + 1);
+    for (Instance* p : parents) {
+      if (oom) break;
+      result = std::max(result, up(p, depth + 1) + 1);
+    }
     drop(parents);
     ep->topo_gen = gen;
     ep->topo_depth = result;
@@ -168,64 +238,46 @@ struct LoopCheck {
 // Calls fn(parent) for each instance watching f, without pinning them:
 // the caller is inside a reclaim::ReadGuard, so a parent closed meanwhile
 // keeps its memory (its wait queue and counters stay readable) until the
-// guard ends.  Collected under f's queue lock into a small buffer, visited
-// after it is dropped.
+// guard ends.  Collected under f's queue lock (collect_parents), visited
+// after it is dropped.  1 when fn accepted every parent, 0 when it
+// stopped, -ENOMEM.
 template <class Fn>
-bool for_each_parent_guarded(core::File* f, Fn&& fn) {
+int for_each_parent_guarded(core::File* f, Fn&& fn) {
   constexpr int kInline = 16;
   Instance* inline_buf[kInline];
   std::vector<Instance*> more;
-  int n = 0;
-  f->wq().lock();
-  f->wq().find_locked([&](core::WaitEntry* e) {
-    if (e->flags & core::WaitEntry::kItem) {
-      Instance* p = Item::from_wait(e)->ep;
-      if (n < kInline)
-        inline_buf[n++] = p;
-      else
-        more.push_back(p);
-    }
-    return false;
-  });
-  f->wq().unlock();
-  for (int i = 0; i < n; ++i)
-    if (!fn(inline_buf[i])) return false;
+  const long n = collect_parents(f, inline_buf, kInline, &more, false);
+  if (n < 0) return static_cast<int>(n);
+  for (long i = 0; i < n && i < kInline; ++i)
+    if (!fn(inline_buf[i])) return 0;
   for (Instance* p : more)
-    if (!fn(p)) return false;
-  return true;
+    if (!fn(p)) return 0;
+  return 1;
 }
 
 struct PathCheck {
   int count[kMaxNests + 1] = {};
+  bool oom = false;  // an allocation failed: -ENOMEM rather than -EINVAL
 
   // Linux reverse_path_check_proc().
   bool ok(core::File* f, int depth) {
     if (depth > kMaxNests) return false;
-    return for_each_parent_guarded(f, [&](Instance* p) {
+    const int r = for_each_parent_guarded(f, [&](Instance* p) {
       if (p->parent_count() == 0) {
         // Linux path_count_inc(): "Allow an arbitrary number of depth 1 paths"
         return depth == 0 || ++count[depth] <= kPathLimits[depth];
       }
       return ok(p, depth + 1);
     });
+    if (r < 0) oom = true;
+    return r > 0;
   }
 };
 
 }  // namespace
 
-std::vector<Instance*> parents_of(core::File* f) {
-  std::vector<Instance*> out;
-  f->wq().lock();
-  f->wq().find_locked([&](core::WaitEntry* e) {
-    if (e->flags & core::WaitEntry::kItem) {
-      Instance* p = Item::from_wait(e)->ep;
-      p->struct_get();
-      out.push_back(p);
-    }
-    return false;
-  });
-  f->wq().unlock();
-  return out;
+long parents_of(core::File* f, std::vector<Instance*>* out) noexcept {
+  return collect_parents(f, nullptr, 0, out, true);
 }
 
 Guard::Guard(Mode mode, const core::File* tf) noexcept : mode_(mode), tf_(tf) {
@@ -260,11 +312,16 @@ int loop_check(Instance* ep, Instance* child, std::vector<core::File*>* leaves) 
   LoopCheck lc{++state().gen.value, ep, leaves};
   int depth = lc.down(child, 0);
   int result = 0;
-  if (depth > kMaxNests) {
+  if (lc.oom) {
+    result = -ENOMEM;
+  } else if (depth > kMaxNests) {
     result = -ELOOP;
   } else {
     int upwards = lc.up(ep, 0);
-    if (depth + 1 + upwards > kMaxNests) result = -ELOOP;
+    if (lc.oom)
+      result = -ENOMEM;
+    else if (depth + 1 + upwards > kMaxNests)
+      result = -ELOOP;
   }
   ++state().gen.value;  // Linux bumps loop_check_gen again when done
   return result;
@@ -273,7 +330,8 @@ int loop_check(Instance* ep, Instance* child, std::vector<core::File*>* leaves) 
 int reverse_path_check(core::File* f) noexcept {
   core::reclaim::ReadGuard guard;
   PathCheck pc;
-  return pc.ok(f, 0) ? 0 : -EINVAL;
+  if (pc.ok(f, 0)) return 0;
+  return pc.oom ? -ENOMEM : -EINVAL;
 }
 
 GlobalCtlGuard::GlobalCtlGuard(bool take) noexcept : taken_(take) {

@@ -59,9 +59,10 @@ int loop_check(Instance* ep, Instance* child, std::vector<core::File*>* leaves) 
 int reverse_path_check(core::File* f) noexcept;
 
 // Instances that watch `f` (items of theirs queued on f's wait queue),
-// each pinned with a struct reference (struct_get) the caller must drop.
-// Takes f's wait-queue lock (6).
-std::vector<Instance*> parents_of(core::File* f);
+// appended to *out, each pinned with a struct reference (struct_get) the
+// caller must drop.  Takes f's wait-queue lock (6), allocates only outside
+// it.  Returns their number, or -ENOMEM with nothing appended or pinned.
+long parents_of(core::File* f, std::vector<Instance*>* out) noexcept;
 
 // "exclusive everywhere" for the rcu_ctl knob off: every ctl takes the
 // topology lock exclusively (Linux before the 2013 seed, epmutex).

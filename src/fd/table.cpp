@@ -4,6 +4,7 @@
 
 #include <uepoll/uepoll.h>
 
+#include "core/fork.h"
 #include "core/reclaim.h"
 
 #include <atomic>
@@ -12,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <new>
 #include <vector>
 
 namespace uepoll::fd {
@@ -31,8 +33,11 @@ struct Table {
   std::atomic<long> open{0};
 };
 
+std::atomic<Table*> g_table{nullptr};  // set once table() has made it (release)
+
 Table& table() {
   static Table* t = [] {
+    core::install_fork_handlers();  // first use of the library (core/fork.cpp)
     // The kernel never allocates at or past nr_open; our range must stay
     // above it, or a kernel descriptor could carry a uepoll number.  If
     // fs.nr_open was raised to UEP_FD_BASE or more, uepoll creates no
@@ -44,15 +49,19 @@ Table& table() {
       if (std::fscanf(f, "%ld", &nr) != 1) nr = 0;
       std::fclose(f);
     }
-    Table* created = new Table();
+    // Static storage, never destroyed: making the table cannot fail for
+    // want of memory (its bitmaps start empty).
+    alignas(Table) static unsigned char storage[sizeof(Table)];
+    auto* made = new (storage) Table();
     if (nr >= UEP_FD_BASE) {
       std::fprintf(stderr,
                    "uepoll: fs.nr_open (%ld) reaches UEP_FD_BASE (%ld): no uepoll descriptor can be created "
                    "(EMFILE)\n",
                    nr, static_cast<long>(UEP_FD_BASE));
-      created->max.store(0, std::memory_order_relaxed);
+      made->max.store(0, std::memory_order_relaxed);
     }
-    return created;
+    g_table.store(made, std::memory_order_release);
+    return made;
   }();
   return *t;
 }
@@ -105,10 +114,26 @@ std::atomic<core::File*>* slot_locked(Table& t, long idx) {
   return &chunk[idx % kChunk];
 }
 
+// Preconditions: t.mutex held.  Grows the bitmaps so that mark_locked(idx)
+// needs no memory; false (nothing changed but capacity) when out of memory.
+bool reserve_bits_locked(Table& t, long idx) noexcept {
+  const size_t w = static_cast<size_t>(idx / 64);
+  try {
+    if (w >= t.used.size()) {
+      t.used.reserve(w + 1);
+      t.full.reserve((w + 1) / 64 + 1);
+    }
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  return true;
+}
+
 // Preconditions: t.mutex held.
 int install_locked(Table& t, core::File* f) {
   long idx = find_free_locked(t, t.max.load(std::memory_order_relaxed));
   if (idx < 0) return -EMFILE;
+  if (!reserve_bits_locked(t, idx)) return -ENOMEM;
   std::atomic<core::File*>* s = slot_locked(t, idx);
   if (!s) return -ENOMEM;
   mark_locked(t, idx, true);
@@ -119,6 +144,21 @@ int install_locked(Table& t, core::File* f) {
 }
 
 }  // namespace
+
+// The fork hooks (core/fork.h): the table's bitmaps are whole in the child.
+// A table not made yet is not made by a fork (only the forking thread
+// reads g_fork_locked, between its prepare and parent/child hooks).
+namespace {
+Table* g_fork_locked = nullptr;
+}
+void table_fork_prepare() noexcept {
+  g_fork_locked = g_table.load(std::memory_order_acquire);
+  if (g_fork_locked) g_fork_locked->mutex.lock();
+}
+void table_fork_parent() noexcept {
+  if (g_fork_locked) g_fork_locked->mutex.unlock();
+}
+void table_fork_child() noexcept { table_fork_parent(); }
 
 bool in_range(int fd) noexcept { return fd >= UEP_FD_BASE && fd < UEP_FD_BASE + kHardMax; }
 

@@ -6,11 +6,14 @@
 
 #include "core/alloc.h"
 #include "core/block.h"
+#include "core/fork.h"
 #include "fd/table.h"
 #include "objects/user_ptr.h"
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
@@ -24,13 +27,54 @@ namespace uepoll::objects {
 
 namespace {
 
+class TimerService;
+std::atomic<TimerService*> g_service{nullptr};  // set once by TimerService::get()
+
 // The process-wide timer service.  Never destroyed (the thread may still be
 // running during static destruction).
 class TimerService {
  public:
   static TimerService& get() noexcept {
-    static TimerService* s = new TimerService();  // leaked on purpose
+    // Constructed in static storage (no allocation that could fail) and
+    // never destroyed.
+    alignas(TimerService) static unsigned char storage[sizeof(TimerService)];
+    static TimerService* s = [] {
+      auto* t = new (storage) TimerService();
+      g_service.store(t, std::memory_order_release);
+      return t;
+    }();
     return *s;
+  }
+  // The service if it was ever used, else nullptr (the fork hooks).
+  // acquire: pairs with the release in get().
+  static TimerService* existing() noexcept { return g_service.load(std::memory_order_acquire); }
+
+  // The fork hooks: the registry is held across fork(); in the child every
+  // registered timer is rebuilt on a kernel timer of its own, and the
+  // service (its thread does not exist there, its kernel epoll is the
+  // parent's) is started afresh if any timer exists.
+  void fork_prepare() noexcept { mu_.lock(); }
+  void fork_parent() noexcept { mu_.unlock(); }
+  void fork_child() noexcept {
+    if (epfd_ >= 0) ::close(epfd_);  // the child's copy of the parent's epoll
+    epfd_ = -1;
+    started_ = false;
+    bool any = false;
+    for (int k = 0; k < cap_; ++k) {
+      if (!table_[k]) continue;
+      (void)table_[k]->fork_rebuild();
+      any = true;
+    }
+    if (any && start_locked() == 0) {
+      for (int k = 0; k < cap_; ++k) {
+        if (!table_[k]) continue;
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLET;
+        ev.data.fd = k;
+        (void)::epoll_ctl(epfd_, EPOLL_CTL_ADD, k, &ev);
+      }
+    }
+    mu_.unlock();
   }
 
   // Registers t under its kernel fd; starts the thread on first use.
@@ -114,10 +158,11 @@ class TimerService {
 
 }  // namespace
 
-TimerFd::TimerFd(int kfd, int status_flags) noexcept
-    : core::File(core::FileKind::kTimer, status_flags), kfd_(kfd) {}
+TimerFd::TimerFd(int kfd, int status_flags, int clockid) noexcept
+    : core::File(core::FileKind::kTimer, status_flags), kfd_(kfd), clockid_(clockid) {}
 
 uint32_t TimerFd::poll(int) noexcept {
+  if (carried_.load(std::memory_order_relaxed)) return EPOLLIN;  // inherited across fork()
   // Linux timerfd_poll: EPOLLIN iff ctx->ticks; the kernel timerfd knows.
   pollfd p{kfd_, POLLIN, 0};
   const int r = ::poll(&p, 1, 0);
@@ -130,8 +175,12 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
   for (;;) {
     const uint64_t seen = seq_.load(std::memory_order_acquire);
     const ssize_t n = ::read(kfd_, &ticks, sizeof ticks);
-    if (n == static_cast<ssize_t>(sizeof ticks)) break;
+    if (n == static_cast<ssize_t>(sizeof ticks)) {
+      ticks += take_carried();
+      break;
+    }
     const int e = n < 0 ? errno : EIO;
+    if (e == EAGAIN && (ticks = take_carried()) != 0) break;
     if (e != EAGAIN) return -e;  // ECANCELED
     if (nonblocking()) return -EAGAIN;
     // Sleep until the service reports another expiry (seq_ moves under the
@@ -148,6 +197,8 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
 
 int TimerFd::settime(int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept {
   if (::timerfd_settime(kfd_, flags, new_value, old_value) < 0) return -errno;
+  set_flags_.store(flags, std::memory_order_relaxed);
+  carried_.store(0, std::memory_order_relaxed);  // Linux timerfd_setup: ctx->ticks = 0
   // A timer set in the past (or a few ns ahead) has expired by the time the
   // kernel returns, and Linux's wakeup has already happened: deliver ours
   // now instead of waiting for the service thread.  The service's own
@@ -170,6 +221,82 @@ void TimerFd::kernel_fired() noexcept {
   wq().unlock();
 }
 
+namespace {
+
+// Unread expirations of kernel timer kfd, without reading them (a read in
+// the child would take them from the parent too): /proc's fdinfo "ticks:"
+// line, else 1 if it polls readable.
+uint64_t pending_ticks(int kfd) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", kfd);
+  const int f = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (f >= 0) {
+    char buf[512];
+    const ssize_t n = ::read(f, buf, sizeof buf - 1);
+    ::close(f);
+    if (n > 0) {
+      buf[n] = '\0';
+      if (const char* t = std::strstr(buf, "\nticks:")) return std::strtoull(t + 7, nullptr, 10);
+    }
+  }
+  pollfd p{kfd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) ? 1 : 0;
+}
+
+}  // namespace
+
+int TimerFd::fork_rebuild() noexcept {
+  itimerspec cur{};
+  if (::timerfd_gettime(kfd_, &cur) < 0) return -errno;
+  const uint64_t ticks = pending_ticks(kfd_);
+  const int nk = ::timerfd_create(clockid_, TFD_NONBLOCK | TFD_CLOEXEC);
+  if (nk < 0) return -errno;
+  if (cur.it_value.tv_sec != 0 || cur.it_value.tv_nsec != 0) {
+    int flags = set_flags_.load(std::memory_order_relaxed);
+    if (flags & TFD_TIMER_ABSTIME) {
+      // Same absolute expiry (and CANCEL_ON_SET still meaningful).
+      timespec now{};
+      clock_gettime(clockid_, &now);
+      cur.it_value.tv_sec += now.tv_sec;
+      cur.it_value.tv_nsec += now.tv_nsec;
+      if (cur.it_value.tv_nsec >= 1000000000L) {
+        cur.it_value.tv_sec++;
+        cur.it_value.tv_nsec -= 1000000000L;
+      }
+    } else {
+      flags = 0;
+    }
+    if (::timerfd_settime(nk, flags, &cur, nullptr) < 0) {
+      const int e = errno;
+      ::close(nk);
+      return -e;
+    }
+  }
+  if (::dup3(nk, kfd_, O_CLOEXEC) < 0) {
+    const int e = errno;
+    ::close(nk);
+    return -e;
+  }
+  ::close(nk);
+  carried_.store(ticks, std::memory_order_relaxed);
+  return 0;
+}
+
+// The service the prepare hook locked (nullptr: none existed yet); only the
+// forking thread touches it, between its prepare and parent/child hooks.
+static TimerService* g_fork_locked = nullptr;
+
+void timers_fork_prepare() noexcept {
+  g_fork_locked = TimerService::existing();
+  if (g_fork_locked) g_fork_locked->fork_prepare();
+}
+void timers_fork_parent() noexcept {
+  if (g_fork_locked) g_fork_locked->fork_parent();
+}
+void timers_fork_child() noexcept {
+  if (g_fork_locked) g_fork_locked->fork_child();
+}
+
 void TimerFd::on_release() noexcept {
   TimerService::get().remove(kfd_);
   ::close(kfd_);
@@ -178,7 +305,7 @@ void TimerFd::on_release() noexcept {
 int make_timerfd(int clockid, int flags) noexcept {
   const int kfd = ::timerfd_create(clockid, TFD_NONBLOCK | TFD_CLOEXEC);
   if (kfd < 0) return -errno;
-  auto* t = core::create<TimerFd>(kfd, O_RDWR | (flags & O_NONBLOCK));
+  auto* t = core::create<TimerFd>(kfd, O_RDWR | (flags & O_NONBLOCK), clockid);
   if (!t) {
     ::close(kfd);
     return -ENOMEM;

@@ -43,7 +43,7 @@ namespace uepoll::objects {
 
 class TimerFd final : public core::File {
  public:
-  TimerFd(int kfd, int status_flags) noexcept;
+  TimerFd(int kfd, int status_flags, int clockid = CLOCK_MONOTONIC) noexcept;
 
   uint32_t poll(int depth) noexcept override;  // EPOLLIN when expirations are pending
   // count < 8: -EINVAL.  Returns the expiration count (8 bytes) and clears
@@ -59,12 +59,26 @@ class TimerFd final : public core::File {
   // Service thread: the kernel timer signalled an expiry.  Takes wq().
   void kernel_fired() noexcept;
 
+  // After fork(), in the child (timers_fork_child): the kernel timer is an
+  // open file description shared with the parent, so a new one takes its
+  // descriptor number (dup3) with the same clock and settime flags, the
+  // remaining time and interval, and the unread expiration count carried in
+  // carried_.  0, or -errno (the timer then stays shared, as on Linux).
+  int fork_rebuild() noexcept;
+
  protected:
   void on_release() noexcept override;  // unregisters, closes the kernel fd
 
  private:
   const int kfd_;                  // immutable; closed in on_release
   std::atomic<uint64_t> seq_{0};   // written under wq(): service wakeups so far
+  const int clockid_;              // immutable: the clock it was created on
+  std::atomic<int> set_flags_{0};  // flags of the last successful settime
+  // Expirations inherited across fork() that the rebuilt kernel timer does
+  // not hold: read() adds them to its count, poll() reports EPOLLIN while
+  // nonzero, settime() clears them (Linux: settime zeroes ctx->ticks).
+  std::atomic<uint64_t> carried_{0};
+  uint64_t take_carried() noexcept { return carried_.exchange(0, std::memory_order_relaxed); }
 };
 
 // Creates a timer on clockid (flags already validated: TFD_NONBLOCK |

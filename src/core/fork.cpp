@@ -1,0 +1,64 @@
+// fork.cpp - the pthread_atfork handlers (see fork.h for what each step
+// does and why).
+//
+// Registration: once per process, by whichever comes first of this file's
+// static initializer and the first use of the descriptor table (fd/table.cpp
+// calls install_fork_handlers(), which also makes the linker keep this file
+// from a static libuepoll.a).  Early, at load time, rather than at the first
+// fork-sensitive call, because pthread_atfork runs child handlers in
+// registration order: a program whose own atfork child handler uses uepoll
+// (registered after the library loaded) then finds uepoll already fixed.
+// If pthread_atfork fails (ENOMEM) the handlers are missing and a forked
+// child shares the parent's kernel descriptors (the state before them).
+//
+// Locks: see fork.h.
+#include "core/fork.h"
+
+#include "core/fork_gate.h"
+
+#include <pthread.h>
+
+namespace uepoll::core {
+
+namespace {
+
+void prepare() {
+  fork_gate_prepare();
+  objects::timers_fork_prepare();
+  fd::table_fork_prepare();
+  reclaim::fork_prepare();
+  epoll::item_cache_fork_prepare();
+  waiters_fork_prepare();
+}
+
+void parent() {
+  waiters_fork_parent();
+  epoll::item_cache_fork_parent();
+  reclaim::fork_parent();
+  fd::table_fork_parent();
+  objects::timers_fork_parent();
+  fork_gate_parent();
+}
+
+void child() {
+  fork_gate_child();
+  waiters_fork_child();
+  epoll::item_cache_fork_child();
+  reclaim::fork_child();
+  fd::table_fork_child();
+  objects::timers_fork_child();  // last: starts a thread
+}
+
+pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+void register_handlers() { (void)pthread_atfork(&prepare, &parent, &child); }
+
+struct AtLoad {
+  AtLoad() noexcept { install_fork_handlers(); }
+} g_at_load;
+
+}  // namespace
+
+void install_fork_handlers() noexcept { pthread_once(&g_once, &register_handlers); }
+
+}  // namespace uepoll::core
