@@ -10,6 +10,7 @@
 #include <uepoll/uepoll.h>
 #include <uepoll/detail/ops.hpp>
 
+#include "capi/ctl.h"
 #include "capi/edge.h"
 #include "core/reclaim.h"
 #include "core/user_memory.h"
@@ -45,9 +46,8 @@ int create(int flags) {
 // Linux do_epoll_ctl() steps 1-7 (kernel-epoll-spec.md section 3), then the
 // instance does steps 8-12.
 int ctl(int epfd, int op, int fd, struct epoll_event* event) {
-  const bool has_event = op != EPOLL_CTL_DEL;  // ep_op_has_event()
   struct epoll_event ev{};
-  if (has_event) {
+  if (uepoll::capi::ctl_has_event(op)) {
     if (!user_readable(event, sizeof *event)) return -EFAULT;
     ev = *event;
   }
@@ -57,6 +57,14 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
   uepoll::core::reclaim::ReadGuard guard;
   uepoll::core::File* ep = uepoll::fd::peek(epfd);
   if (!ep) return -EBADF;
+  return uepoll::capi::ctl_on(ep, op, fd, ev);
+}
+
+}  // namespace
+
+// The steps after the instance lookup (shared with uep_epoll_ctl_batch).
+int uepoll::capi::ctl_on(uepoll::core::File* ep, int op, int fd, const struct epoll_event& ev) {
+  const bool has_event = ctl_has_event(op);
   FileRef tf;
   if (uepoll::fd::in_range(fd)) {
     tf = FileRef(uepoll::fd::lookup(fd));
@@ -70,9 +78,12 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
   if (ep == tf.get() || !ep->is_epoll()) return -EINVAL;
   if (has_event && (ev.events & EPOLLEXCLUSIVE)) {
     if (op == EPOLL_CTL_MOD) return -EINVAL;
-    if (op == EPOLL_CTL_ADD && (tf->is_epoll() || (ev.events & ~uepoll::epoll::kExclusiveOkBits)))
+    if (op == EPOLL_CTL_ADD &&
+        (tf->is_epoll() || (ev.events & ~(uepoll::epoll::kExclusiveOkBits | uepoll::epoll::kRoundRobin))))
       return -EINVAL;
   }
+  // Beyond Linux: round robin only with EPOLLEXCLUSIVE (uepoll.h).
+  if (has_event && (ev.events & uepoll::epoll::kRoundRobin) && !(ev.events & EPOLLEXCLUSIVE)) return -EINVAL;
   auto* inst = static_cast<Instance*>(ep);
   switch (op) {
     case EPOLL_CTL_ADD:
@@ -81,10 +92,14 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
       return inst->del(tf.get(), fd);
     case EPOLL_CTL_MOD:
       return inst->mod(tf.get(), fd, ev.events, ev.data.u64);
+    case UEP_EPOLL_CTL_DISABLE:  // beyond Linux (uepoll.h)
+      return inst->disable(tf.get(), fd);
     default:
       return -EINVAL;
   }
 }
+
+namespace {
 
 // Linux >= 6.15 do_epoll_wait() + ep_check_params(): EBADF, EINVAL
 // (maxevents), EFAULT (access_ok), EINVAL (not an epoll).

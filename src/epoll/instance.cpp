@@ -459,6 +459,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     else
       tf->wq().add_locked(&it->wait);
     it->wait.flags |= core::WaitEntry::kItem;
+    if (events & kRoundRobin) it->wait.flags |= core::WaitEntry::kRotate;  // beyond Linux
     tf->add_watcher_locked();
     tf->wq().unlock();
 
@@ -505,6 +506,33 @@ int Instance::del(core::File* tf, int fd) noexcept {
   unhash_locked(l.shard, l.h, it);
   detach_locked(it);
   return 0;
+}
+
+// Beyond Linux: UEP_EPOLL_CTL_DISABLE (2012 RFC; uepoll.h has the contract).
+// ready_lock_ orders it against a harvest's delivery of the item: a harvest
+// copies a ONESHOT event only if the mask it polled with is still the
+// item's under ready_lock_ (send_events), and disarms it in the same
+// critical section, so either that happened first (EBUSY) or the harvest
+// will see the disarmed mask and skip the item.
+int Instance::disable(core::File* tf, int fd) noexcept {
+  CtlLocks l(this, tf, fd);
+  Item* it = find_locked(l.shard, l.h, tf, fd);
+  if (!it) return -ENOENT;
+  int r = 0;
+  ready_lock_.lock();
+  uint32_t events;
+  uint64_t data;
+  it->read_event(&events, &data);  // stable: MOD is kept out by the shard lock
+  if (!(events & EPOLLONESHOT)) {
+    r = -EINVAL;
+  } else if (!(events & ~kPrivateBits)) {
+    r = -EBUSY;  // delivered since armed: the receiver owns it
+  } else {
+    it->write_event(events & kPrivateBits, data);
+    if (it->linked()) list_del_locked(it);
+  }
+  ready_lock_.unlock();
+  return r;
 }
 
 void Instance::detach_locked(Item* it) noexcept {
@@ -586,7 +614,10 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
 
     ready_lock_.lock();
     bool fault = false;
-    if (revents && it->registered.load(std::memory_order_relaxed)) {  // a DEL may have run while we polled
+    // A DEL may have run while we polled; a ONESHOT item may have been
+    // disabled (UEP_EPOLL_CTL_DISABLE writes its mask under ready_lock_).
+    if (revents && it->registered.load(std::memory_order_relaxed) &&
+        (!(events & EPOLLONESHOT) || it->events.load(std::memory_order_relaxed) == events)) {
       if (res >= writable) {
         // Linux: the copy faulted; put it back, EFAULT if nothing was copied.
         list_add_head_locked(&tx, it);
@@ -698,6 +729,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   bool eavail = events_available_locked();
   ready_lock_.unlock();
 
+  SpinWindow spin;
   core::ThreadWaiter* w = nullptr;
   core::WaiterEntry we;
   we.entry.fn = &core::WaiterEntry::wake;
@@ -708,6 +740,10 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
     }
     if (timed_out) return 0;
     if (eintr) return -EINTR;
+    if (busy_wait(deadline, &spin)) {  // beyond Linux: EPIOCSPARAMS (epoll/busy_poll.cpp)
+      eavail = true;
+      continue;
+    }
     if (!w) {
       int err = 0;
       w = core::ThreadWaiter::self(&err);

@@ -59,6 +59,9 @@ class TimerFd final : public core::File {
   // Service thread: the kernel timer signalled an expiry.  Takes wq().
   void kernel_fired() noexcept;
 
+  // The kernel timerfd, whose /proc fdinfo lines are this timer's (fdinfo).
+  int kernel_fd() const noexcept { return kfd_; }
+
  protected:
   void on_release() noexcept override;  // unregisters, closes the kernel fd
 

@@ -14,6 +14,9 @@
 #include <sys/epoll.h>
 #include <sys/types.h>
 #include <time.h>
+#include <stdint.h>
+
+struct uep_ctl_cmd;
 
 namespace uepoll::detail {
 
@@ -38,5 +41,18 @@ long write(int fd, const void* buf, size_t count) noexcept;
 long close(int fd) noexcept;
 long dup(int fd) noexcept;
 long poll(struct pollfd* fds, nfds_t nfds, int timeout_ms) noexcept;
+
+// Beyond Linux (issue 10; contracts in uepoll.h).
+long epoll_ioctl(int fd, unsigned long req, void* arg) noexcept;  // EPIOC*; file-specific ioctl part
+long epoll_ctl_batch(int epfd, struct uep_ctl_cmd* cmds, int ncmds) noexcept;
+long fdinfo(int fd, char* buf, unsigned long len) noexcept;
+struct EpollRegistration {
+  int fd;
+  uint32_t events;  // as fdinfo shows them (EPOLLERR|EPOLLHUP included)
+  uint64_t data;
+  uint64_t target_id;  // the target's uepoll file id (fdinfo "ino:")
+};
+// Fills out[0..min(n, count)) sorted by (target_id, fd); returns the count.
+long epoll_registrations(int epfd, EpollRegistration* out, size_t n) noexcept;
 
 }  // namespace uepoll::detail
