@@ -140,7 +140,8 @@ int uep_ioctl(int fd, unsigned long request, void *arg);
  * that got it owns it and must re-arm or delete it.  EINVAL for a
  * registration without EPOLLONESHOT (nothing can be promised), ENOENT if fd
  * is not registered, and otherwise the errors of EPOLL_CTL_DEL (event is
- * ignored).  uepoll instances only: a kernel epfd gives EINVAL (Linux). */
+ * ignored).  uepoll instances only: a kernel epfd gives what Linux gives
+ * for an unknown op (EFAULT for a NULL event, else EINVAL). */
 #define UEP_EPOLL_CTL_DISABLE 4
 
 /* Batched control (Fam Zheng, "epoll: Add epoll_ctl_batch", 2015 RFC).
