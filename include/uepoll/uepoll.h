@@ -120,9 +120,12 @@ struct epoll_params {
 int uep_ioctl(int fd, unsigned long request, void *arg);
 
 /* Round-robin exclusive wakeups (Jason Baron, "epoll: introduce round robin
- * wakeup mode", 2015 RFC).  An event flag accepted only together with
- * EPOLLEXCLUSIVE on EPOLL_CTL_ADD (EINVAL otherwise, and with MOD as any
- * exclusive item).  When an event on the target file wakes the instances
+ * wakeup mode", 2015 RFC).  An event flag that takes effect only together
+ * with EPOLLEXCLUSIVE on EPOLL_CTL_ADD (which otherwise refuses unknown
+ * bits with EINVAL; a kernel instance still does).  Without EPOLLEXCLUSIVE
+ * the bit is accepted and ignored, as Linux accepts and keeps any unknown
+ * bit there (tests/conformance CtlMask.AnyBitsAcceptedWithoutExclusive).
+ * When an event on the target file wakes the instances
  * registered on it exclusively, the registration that took the wakeup moves
  * to the back of the file's queue, so N instances (one per worker thread)
  * that each watch the file with this flag take the wakeups in turn (FIFO
@@ -131,7 +134,8 @@ int uep_ioctl(int fd, unsigned long request, void *arg);
 #define UEP_EPOLLROUNDROBIN (1u << 26)
 
 /* Safe disable (Paton J. Lewis, "epoll: Add EPOLL_CTL_DISABLE", 2012,
- * merged for 3.7-rc and reverted).  uep_epoll_ctl(epfd,
+ * merged for 3.7-rc and reverted; there op 4, which Linux today answers
+ * with EINVAL, so uepoll's op lies outside Linux's op numbers).  uep_epoll_ctl(epfd,
  * UEP_EPOLL_CTL_DISABLE, fd, NULL) on an EPOLLONESHOT registration: returns
  * 0 and disarms it if no event for it was handed to a wait since it was last
  * armed (ADD or MOD); after that 0 no uep_epoll_wait in any thread returns
@@ -142,7 +146,7 @@ int uep_ioctl(int fd, unsigned long request, void *arg);
  * is not registered, and otherwise the errors of EPOLL_CTL_DEL (event is
  * ignored).  uepoll instances only: a kernel epfd gives what Linux gives
  * for an unknown op (EFAULT for a NULL event, else EINVAL). */
-#define UEP_EPOLL_CTL_DISABLE 4
+#define UEP_EPOLL_CTL_DISABLE 0x75650004
 
 /* Batched control (Fam Zheng, "epoll: Add epoll_ctl_batch", 2015 RFC).
  * Executes cmds[0..ncmds) in order as uep_epoll_ctl(epfd, op, fd, &event)

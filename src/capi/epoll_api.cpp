@@ -82,8 +82,6 @@ int uepoll::capi::ctl_on(uepoll::core::File* ep, int op, int fd, const struct ep
         (tf->is_epoll() || (ev.events & ~(uepoll::epoll::kExclusiveOkBits | uepoll::epoll::kRoundRobin))))
       return -EINVAL;
   }
-  // Beyond Linux: round robin only with EPOLLEXCLUSIVE (uepoll.h).
-  if (has_event && (ev.events & uepoll::epoll::kRoundRobin) && !(ev.events & EPOLLEXCLUSIVE)) return -EINVAL;
   auto* inst = static_cast<Instance*>(ep);
   switch (op) {
     case EPOLL_CTL_ADD:

@@ -459,7 +459,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     else
       tf->wq().add_locked(&it->wait);
     it->wait.flags |= core::WaitEntry::kItem;
-    if (events & kRoundRobin) it->wait.flags |= core::WaitEntry::kRotate;  // beyond Linux
+    if ((events & EPOLLEXCLUSIVE) && (events & kRoundRobin)) it->wait.flags |= core::WaitEntry::kRotate;  // beyond Linux
     tf->add_watcher_locked();
     tf->wq().unlock();
 

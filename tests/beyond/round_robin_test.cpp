@@ -18,14 +18,21 @@ int add(int ep, int fd, uint32_t events) {
   return uep_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
 }
 
-TEST(RoundRobin, OnlyWithExclusive) {
-  const int ep = uep_epoll_create1(0), a = uep_eventfd(0, 0);
-  EXPECT_EQ(add(ep, a, EPOLLIN | UEP_EPOLLROUNDROBIN), -1);
-  EXPECT_EQ(errno, EINVAL);
+TEST(RoundRobin, AcceptedWithExclusiveIgnoredWithout) {
+  const int ep = uep_epoll_create1(0), ep2 = uep_epoll_create1(0), a = uep_eventfd(0, 0);
+  EXPECT_EQ(add(ep2, a, EPOLLIN | UEP_EPOLLROUNDROBIN), 0);  // as Linux: unknown bits kept
   EXPECT_EQ(add(ep, a, EPOLLIN | EPOLLEXCLUSIVE | UEP_EPOLLROUNDROBIN), 0);
   struct epoll_event e{EPOLLIN | UEP_EPOLLROUNDROBIN, {}};
-  EXPECT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_MOD, a, &e), -1);
+  EXPECT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_MOD, a, &e), -1);  // an exclusive item
   EXPECT_EQ(errno, EINVAL);
+  // A kernel instance refuses the bit with EPOLLEXCLUSIVE (EPOLLEXCLUSIVE_OK_BITS).
+  const int kep = ::epoll_create1(0), ka = ::eventfd(0, 0);
+  struct epoll_event ke{EPOLLIN | EPOLLEXCLUSIVE | UEP_EPOLLROUNDROBIN, {}};
+  EXPECT_EQ(uep_epoll_ctl(kep, EPOLL_CTL_ADD, ka, &ke), -1);
+  EXPECT_EQ(errno, EINVAL);
+  ::close(kep);
+  ::close(ka);
+  uep_close(ep2);
   // The flag is never reported.
   uint64_t one = 1;
   ASSERT_EQ(uep_write(a, &one, 8), 8);
