@@ -968,7 +968,12 @@ const std::vector<Scenario>& scenarios() {
       {"memory", "bytes per registration, N registrations on one instance", memory_cases, nullptr},
       {"scale", "ctl pair and wait(timeout 0) cost, 1 ready among N registrations", scale_cases, scale_checks},
   };
-  return all;
+  static const std::vector<Scenario> with_beyond = [] {
+    std::vector<Scenario> v = all;
+    v.insert(v.end(), beyond_scenarios().begin(), beyond_scenarios().end());
+    return v;
+  }();
+  return with_beyond;
 }
 
 double run_threads(int n, const std::function<void(int)>& body, double* cpu_secs) {
