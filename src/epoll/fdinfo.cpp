@@ -11,6 +11,7 @@
 #include "objects/timerfd.h"
 
 #include <algorithm>
+#include <cstdarg>
 #include <cstdio>
 #include <fcntl.h>
 #include <unistd.h>
@@ -33,10 +34,13 @@ std::vector<Registration> registrations(Instance* ep) {
 
 namespace {
 
-void append(std::string& out, const char* fmt, auto... args) {
+__attribute__((format(printf, 2, 3))) void append(std::string& out, const char* fmt, ...) {
   char buf[160];
-  const int n = std::snprintf(buf, sizeof buf, fmt, args...);
-  if (n > 0) out.append(buf, static_cast<size_t>(std::min<int>(n, sizeof buf - 1)));
+  va_list ap;
+  va_start(ap, fmt);
+  const int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n > 0) out.append(buf, static_cast<size_t>(std::min<int>(n, static_cast<int>(sizeof buf) - 1)));
 }
 
 // The per-type lines of a kernel timerfd: everything after its four
