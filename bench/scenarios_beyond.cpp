@@ -314,6 +314,7 @@ RunFn ctl_batch(const Backend& b, int threads, bool batched, uint64_t iters) {
       }
     }
     std::atomic<int> errs{0};
+    double cpu = 0;
     const double secs = run_threads(threads, [&](int t) {
       std::vector<uep_ctl_cmd>& mine = cmds[t];
       for (uint64_t k = 0; k < want; ++k) {
@@ -324,10 +325,12 @@ RunFn ctl_batch(const Backend& b, int threads, bool batched, uint64_t iters) {
             if (b->epoll_ctl(ep, c.op, c.fd, &c.event) != 0) errs.fetch_add(1);
         }
       }
-    });
+    }, &cpu);
     if (errs.load()) fail_msg(b, "ctl-batch: a command failed");
     Sample s;
-    s.value = static_cast<double>(want) * kBatch * threads / secs;
+    const double ncmds = static_cast<double>(want) * kBatch * threads;
+    s.value = ncmds / secs;
+    s.extra["cpu_ns/cmd"] = cpu * 1e9 / ncmds;  // less distorted by a loaded machine than the wall rate
     return s;
   };
 }
@@ -363,7 +366,14 @@ std::vector<Check> batch_checks(const std::vector<CaseResult>& rs) {
       Check ck;
       ck.scenario = "ctl-batch";
       ck.what = "uepoll batch64 / single, T=" + std::to_string(static_cast<int>(single.c->x));
-      ck.value = su->second.stats.median > 0 ? bu->second.stats.median / su->second.stats.median : 0;
+      auto sc = su->second.extra.find("cpu_ns/cmd"), bc = bu->second.extra.find("cpu_ns/cmd");
+      if (sc != su->second.extra.end() && bc != bu->second.extra.end() && bc->second > 0) {
+        ck.value = sc->second / bc->second;  // CPU per command, single over batched
+        ck.what += " (CPU/cmd)";
+      } else {
+        ck.value = su->second.stats.median > 0 ? bu->second.stats.median / su->second.stats.median : 0;
+        ck.what += " (wall)";
+      }
       ck.target = ">= 1.5";
       ck.pass = ck.value >= 1.5;
       out.push_back(ck);

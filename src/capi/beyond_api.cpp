@@ -101,14 +101,15 @@ long epoll_ctl_batch(int epfd, struct uep_ctl_cmd* cmds, int ncmds) noexcept {
     }
     return ncmds;
   }
-  // One epoch guard and one lookup of the instance for the whole batch.
+  // One epoch guard and one lookup of the instance for the whole batch, and
+  // under it no reference on MOD/DEL/DISABLE targets (capi/ctl.h).
   uepoll::core::reclaim::ReadGuard guard;
   uepoll::core::File* ep = uepoll::fd::peek(epfd);
   if (!ep) return -EBADF;
   if (!ep->is_epoll()) return -EINVAL;
   for (int i = 0; i < ncmds; ++i) {
     const struct epoll_event ev = cmds[i].event;
-    const int r = uepoll::capi::ctl_on(ep, cmds[i].op, cmds[i].fd, ev);
+    const int r = uepoll::capi::ctl_on(ep, cmds[i].op, cmds[i].fd, ev, /*pin_target=*/false);
     cmds[i].result = r;
     if (r < 0) return i + 1;
   }

@@ -63,11 +63,17 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
 }  // namespace
 
 // The steps after the instance lookup (shared with uep_epoll_ctl_batch).
-int uepoll::capi::ctl_on(uepoll::core::File* ep, int op, int fd, const struct epoll_event& ev) {
+int uepoll::capi::ctl_on(uepoll::core::File* ep, int op, int fd, const struct epoll_event& ev, bool pin_target) {
   const bool has_event = ctl_has_event(op);
-  FileRef tf;
+  FileRef ref;
+  uepoll::core::File* tf = nullptr;
   if (uepoll::fd::in_range(fd)) {
-    tf = FileRef(uepoll::fd::lookup(fd));
+    if (pin_target || op == EPOLL_CTL_ADD) {
+      ref = FileRef(uepoll::fd::lookup(fd));
+      tf = ref.get();
+    } else {
+      tf = uepoll::fd::peek(fd);  // see ctl.h: safe under the caller's guard
+    }
     if (!tf) return -EBADF;
   } else {
     if (fd < 0 || ::fcntl(fd, F_GETFD) < 0) return -EBADF;
@@ -75,7 +81,7 @@ int uepoll::capi::ctl_on(uepoll::core::File* ep, int op, int fd, const struct ep
   }
   // EPOLLWAKEUP: Linux clears it silently without CAP_BLOCK_SUSPEND; it has
   // no effect on what is reported, so uepoll keeps it (unobservable).
-  if (ep == tf.get() || !ep->is_epoll()) return -EINVAL;
+  if (ep == tf || !ep->is_epoll()) return -EINVAL;
   if (has_event && (ev.events & EPOLLEXCLUSIVE)) {
     if (op == EPOLL_CTL_MOD) return -EINVAL;
     if (op == EPOLL_CTL_ADD &&
@@ -85,13 +91,13 @@ int uepoll::capi::ctl_on(uepoll::core::File* ep, int op, int fd, const struct ep
   auto* inst = static_cast<Instance*>(ep);
   switch (op) {
     case EPOLL_CTL_ADD:
-      return inst->add(tf.get(), fd, ev.events, ev.data.u64);
+      return inst->add(tf, fd, ev.events, ev.data.u64);
     case EPOLL_CTL_DEL:
-      return inst->del(tf.get(), fd);
+      return inst->del(tf, fd);
     case EPOLL_CTL_MOD:
-      return inst->mod(tf.get(), fd, ev.events, ev.data.u64);
+      return inst->mod(tf, fd, ev.events, ev.data.u64);
     case UEP_EPOLL_CTL_DISABLE:  // beyond Linux (uepoll.h)
-      return inst->disable(tf.get(), fd);
+      return inst->disable(tf, fd);
     default:
       return -EINVAL;
   }
