@@ -101,6 +101,10 @@ int uep_is_uepoll_fd(int fd);
  * it makes no wakeup call (the spinner is not on the sleeper queue).  Only
  * then does the wait queue itself and sleep.  Signals stay blocked during
  * the spin of an epoll_pwait with a mask (delayed at most busy_poll_usecs).
+ * Without a mask they are not blocked while spinning (that would cost two
+ * system calls per wait): a handler that runs during the spin does not end
+ * the wait with EINTR, the wait carries on as if the signal had come just
+ * before the call (docs/linux-deviations.md).
  * busy_poll_budget and prefer_busy_poll are stored and reported only.
  * Default: the "busy_poll_usecs" knob of uepoll/tuning.h (0, Linux's
  * behaviour), copied into each instance when it is created. */
