@@ -126,6 +126,20 @@ TEST(BusyPollParams, KnobIsTheDefaultOfNewInstances) {
   uep_close(ep2);
 }
 
+// TSan's runtime blocks on its own internal locks now and then, which
+// counts as a voluntary switch of the instrumented thread.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kUnderTsan = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kUnderTsan = true;
+#else
+constexpr bool kUnderTsan = false;
+#endif
+#else
+constexpr bool kUnderTsan = false;
+#endif
+
 long voluntary_switches() {
   struct rusage ru;
   getrusage(RUSAGE_THREAD, &ru);
@@ -156,7 +170,9 @@ TEST(BusyPollWait, EventDuringSpinNeedsNoSleep) {
     writer.join();
     ASSERT_EQ(n, 1);
     EXPECT_EQ(out[0].data.u64, 5U);
-    EXPECT_EQ(after, before) << "the waiter slept";
+    if (!kUnderTsan) {
+      EXPECT_EQ(after, before) << "the waiter slept";
+    }
     ev.read();
   }
 }
