@@ -129,21 +129,22 @@ int uep_ioctl(int fd, unsigned long request, void *arg);
  * bits with EINVAL; a kernel instance still does).  Without EPOLLEXCLUSIVE
  * the bit is accepted and ignored, as Linux accepts and keeps any unknown
  * bit there (tests/conformance CtlMask.AnyBitsAcceptedWithoutExclusive).
- * When an event on the target file wakes the instances
- * registered on it exclusively, the registration that took the wakeup moves
- * to the back of the file's queue, so N instances (one per worker thread)
- * that each watch the file with this flag take the wakeups in turn (FIFO
- * rotation) instead of the first idle one taking all of them.  Without the
- * flag the order stays Linux's.  The bit is never reported by a wait. */
+ * When an event on the target file wakes the instances registered on it
+ * exclusively, the registration that took the wakeup moves to the back of
+ * the file's queue, so N instances (one per worker thread) that each watch
+ * the file with this flag take the wakeups in turn (FIFO rotation) instead
+ * of the first idle one taking all of them.  Without the flag the order
+ * stays Linux's.  The bit is never reported by a wait. */
 #define UEP_EPOLLROUNDROBIN (1u << 26)
 
 /* Safe disable (Paton J. Lewis, "epoll: Add EPOLL_CTL_DISABLE", 2012,
  * merged for 3.7-rc and reverted; there op 4, which Linux today answers
- * with EINVAL, so uepoll's op lies outside Linux's op numbers).  uep_epoll_ctl(epfd,
- * UEP_EPOLL_CTL_DISABLE, fd, NULL) on an EPOLLONESHOT registration: returns
- * 0 and disarms it if no event for it was handed to a wait since it was last
- * armed (ADD or MOD); after that 0 no uep_epoll_wait in any thread returns
- * its event, so the caller may free what data points to (then DEL it).
+ * with EINVAL, so uepoll's op lies outside Linux's op numbers).
+ * uep_epoll_ctl(epfd, UEP_EPOLL_CTL_DISABLE, fd, NULL) on an EPOLLONESHOT
+ * registration: returns 0 and disarms it if no event for it was handed to
+ * a wait since it was last armed (ADD or MOD); after that 0 no
+ * uep_epoll_wait in any thread returns its event, so the caller may free
+ * what data points to (then DEL it).
  * Returns -1/EBUSY if an event was handed out since it was armed: the thread
  * that got it owns it and must re-arm or delete it.  EINVAL for a
  * registration without EPOLLONESHOT (nothing can be promised), ENOENT if fd
@@ -156,9 +157,10 @@ int uep_ioctl(int fd, unsigned long request, void *arg);
  * Executes cmds[0..ncmds) in order as uep_epoll_ctl(epfd, op, fd, &event)
  * would, storing 0 or -errno in each command's result, and stops after the
  * first failure.  Returns the number of commands executed (the failed one
- * included), or -1 with errno for errors of the call itself: EINVAL if
- * ncmds < 0 or ncmds > UEP_CTL_BATCH_MAX, EFAULT if cmds cannot be read and
- * written, EBADF / EINVAL if epfd is not an open epoll instance.  ncmds == 0
+ * included), or -1 with errno for errors of the call itself, checked in
+ * this order: EINVAL if ncmds < 0 or ncmds > UEP_CTL_BATCH_MAX (a bound on
+ * how long one call holds uepoll's epoch guard), EFAULT if cmds cannot be
+ * read and written, EBADF / EINVAL if epfd is not an open epoll instance.  ncmds == 0
  * returns 0 after those checks.  Each command is atomic; the batch is not
  * (other threads may see a prefix).  A kernel epfd runs the commands one
  * epoll_ctl(2) each. */
