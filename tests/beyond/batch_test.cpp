@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <sys/mman.h>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -112,6 +113,46 @@ TEST(CtlBatch, CxxApi) {
     EXPECT_EQ(regs[i].events, static_cast<uint32_t>(EPOLLIN | EPOLLERR | EPOLLHUP));
     EXPECT_EQ(regs[i].fd, evs[i].get());
   }
+}
+
+// MOD and DEL in a batch use their targets without a reference (capi/ctl.h):
+// run them while another thread closes those targets.  Every result must be
+// 0, -ENOENT (the close removed the item first) or -EBADF (the descriptor
+// was gone); ASan/TSan builds check the memory and the ordering.
+TEST(CtlBatch, RacesWithCloseOfTargets) {
+  const int ep = uep_epoll_create1(0);
+  constexpr int kN = 16;
+  for (int iter = 0; iter < 300; ++iter) {
+    std::vector<uep_ctl_cmd> add, mod, del;
+    for (int i = 0; i < kN; ++i) {
+      const int fd = uep_eventfd(1, EFD_NONBLOCK);  // ready: MOD re-polls and queues it
+      add.push_back(cmd(EPOLL_CTL_ADD, fd, EPOLLIN, i));
+      mod.push_back(cmd(EPOLL_CTL_MOD, fd, EPOLLIN | EPOLLET, i));
+      del.push_back(cmd(EPOLL_CTL_DEL, fd, 0, 0));
+    }
+    ASSERT_EQ(uep_epoll_ctl_batch(ep, add.data(), kN), kN);
+    std::thread closer([&] {
+      for (int i = kN - 1; i >= 0; --i) {
+        uep_close(add[i].fd);
+        if (i % 4 == 0) std::this_thread::yield();
+      }
+    });
+    for (int i = 0; i < kN; ++i) {  // one command per batch: every one runs
+      for (auto* c : {&mod[i], &del[i]}) {
+        const int n = uep_epoll_ctl_batch(ep, c, 1);
+        ASSERT_EQ(n, 1);
+        EXPECT_TRUE(c->result == 0 || c->result == -ENOENT || c->result == -EBADF) << c->result;
+      }
+    }
+    struct epoll_event out[kN];
+    uep_epoll_wait(ep, out, kN, 0);  // harvest whatever MOD queued
+    closer.join();
+  }
+  char buf[4096];
+  const long len = uep_fdinfo(ep, buf, sizeof buf);
+  EXPECT_EQ(len, static_cast<long>(std::string(buf).size()));
+  EXPECT_EQ(std::string(buf).find("tfd:"), std::string::npos) << buf;  // every item went with its file
+  uep_close(ep);
 }
 
 }  // namespace
