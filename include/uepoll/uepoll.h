@@ -133,7 +133,10 @@ int uep_ioctl(int fd, unsigned long request, void *arg);
  * exclusively, the registration that took the wakeup moves to the back of
  * the file's queue, so N instances (one per worker thread) that each watch
  * the file with this flag take the wakeups in turn (FIFO rotation) instead
- * of the first idle one taking all of them.  Without the flag the order
+ * of the first idle one taking all of them.  Likewise among threads that
+ * wait on one instance: an event of such a registration wakes the thread
+ * that has slept longest, where Linux wakes the newest sleeper (so one busy
+ * thread would otherwise take every event).  Without the flag the order
  * stays Linux's.  The bit is never reported by a wait. */
 #define UEP_EPOLLROUNDROBIN (1u << 26)
 

@@ -28,6 +28,18 @@ void WaitQueue::unlink_self(WaitEntry* e) noexcept {
   e->prev = e->next = nullptr;
 }
 
+void WaitQueue::wake_oldest_locked(uint32_t key) noexcept {
+  WaitEntry* e = head_.prev;
+  while (e != &head_) {
+    WaitEntry* prev = e->prev;  // e may remove itself
+    const bool exclusive = (e->flags & WaitEntry::kExclusive) != 0;
+    const int took = e->fn(e, key);
+    if (!e->queued()) count_.fetch_sub(1, std::memory_order_relaxed);  // autoremoved
+    if (took && exclusive) break;
+    e = prev;
+  }
+}
+
 void WaitQueue::wake_locked(uint32_t key, int nr_exclusive) noexcept {
   WaitEntry* e = head_.next;
   while (e != &head_) {

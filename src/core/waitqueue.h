@@ -80,6 +80,12 @@ class WaitQueue {
   // kRotate (round robin; never during a wake-all walk).
   void wake_locked(uint32_t key, int nr_exclusive = 1) noexcept;
 
+  // Preconditions: lock held.  The same walk from the tail (oldest head-
+  // added entry first), ending at the first exclusive entry that takes the
+  // wakeup: round robin over sleepers queued newest-first (beyond Linux,
+  // UEP_EPOLLROUNDROBIN on an instance's own sleepers).
+  void wake_oldest_locked(uint32_t key) noexcept;
+
   // Convenience: lock, wake, unlock.
   void wake(uint32_t key) noexcept {
     lock();

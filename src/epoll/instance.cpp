@@ -278,6 +278,15 @@ void Instance::wake_one_waiter_locked() noexcept {
   waiters_.unlock();
 }
 
+// Beyond Linux: a round-robin item's event goes to the waiter that has slept
+// longest (sleepers are queued newest first).  Preconditions: as above.
+void Instance::wake_oldest_waiter_locked() noexcept {
+  if (!waiters_.active_hint()) return;
+  waiters_.lock();
+  waiters_.wake_oldest_locked(0);
+  waiters_.unlock();
+}
+
 // Linux ep_poll_callback(): runs under the target file's wait-queue lock.
 int Instance::wake_callback(core::WaitEntry* e, uint32_t key) noexcept {
   Item* it = Item::from_wait(e);
@@ -309,7 +318,10 @@ int Instance::wake_callback(core::WaitEntry* e, uint32_t key) noexcept {
           break;
       }
     }
-    ep->wake_one_waiter_locked();
+    if ((events & (EPOLLEXCLUSIVE | kRoundRobin)) == (EPOLLEXCLUSIVE | kRoundRobin))
+      ep->wake_oldest_waiter_locked();  // beyond Linux: round robin over this instance's sleepers
+    else
+      ep->wake_one_waiter_locked();
   }
   pwake = ep->wq().active_hint();
 out:

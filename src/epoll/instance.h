@@ -132,6 +132,8 @@ class Instance final : public core::File {
   void queue_ready(Item* it) noexcept;
   void ovf_push_locked(Item* it) noexcept;
   void wake_one_waiter_locked() noexcept;
+  // Beyond Linux: the longest-sleeping waiter instead (UEP_EPOLLROUNDROBIN).
+  void wake_oldest_waiter_locked() noexcept;
 
   // Spins up to busy_poll_usecs for events (epoll/busy_poll.cpp); true if
   // some are available.  Preconditions: no lock held.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -92,6 +93,68 @@ TEST(RoundRobin, SharesWakeupsEvenly) {
   // wakeups while its waiter is asleep.
   const auto plain = distribution(4, 40, 0);
   EXPECT_GE(plain[0], 30);
+}
+
+// N threads sleep in ONE instance that watches an eventfd; one event at a
+// time.  Linux wakes the newest sleeper, i.e. the thread that just handled
+// the previous event; with UEP_EPOLLROUNDROBIN the longest sleeper.
+std::vector<int> shared_distribution(int nthreads, int rounds, uint32_t extra) {
+  const int efd = uep_eventfd(0, EFD_NONBLOCK);
+  const int ep = uep_epoll_create1(0);
+  // Edge-triggered: a level-triggered item would also be passed on by each
+  // harvest to the newest sleeper (Linux's ep_done_scan wakeup), which mixes
+  // Linux's order back in.
+  EXPECT_EQ(add(ep, efd, EPOLLIN | EPOLLET | EPOLLEXCLUSIVE | extra), 0);
+  std::vector<std::atomic<int>> wins(nthreads);
+  std::atomic<int> consumed{0};
+  std::atomic<bool> stop{false};
+  std::atomic<int> alive{nthreads};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < nthreads; ++i) {
+    ts.emplace_back([&, i] {
+      struct epoll_event out[1];
+      for (;;) {  // no timeout: a timeout would requeue the thread as the newest sleeper
+        const int n = uep_epoll_wait(ep, out, 1, -1);
+        if (stop.load()) break;
+        if (n != 1) continue;
+        uint64_t v;
+        if (uep_read(efd, &v, 8) == 8) {
+          wins[i].fetch_add(1);
+          consumed.fetch_add(1);
+        }
+      }
+      alive.fetch_sub(1);
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int r = 0; r < rounds; ++r) {
+    uint64_t one = 1;
+    uep_write(efd, &one, 8);
+    while (consumed.load() <= r) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  stop.store(true);
+  while (alive.load() > 0) {  // one sleeper per event
+    uint64_t one = 1;
+    uep_write(efd, &one, 8);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  for (auto& t : ts) t.join();
+  std::vector<int> res;
+  for (auto& w : wins) res.push_back(w.load());
+  uep_close(ep);
+  uep_close(efd);
+  return res;
+}
+
+TEST(RoundRobin, SharedInstanceSleepersTakeTurns) {
+  const auto rr = shared_distribution(4, 80, UEP_EPOLLROUNDROBIN);
+  for (int w : rr) EXPECT_GE(w, 12) << rr[0] << " " << rr[1] << " " << rr[2] << " " << rr[3];
+  // Without the flag the thread that handled the last event is the newest
+  // sleeper and takes the next one: the others starve.
+  const auto plain = shared_distribution(4, 40, 0);
+  EXPECT_LE(*std::min_element(plain.begin(), plain.end()), 5)
+      << plain[0] << " " << plain[1] << " " << plain[2] << " " << plain[3];
 }
 
 }  // namespace
