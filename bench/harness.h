@@ -148,6 +148,8 @@ struct Scenario {
   std::function<std::vector<Check>(const std::vector<CaseResult>&)> checks;  // may be empty
 };
 const std::vector<Scenario>& scenarios();
+// Issue 10's scenarios (scenarios_beyond.cpp), appended by scenarios().
+const std::vector<Scenario>& beyond_scenarios();
 
 // The memory scenario measures in a fresh child process; main() hands
 // "--memory-child BACKEND N" here and prints what it returns.

@@ -963,7 +963,12 @@ const std::vector<Scenario>& scenarios() {
       {"kernel-fds", "kernel eventfd / loopback TCP in a uepoll instance vs kernel epoll: ctl pair, wakeup round trip",
        kernel_fds_cases, nullptr},
   };
-  return all;
+  static const std::vector<Scenario> with_beyond = [] {
+    std::vector<Scenario> v = all;
+    v.insert(v.end(), beyond_scenarios().begin(), beyond_scenarios().end());
+    return v;
+  }();
+  return with_beyond;
 }
 
 double run_threads(int n, const std::function<void(int)>& body, double* cpu_secs) {

@@ -24,6 +24,9 @@
  *   "concurrent_ctl"       [1] beyond Linux: ctl on one instance runs in
  *                              parallel on sharded locks.  0: every ctl on an
  *                              instance takes that instance's ctl mutex.
+ *   "busy_poll_usecs"      [0] beyond Linux: the EPIOCSPARAMS busy_poll_usecs
+ *                              that new instances start with (0 to
+ *                              INT32_MAX; see uepoll.h).
  *   "max_user_watches"     [Linux's formula] registrations allowed in the
  *                              process (ENOSPC past it).
  *   "max_fds"              [1048576] uepoll descriptors allowed (EMFILE).

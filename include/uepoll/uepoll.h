@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -199,6 +200,117 @@ void uep_file_wake(struct uep_file *handle, uint32_t events);
 void uep_file_unref(struct uep_file *handle);
 
 UEP_API_END
+
+/* ---- beyond Linux: issue 10 ---------------------------------------------
+ * Extensions that Linux's eventpoll was offered on LKML but does not have
+ * (or has only for NIC queues).  docs/design.md ("Beyond Linux") gives the
+ * seed or RFC of each and how it is built.  Each is documented here with
+ * its contract. */
+
+/* Busy-poll waits (Linux 6.9's per-instance ioctl, new meaning).
+ * uep_ioctl(epfd, EPIOCSPARAMS, &p) / uep_ioctl(epfd, EPIOCGPARAMS, &p) take
+ * Linux's struct and check the argument exactly as Linux 6.18 does: EFAULT
+ * if p cannot be read (SET) or written (GET); then for SET, EINVAL if
+ * __pad != 0, busy_poll_usecs > INT32_MAX or prefer_busy_poll > 1, EPERM if
+ * busy_poll_budget > 64 (NAPI_POLL_WEIGHT) without CAP_NET_ADMIN.  Any other
+ * request on an instance is EINVAL (Linux's ep_eventpoll_ioctl); EPIOC* on a
+ * uepoll descriptor that is not an instance is ENOTTY; on a kernel
+ * descriptor the call goes to the kernel.
+ * On a uepoll instance busy_poll_usecs means: a wait that would sleep first
+ * spins on the instance's ready list for up to that many microseconds
+ * (never past its timeout), with the CPU's pause hint and no system call;
+ * an event queued meanwhile is returned at once, and the thread that queued
+ * it makes no wakeup call (the spinner is not on the sleeper queue).  Only
+ * then does the wait queue itself and sleep.  Signals stay blocked during
+ * the spin of an epoll_pwait with a mask (delayed at most busy_poll_usecs).
+ * Without a mask they are not blocked while spinning (that would cost two
+ * system calls per wait): a handler that runs during the spin does not end
+ * the wait with EINTR, the wait carries on as if the signal had come just
+ * before the call (docs/linux-deviations.md).
+ * busy_poll_budget and prefer_busy_poll are stored and reported only.
+ * Default: the "busy_poll_usecs" knob of uepoll/tuning.h (0, Linux's
+ * behaviour), copied into each instance when it is created. */
+#ifndef EPIOCSPARAMS
+struct epoll_params {
+  unsigned int busy_poll_usecs;   /* __u32 */
+  unsigned short busy_poll_budget; /* __u16 */
+  unsigned char prefer_busy_poll;  /* __u8 */
+  unsigned char __pad;             /* must be zero */
+};
+#define EPOLL_IOC_TYPE 0x8A
+#define EPIOCSPARAMS _IOW(EPOLL_IOC_TYPE, 0x01, struct epoll_params)
+#define EPIOCGPARAMS _IOR(EPOLL_IOC_TYPE, 0x02, struct epoll_params)
+#endif
+/* ioctl(2) over uepoll and kernel descriptors (see above for the requests
+ * uepoll instances answer). */
+int uep_ioctl(int fd, unsigned long request, void *arg);
+
+/* Round-robin exclusive wakeups (Jason Baron, "epoll: introduce round robin
+ * wakeup mode", 2015 RFC).  An event flag that takes effect only together
+ * with EPOLLEXCLUSIVE on EPOLL_CTL_ADD (which otherwise refuses unknown
+ * bits with EINVAL; a kernel instance still does).  Without EPOLLEXCLUSIVE
+ * the bit is accepted and ignored, as Linux accepts and keeps any unknown
+ * bit there (tests/conformance CtlMask.AnyBitsAcceptedWithoutExclusive).
+ * When an event on the target file wakes the instances registered on it
+ * exclusively, the registration that took the wakeup moves to the back of
+ * the file's queue, so N instances (one per worker thread) that each watch
+ * the file with this flag take the wakeups in turn (FIFO rotation) instead
+ * of the first idle one taking all of them.  Likewise among threads that
+ * wait on one instance: an event of such a registration wakes the thread
+ * that has slept longest, where Linux wakes the newest sleeper (so one busy
+ * thread would otherwise take every event).  Without the flag the order
+ * stays Linux's.  The bit is never reported by a wait. */
+#define UEP_EPOLLROUNDROBIN (1u << 26)
+
+/* Safe disable (Paton J. Lewis, "epoll: Add EPOLL_CTL_DISABLE", 2012,
+ * merged for 3.7-rc and reverted; there op 4, which Linux today answers
+ * with EINVAL, so uepoll's op lies outside Linux's op numbers).
+ * uep_epoll_ctl(epfd, UEP_EPOLL_CTL_DISABLE, fd, NULL) on an EPOLLONESHOT
+ * registration: returns 0 and disarms it if no event for it was handed to
+ * a wait since it was last armed (ADD or MOD); after that 0 no
+ * uep_epoll_wait in any thread returns its event, so the caller may free
+ * what data points to (then DEL it).
+ * Returns -1/EBUSY if an event was handed out since it was armed: the thread
+ * that got it owns it and must re-arm or delete it.  EINVAL for a
+ * registration without EPOLLONESHOT (nothing can be promised), ENOENT if fd
+ * is not registered, and otherwise the errors of EPOLL_CTL_DEL (event is
+ * ignored).  uepoll instances only: a kernel epfd gives what Linux gives
+ * for an unknown op (EFAULT for a NULL event, else EINVAL). */
+#define UEP_EPOLL_CTL_DISABLE 0x75650004
+
+/* Batched control (Fam Zheng, "epoll: Add epoll_ctl_batch", 2015 RFC).
+ * Executes cmds[0..ncmds) in order as uep_epoll_ctl(epfd, op, fd, &event)
+ * would, storing 0 or -errno in each command's result, and stops after the
+ * first failure.  Returns the number of commands executed (the failed one
+ * included), or -1 with errno for errors of the call itself, checked in
+ * this order: EINVAL if ncmds < 0 or ncmds > UEP_CTL_BATCH_MAX (a bound on
+ * how long one call holds uepoll's epoch guard), EFAULT if cmds cannot be
+ * read and written, EBADF / EINVAL if epfd is not an open epoll instance.  ncmds == 0
+ * returns 0 after those checks.  Each command is atomic; the batch is not
+ * (other threads may see a prefix).  A kernel epfd runs the commands one
+ * epoll_ctl(2) each. */
+struct uep_ctl_cmd {
+  int op;
+  int fd;
+  struct epoll_event event;
+  int result;
+};
+#define UEP_CTL_BATCH_MAX 1024
+int uep_epoll_ctl_batch(int epfd, struct uep_ctl_cmd *cmds, int ncmds);
+
+/* fdinfo: what /proc/self/fdinfo/FD shows for fd, in Linux 6.18's format
+ * (snprintf-like: writes at most len bytes including the NUL, returns the
+ * full length, or -1/EBADF).  Lines: "pos:", "flags:" (octal, always with
+ * O_CLOEXEC: uepoll descriptors do not survive exec), "mnt_id:" (0: uepoll
+ * files are on no mount), "ino:" (the file's uepoll id), then per type:
+ * instances one "tfd: %8d events: %8x data: %16llx  pos:0 ino:%lx sdev:%x"
+ * line per registration (ino: the target's uepoll id, sdev: 0), sorted by
+ * (target id, fd); eventfds "eventfd-count:", "eventfd-id:" (the file id),
+ * "eventfd-semaphore:"; timerfds the kernel's own lines; socket pairs
+ * "scm_fds: 0"; pipes nothing more.  A kernel fd gives the kernel's text. */
+long uep_fdinfo(int fd, char *buf, unsigned long len);
+
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -89,6 +89,7 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 namespace uepoll {
 
@@ -544,6 +545,54 @@ class Epoll : public Owner<Epoll> {
   }
   // As try_del(); throws std::system_error on failure.
   void del(BorrowedFd fd) const { detail::value_or_throw(try_del(fd)); }
+
+  // ---- beyond Linux (issue 10; contracts in uepoll.h) -----------------
+  // UEP_EPOLL_CTL_DISABLE on an EPOLLONESHOT item: success means no wait in
+  // any thread will return its event; errors EBUSY (an event was handed
+  // out since it was armed), EINVAL (not ONESHOT), ENOENT, and DEL's.
+  Result<void> try_disable(BorrowedFd fd) const noexcept {
+    return detail::void_result_of(detail::epoll_ctl(get(), UEP_EPOLL_CTL_DISABLE, fd.get(), nullptr));
+  }
+  void disable(BorrowedFd fd) const { detail::value_or_throw(try_disable(fd)); }
+
+  // EPIOCSPARAMS / EPIOCGPARAMS: busy-poll parameters (uepoll.h).
+  Result<void> try_set_busy_poll(const struct epoll_params& p) const noexcept {
+    struct epoll_params copy = p;
+    return detail::void_result_of(detail::epoll_ioctl(get(), EPIOCSPARAMS, &copy));
+  }
+  void set_busy_poll(const struct epoll_params& p) const { detail::value_or_throw(try_set_busy_poll(p)); }
+  Result<struct epoll_params> try_busy_poll() const noexcept {
+    struct epoll_params p {};
+    const long r = detail::epoll_ioctl(get(), EPIOCGPARAMS, &p);
+    if (r < 0) return detail::errc_from(r);
+    return p;
+  }
+  struct epoll_params busy_poll() const { return detail::value_or_throw(try_busy_poll()); }
+
+  // uep_epoll_ctl_batch: runs cmds in order (each result 0 or -errno),
+  // stops at the first failure; returns how many ran.
+  Result<std::size_t> try_ctl_batch(std::span<struct uep_ctl_cmd> cmds) const noexcept {
+    if (cmds.size() > static_cast<std::size_t>(UEP_CTL_BATCH_MAX)) return std::make_error_code(std::errc::invalid_argument);
+    return detail::result_of<std::size_t>(detail::epoll_ctl_batch(get(), cmds.data(), static_cast<int>(cmds.size())));
+  }
+  std::size_t ctl_batch(std::span<struct uep_ctl_cmd> cmds) const { return detail::value_or_throw(try_ctl_batch(cmds)); }
+
+  // The registrations fdinfo shows, as a list sorted by (target_id, fd).
+  // uepoll instances only (EINVAL for a kernel one).  Allocates the vector.
+  using Registration = detail::EpollRegistration;
+  Result<std::vector<Registration>> try_registrations() const {
+    std::vector<Registration> v;
+    for (;;) {
+      const long n = detail::epoll_registrations(get(), v.data(), v.size());
+      if (n < 0) return detail::errc_from(n);
+      if (static_cast<std::size_t>(n) <= v.size()) {
+        v.resize(static_cast<std::size_t>(n));
+        return v;
+      }
+      v.resize(static_cast<std::size_t>(n) + 8);
+    }
+  }
+  std::vector<Registration> registrations() const { return detail::value_or_throw(try_registrations()); }
 
   // epoll_pwait2: waits until at least one watched fd is ready, the timeout
   // passes, or a signal handler runs; fills a prefix of `out` and returns

@@ -10,6 +10,7 @@
 #include <uepoll/uepoll.h>
 #include <uepoll/detail/ops.hpp>
 
+#include "capi/ctl.h"
 #include "capi/edge.h"
 #include "core/reclaim.h"
 #include "core/user_memory.h"
@@ -46,9 +47,8 @@ int create(int flags) {
 // Linux do_epoll_ctl() steps 1-7 (kernel-epoll-spec.md section 3), then the
 // instance does steps 8-12.
 int ctl(int epfd, int op, int fd, struct epoll_event* event) {
-  const bool has_event = op != EPOLL_CTL_DEL;  // ep_op_has_event()
   struct epoll_event ev{};
-  if (has_event) {
+  if (uepoll::capi::ctl_has_event(op)) {
     if (!user_readable(event, sizeof *event)) return -EFAULT;
     ev = *event;
   }
@@ -58,9 +58,23 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
   uepoll::core::reclaim::ReadGuard guard;
   uepoll::core::File* ep = uepoll::fd::peek(epfd);
   if (!ep) return -EBADF;
-  FileRef tf;
+  return uepoll::capi::ctl_on(ep, op, fd, ev);
+}
+
+}  // namespace
+
+// The steps after the instance lookup (shared with uep_epoll_ctl_batch).
+int uepoll::capi::ctl_on(uepoll::core::File* ep, int op, int fd, const struct epoll_event& ev, bool pin_target) {
+  const bool has_event = ctl_has_event(op);
+  FileRef ref;
+  uepoll::core::File* tf = nullptr;
   if (uepoll::fd::in_range(fd)) {
-    tf = FileRef(uepoll::fd::lookup(fd));
+    if (pin_target || op == EPOLL_CTL_ADD) {
+      ref = FileRef(uepoll::fd::lookup(fd));
+      tf = ref.get();
+    } else {
+      tf = uepoll::fd::peek(fd);  // see ctl.h: safe under the caller's guard
+    }
     if (!tf) return -EBADF;
   } else {
     // A kernel file: the kernel answers for it (EBADF, EPERM, EPOLLEXCLUSIVE
@@ -72,24 +86,29 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
   }
   // EPOLLWAKEUP: Linux clears it silently without CAP_BLOCK_SUSPEND; it has
   // no effect on what is reported, so uepoll keeps it (unobservable).
-  if (ep == tf.get() || !ep->is_epoll()) return -EINVAL;
+  if (ep == tf || !ep->is_epoll()) return -EINVAL;
   if (has_event && (ev.events & EPOLLEXCLUSIVE)) {
     if (op == EPOLL_CTL_MOD) return -EINVAL;
-    if (op == EPOLL_CTL_ADD && (tf->is_epoll() || (ev.events & ~uepoll::epoll::kExclusiveOkBits)))
+    if (op == EPOLL_CTL_ADD &&
+        (tf->is_epoll() || (ev.events & ~(uepoll::epoll::kExclusiveOkBits | uepoll::epoll::kRoundRobin))))
       return -EINVAL;
   }
   auto* inst = static_cast<Instance*>(ep);
   switch (op) {
     case EPOLL_CTL_ADD:
-      return inst->add(tf.get(), fd, ev.events, ev.data.u64);
+      return inst->add(tf, fd, ev.events, ev.data.u64);
     case EPOLL_CTL_DEL:
-      return inst->del(tf.get(), fd);
+      return inst->del(tf, fd);
     case EPOLL_CTL_MOD:
-      return inst->mod(tf.get(), fd, ev.events, ev.data.u64);
+      return inst->mod(tf, fd, ev.events, ev.data.u64);
+    case UEP_EPOLL_CTL_DISABLE:  // beyond Linux (uepoll.h)
+      return inst->disable(tf, fd);
     default:
       return -EINVAL;
   }
 }
+
+namespace {
 
 // Linux >= 6.15 do_epoll_wait() + ep_check_params(): EBADF, EINVAL
 // (maxevents), EFAULT (access_ok), EINVAL (not an epoll).

@@ -12,6 +12,7 @@
 #include "fd/table.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 using uepoll::capi::to_c;
@@ -53,6 +54,11 @@ int uep_tuning_set(const char* knob, long value) {
     return 0;
   }
   if (std::strcmp(knob, "max_fds") == 0) return to_c(uepoll::fd::set_max_fds(value));
+  if (std::strcmp(knob, "busy_poll_usecs") == 0) {
+    if (value < 0 || value > INT32_MAX) return to_c(-EINVAL);  // as EPIOCSPARAMS
+    uepoll::core::knobs().busy_poll_usecs.store(value, std::memory_order_relaxed);
+    return 0;
+  }
   if (std::strcmp(knob, "fail_alloc_after") == 0) {
     if (value < -1) return to_c(-EINVAL);
     uepoll::core::alloc_stats().fail_after.store(value, std::memory_order_relaxed);
@@ -73,6 +79,10 @@ int uep_tuning_get(const char* knob, long* value) {
   }
   if (std::strcmp(knob, "max_fds") == 0) {
     *value = uepoll::fd::max_fds();
+    return 0;
+  }
+  if (std::strcmp(knob, "busy_poll_usecs") == 0) {
+    *value = uepoll::core::knobs().busy_poll_usecs.load(std::memory_order_relaxed);
     return 0;
   }
   if (std::strcmp(knob, "fail_alloc_after") == 0) {

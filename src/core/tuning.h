@@ -16,6 +16,7 @@ struct Knobs {
   std::atomic<bool> parallel_nested_add{true};   // 2026 seed
   std::atomic<bool> concurrent_ctl{true};        // beyond Linux
   std::atomic<long> max_user_watches{-1};        // -1: not read yet
+  std::atomic<long> busy_poll_usecs{0};          // beyond Linux: new instances' EPIOCSPARAMS default
 };
 
 Knobs& knobs() noexcept;

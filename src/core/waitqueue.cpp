@@ -28,6 +28,18 @@ void WaitQueue::unlink_self(WaitEntry* e) noexcept {
   e->prev = e->next = nullptr;
 }
 
+void WaitQueue::wake_oldest_locked(uint32_t key) noexcept {
+  WaitEntry* e = head_.prev;
+  while (e != &head_) {
+    WaitEntry* prev = e->prev;  // e may remove itself
+    const bool exclusive = (e->flags & WaitEntry::kExclusive) != 0;
+    const int took = e->fn(e, key);
+    if (!e->queued()) count_.fetch_sub(1, std::memory_order_relaxed);  // autoremoved
+    if (took && exclusive) break;
+    e = prev;
+  }
+}
+
 void WaitQueue::wake_locked(uint32_t key, int nr_exclusive) noexcept {
   WaitEntry* e = head_.next;
   while (e != &head_) {
@@ -35,7 +47,16 @@ void WaitQueue::wake_locked(uint32_t key, int nr_exclusive) noexcept {
     const bool exclusive = (e->flags & WaitEntry::kExclusive) != 0;
     const int took = e->fn(e, key);
     if (!e->queued()) count_.fetch_sub(1, std::memory_order_relaxed);  // autoremoved
-    if (took && exclusive && --nr_exclusive == 0) break;
+    if (took && exclusive && --nr_exclusive == 0) {
+      if ((e->flags & WaitEntry::kRotate) && e->queued() && e->next != &head_) {
+        unlink_self(e);  // round robin: to the tail (count unchanged)
+        e->next = &head_;
+        e->prev = head_.prev;
+        head_.prev->next = e;
+        head_.prev = e;
+      }
+      break;
+    }
     e = next;
   }
 }

@@ -28,6 +28,8 @@ struct WaitEntry {
   enum : uint32_t {
     kExclusive = 1u << 0,  // WQ_FLAG_EXCLUSIVE: queued at the tail, wakes one
     kItem = 1u << 1,       // the entry is an epoll item (epoll/item.h)
+    kRotate = 1u << 2,     // beyond Linux: exclusive, moves to the tail when
+                           // it takes the wakeup (UEP_EPOLLROUNDROBIN)
   };
   WaitEntry* prev = nullptr;  // guarded by the queue's lock; null = not queued
   WaitEntry* next = nullptr;  // guarded by the queue's lock
@@ -74,7 +76,15 @@ class WaitQueue {
   // Preconditions: lock held.  Calls every non-exclusive entry and exclusive
   // entries in FIFO order until nr_exclusive of them returned nonzero
   // (Linux __wake_up_common).  key: the EPOLL* bits of the event, 0 = any.
+  // The exclusive entry that ends the walk moves to the tail if it has
+  // kRotate (round robin; never during a wake-all walk).
   void wake_locked(uint32_t key, int nr_exclusive = 1) noexcept;
+
+  // Preconditions: lock held.  The same walk from the tail (oldest head-
+  // added entry first), ending at the first exclusive entry that takes the
+  // wakeup: round robin over sleepers queued newest-first (beyond Linux,
+  // UEP_EPOLLROUNDROBIN on an instance's own sleepers).
+  void wake_oldest_locked(uint32_t key) noexcept;
 
   // Convenience: lock, wake, unlock.
   void wake(uint32_t key) noexcept {

@@ -281,6 +281,15 @@ void Instance::wake_one_waiter_locked() noexcept {
   waiters_.unlock();
 }
 
+// Beyond Linux: a round-robin item's event goes to the waiter that has slept
+// longest (sleepers are queued newest first).  Preconditions: as above.
+void Instance::wake_oldest_waiter_locked() noexcept {
+  if (!waiters_.active_hint()) return;
+  waiters_.lock();
+  waiters_.wake_oldest_locked(0);
+  waiters_.unlock();
+}
+
 // Linux ep_poll_callback(): runs under the target file's wait-queue lock.
 int Instance::wake_callback(core::WaitEntry* e, uint32_t key) noexcept {
   Item* it = Item::from_wait(e);
@@ -312,7 +321,10 @@ int Instance::wake_callback(core::WaitEntry* e, uint32_t key) noexcept {
           break;
       }
     }
-    ep->wake_one_waiter_locked();
+    if ((events & (EPOLLEXCLUSIVE | kRoundRobin)) == (EPOLLEXCLUSIVE | kRoundRobin))
+      ep->wake_oldest_waiter_locked();  // beyond Linux: round robin over this instance's sleepers
+    else
+      ep->wake_one_waiter_locked();
   }
   pwake = ep->wq().active_hint();
 out:
@@ -465,6 +477,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     else
       tf->wq().add_locked(&it->wait);
     it->wait.flags |= core::WaitEntry::kItem;
+    if ((events & EPOLLEXCLUSIVE) && (events & kRoundRobin)) it->wait.flags |= core::WaitEntry::kRotate;  // beyond Linux
     tf->add_watcher_locked();
     tf->wq().unlock();
 
@@ -520,6 +533,33 @@ int Instance::del(core::File* tf, int fd) noexcept {
   unhash_locked(l.shard, l.h, it);
   detach_locked(it);
   return 0;
+}
+
+// Beyond Linux: UEP_EPOLL_CTL_DISABLE (2012 RFC; uepoll.h has the contract).
+// ready_lock_ orders it against a harvest's delivery of the item: a harvest
+// copies a ONESHOT event only if the mask it polled with is still the
+// item's under ready_lock_ (send_events), and disarms it in the same
+// critical section, so either that happened first (EBUSY) or the harvest
+// will see the disarmed mask and skip the item.
+int Instance::disable(core::File* tf, int fd) noexcept {
+  CtlLocks l(this, tf, fd);
+  Item* it = find_locked(l.shard, l.h, tf, fd);
+  if (!it) return -ENOENT;
+  int r = 0;
+  ready_lock_.lock();
+  uint32_t events;
+  uint64_t data;
+  it->read_event(&events, &data);  // stable: MOD is kept out by the shard lock
+  if (!(events & EPOLLONESHOT)) {
+    r = -EINVAL;
+  } else if (!(events & ~kPrivateBits)) {
+    r = -EBUSY;  // delivered since armed: the receiver owns it
+  } else {
+    it->write_event(events & kPrivateBits, data);
+    if (it->linked()) list_del_locked(it);
+  }
+  ready_lock_.unlock();
+  return r;
 }
 
 void Instance::detach_locked(Item* it) noexcept {
@@ -601,7 +641,10 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
 
     ready_lock_.lock();
     bool fault = false;
-    if (revents && it->registered.load(std::memory_order_relaxed)) {  // a DEL may have run while we polled
+    // A DEL may have run while we polled; a ONESHOT item may have been
+    // disabled (UEP_EPOLL_CTL_DISABLE writes its mask under ready_lock_).
+    if (revents && it->registered.load(std::memory_order_relaxed) &&
+        (!(events & EPOLLONESHOT) || it->events.load(std::memory_order_relaxed) == events)) {
       if (res >= writable) {
         // Linux: the copy faulted; put it back, EFAULT if nothing was copied.
         list_add_head_locked(&tx, it);
@@ -715,6 +758,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   bool eavail = events_available_locked();
   ready_lock_.unlock();
 
+  SpinWindow spin;
   core::ThreadWaiter* w = nullptr;
   std::optional<core::ScopedEntry> lease;  // not on the stack: see ThreadWaiter::take_entry
   for (;;) {
@@ -726,6 +770,10 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
     }
     if (timed_out) return 0;
     if (eintr) return -EINTR;
+    if (busy_wait(deadline, &spin)) {  // beyond Linux: EPIOCSPARAMS (epoll/busy_poll.cpp)
+      eavail = true;
+      continue;
+    }
     if (!w) {
       int err = 0;
       w = core::ThreadWaiter::self(&err);

@@ -24,6 +24,7 @@
 #include "core/file.h"
 #include "core/spinlock.h"
 #include "core/waitqueue.h"
+#include "epoll/busy_poll.h"
 #include "epoll/item.h"
 
 #include <atomic>
@@ -45,6 +46,8 @@ inline constexpr uint32_t kExclusiveOkBits =
     kInOutBits | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | EPOLLEXCLUSIVE;  // EPOLLEXCLUSIVE_OK_BITS
 inline constexpr int kMaxNests = 4;                                              // EP_MAX_NESTS
 inline constexpr int kMaxEvents = static_cast<int>(INT32_MAX / sizeof(struct epoll_event));  // EP_MAX_EVENTS
+// Beyond Linux (uepoll.h UEP_EPOLLROUNDROBIN): rotate an exclusive item that took a wakeup.
+inline constexpr uint32_t kRoundRobin = 1u << 26;
 
 class Instance final : public core::File {
  public:
@@ -56,6 +59,10 @@ class Instance final : public core::File {
   int add(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept;
   int mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept;
   int del(core::File* tf, int fd) noexcept;
+  // Beyond Linux: UEP_EPOLL_CTL_DISABLE (2012 RFC), contract in uepoll.h.
+  int disable(core::File* tf, int fd) noexcept;
+  // Beyond Linux: EPIOCSPARAMS values (epoll/busy_poll.h).
+  BusyPoll& busy_poll() noexcept { return busy_; }
 
   // ---- epoll_wait ----------------------------------------------------
   // deadline: absolute CLOCK_MONOTONIC, nullptr = forever; nonblocking:
@@ -135,6 +142,12 @@ class Instance final : public core::File {
   void queue_ready(Item* it) noexcept;
   void ovf_push_locked(Item* it) noexcept;
   void wake_one_waiter_locked() noexcept;
+  // Beyond Linux: the longest-sleeping waiter instead (UEP_EPOLLROUNDROBIN).
+  void wake_oldest_waiter_locked() noexcept;
+
+  // Spins up to busy_poll_usecs for events (epoll/busy_poll.cpp); true if
+  // some are available.  Preconditions: no lock held.
+  bool busy_wait(const timespec* deadline, SpinWindow* win) noexcept;
 
   // Harvest (Linux ep_send_events) and readiness scan (__ep_eventpoll_poll).
   int send_events(struct epoll_event* evs, int maxevents) noexcept;
@@ -167,6 +180,7 @@ class Instance final : public core::File {
   std::atomic<bool> dead_{false};
   // See kernel_watch(); every hot path branches on it once, nothing more.
   std::atomic<KernelWatch*> kernel_{nullptr};
+  BusyPoll busy_;  // beyond Linux: EPIOCSPARAMS
 };
 
 template <class Fn>

@@ -66,6 +66,9 @@ class TimerFd final : public core::File {
   // carried_.  0, or -errno (the timer then stays shared, as on Linux).
   int fork_rebuild() noexcept;
 
+  // The kernel timerfd, whose /proc fdinfo lines are this timer's (fdinfo).
+  int kernel_fd() const noexcept { return kfd_; }
+
  protected:
   void on_release() noexcept override;  // unregisters, closes the kernel fd
 

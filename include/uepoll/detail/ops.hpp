@@ -15,6 +15,9 @@
 #include <sys/epoll.h>
 #include <sys/types.h>
 #include <time.h>
+#include <stdint.h>
+
+struct uep_ctl_cmd;
 
 #include <uepoll/export.h>
 
@@ -53,6 +56,19 @@ long poll(struct pollfd* fds, nfds_t nfds, int timeout_ms) noexcept;
 long file_open(const uep_file_ops* ops, void* ctx, int flags, uep_file** handle) noexcept;
 void file_wake(uep_file* handle, uint32_t events) noexcept;
 void file_unref(uep_file* handle) noexcept;
+
+// Beyond Linux (issue 10; contracts in uepoll.h).
+long epoll_ioctl(int fd, unsigned long req, void* arg) noexcept;  // EPIOC*; file-specific ioctl part
+long epoll_ctl_batch(int epfd, struct uep_ctl_cmd* cmds, int ncmds) noexcept;
+long fdinfo(int fd, char* buf, unsigned long len) noexcept;
+struct EpollRegistration {
+  int fd;
+  uint32_t events;  // as fdinfo shows them (EPOLLERR|EPOLLHUP included)
+  uint64_t data;
+  uint64_t target_id;  // the target's uepoll file id (fdinfo "ino:")
+};
+// Fills out[0..min(n, count)) sorted by (target_id, fd); returns the count.
+long epoll_registrations(int epfd, EpollRegistration* out, size_t n) noexcept;
 
 }  // namespace uepoll::detail
 UEP_API_END

@@ -1,0 +1,170 @@
+// beyond_api.cpp - the C edge of issue 10's extensions (uepoll.h "beyond
+// Linux"): the epoll ioctls (EPIOCSPARAMS / EPIOCGPARAMS), uep_ioctl,
+// uep_epoll_ctl_batch and uep_fdinfo.  Argument checks in Linux 6.18's order
+// where Linux has the call.
+//
+// Locks: none here; ctl_on and the instance take their own.
+#include <uepoll/uepoll.h>
+#include <uepoll/detail/ops.hpp>
+
+#include "capi/ctl.h"
+#include "capi/edge.h"
+#include "core/reclaim.h"
+#include "core/user_memory.h"
+#include "epoll/fdinfo.h"
+#include "epoll/instance.h"
+#include "fd/table.h"
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <string>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+using uepoll::capi::to_c;
+
+namespace {
+
+constexpr uint16_t kNapiPollWeight = 64;  // NAPI_POLL_WEIGHT
+
+// Linux capable(CAP_NET_ADMIN): the effective set.
+bool has_net_admin() {
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (::syscall(SYS_capget, &hdr, data) != 0) return false;
+  return (data[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32))) != 0;
+}
+
+// Linux ep_eventpoll_bp_ioctl().
+long params_ioctl(uepoll::epoll::Instance* ep, unsigned long req, void* arg) {
+  uepoll::epoll::BusyPoll& bp = ep->busy_poll();
+  struct epoll_params p;
+  if (req == EPIOCSPARAMS) {
+    if (!uepoll::core::user_readable(arg, sizeof p)) return -EFAULT;  // copy_from_user
+    std::memcpy(&p, arg, sizeof p);
+    if (p.__pad) return -EINVAL;
+    if (p.busy_poll_usecs > static_cast<uint32_t>(INT32_MAX)) return -EINVAL;
+    if (p.prefer_busy_poll > 1) return -EINVAL;
+    if (p.busy_poll_budget > kNapiPollWeight && !has_net_admin()) return -EPERM;
+    bp.usecs.store(p.busy_poll_usecs, std::memory_order_relaxed);
+    bp.budget.store(p.busy_poll_budget, std::memory_order_relaxed);
+    bp.prefer.store(p.prefer_busy_poll, std::memory_order_relaxed);
+    return 0;
+  }
+  std::memset(&p, 0, sizeof p);
+  p.busy_poll_usecs = bp.usecs.load(std::memory_order_relaxed);
+  p.busy_poll_budget = bp.budget.load(std::memory_order_relaxed);
+  p.prefer_busy_poll = bp.prefer.load(std::memory_order_relaxed);
+  if (!uepoll::core::user_readable(arg, sizeof p) || uepoll::core::writable_prefix(arg, sizeof p) < sizeof p)
+    return -EFAULT;  // copy_to_user
+  std::memcpy(arg, &p, sizeof p);
+  return 0;
+}
+
+}  // namespace
+
+namespace uepoll::detail {
+
+// The file-specific part of ioctl(2) (Linux vfs_ioctl -> f_op->unlocked_ioctl)
+// for uepoll descriptors, and the whole call for kernel ones.  Requests the
+// VFS answers for every file (FIONBIO, FIOCLEX, ...) are the caller's to
+// handle first (uep_ioctl, issue 9).  0 or -errno.
+long epoll_ioctl(int fd, unsigned long req, void* arg) noexcept {
+  if (!uepoll::fd::in_range(fd)) {
+    int r = ::ioctl(fd, req, arg);
+    return r < 0 ? -errno : r;
+  }
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  if (!f) return -EBADF;
+  if (!f->is_epoll()) return -ENOTTY;  // no unlocked_ioctl, or -ENOIOCTLCMD
+  if (req != EPIOCSPARAMS && req != EPIOCGPARAMS) return -EINVAL;  // ep_eventpoll_ioctl
+  return params_ioctl(static_cast<uepoll::epoll::Instance*>(f.get()), req, arg);
+}
+
+long epoll_ctl_batch(int epfd, struct uep_ctl_cmd* cmds, int ncmds) noexcept {
+  if (ncmds < 0 || ncmds > UEP_CTL_BATCH_MAX) return -EINVAL;
+  const size_t bytes = sizeof(struct uep_ctl_cmd) * static_cast<size_t>(ncmds);
+  if (ncmds > 0 && (!uepoll::core::user_readable(cmds, bytes) || uepoll::core::writable_prefix(cmds, bytes) < bytes))
+    return -EFAULT;
+  if (!uepoll::fd::in_range(epfd)) {  // a kernel instance: one epoll_ctl(2) each
+    if (::fcntl(epfd, F_GETFD) < 0) return -EBADF;
+    for (int i = 0; i < ncmds; ++i) {
+      struct epoll_event ev = cmds[i].event;
+      const int r = ::epoll_ctl(epfd, cmds[i].op, cmds[i].fd, &ev);
+      cmds[i].result = r < 0 ? -errno : 0;
+      if (r < 0) return i + 1;
+    }
+    return ncmds;
+  }
+  // One epoch guard and one lookup of the instance for the whole batch, and
+  // under it no reference on MOD/DEL/DISABLE targets (capi/ctl.h).
+  uepoll::core::reclaim::ReadGuard guard;
+  uepoll::core::File* ep = uepoll::fd::peek(epfd);
+  if (!ep) return -EBADF;
+  if (!ep->is_epoll()) return -EINVAL;
+  for (int i = 0; i < ncmds; ++i) {
+    const struct epoll_event ev = cmds[i].event;
+    const int r = uepoll::capi::ctl_on(ep, cmds[i].op, cmds[i].fd, ev, /*pin_target=*/false);
+    cmds[i].result = r;
+    if (r < 0) return i + 1;
+  }
+  return ncmds;
+}
+
+long fdinfo(int fd, char* buf, unsigned long len) noexcept {
+  std::string text;
+  if (!uepoll::fd::in_range(fd)) {
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+    FILE* f = fd >= 0 ? std::fopen(path, "re") : nullptr;
+    if (!f) return -EBADF;
+    char chunk[512];
+    size_t n;
+    while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) text.append(chunk, n);
+    std::fclose(f);
+  } else {
+    uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+    if (!f) return -EBADF;
+    text = uepoll::epoll::fdinfo_text(f.get());
+  }
+  if (buf && len) {
+    const size_t n = text.size() < len - 1 ? text.size() : len - 1;
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+  }
+  return static_cast<long>(text.size());
+}
+
+long epoll_registrations(int epfd, EpollRegistration* out, size_t n) noexcept {
+  uepoll::fd::FileRef f(uepoll::fd::lookup(epfd));
+  if (!f) return -EBADF;
+  if (!f->is_epoll()) return -EINVAL;
+  const auto rows = uepoll::epoll::registrations(static_cast<uepoll::epoll::Instance*>(f.get()));
+  for (size_t i = 0; i < rows.size() && i < n; ++i)
+    out[i] = EpollRegistration{rows[i].fd, rows[i].events, rows[i].data, rows[i].target_id};
+  return static_cast<long>(rows.size());
+}
+
+}  // namespace uepoll::detail
+
+extern "C" {
+
+int uep_epoll_ctl_batch(int epfd, struct uep_ctl_cmd* cmds, int ncmds) {
+  return to_c(uepoll::detail::epoll_ctl_batch(epfd, cmds, ncmds));
+}
+
+long uep_fdinfo(int fd, char* buf, unsigned long len) {
+  const long r = uepoll::detail::fdinfo(fd, buf, len);
+  if (r < 0) {
+    errno = static_cast<int>(-r);
+    return -1;
+  }
+  return r;
+}
+
+}  // extern "C"

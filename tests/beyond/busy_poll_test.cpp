@@ -1,0 +1,208 @@
+// busy_poll_test.cpp - EPIOCSPARAMS / EPIOCGPARAMS: the argument checks
+// against a real kernel epoll (differential), and the busy-poll wait on
+// uepoll instances.
+#include <uepoll/tuning.h>
+#include <uepoll/uepoll.h>
+#include <uepoll/uepoll.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+struct Outcome {
+  int ret;
+  int err;
+  bool operator==(const Outcome&) const = default;
+};
+
+Outcome do_ioctl(int (*fn)(int, unsigned long, void*), int fd, unsigned long req, void* arg) {
+  errno = 0;
+  const int r = fn(fd, req, arg);
+  return {r, r < 0 ? errno : 0};
+}
+
+int kernel_ioctl(int fd, unsigned long req, void* arg) { return ::ioctl(fd, req, arg); }
+
+TEST(BusyPollParams, ConstantsMatchLinux) {
+  EXPECT_EQ(EPIOCSPARAMS, 0x40088a01UL);
+  EXPECT_EQ(EPIOCGPARAMS, 0x80088a02UL);
+  EXPECT_EQ(sizeof(struct epoll_params), 8U);
+}
+
+// Every SET argument check and GET's result, on a kernel instance and on a
+// uepoll one: same return value, errno and read-back.
+TEST(BusyPollParams, ArgumentChecksMatchLinux) {
+  const struct epoll_params cases[] = {
+      {10, 8, 1, 0},          {10, 8, 1, 1},           {10, 8, 2, 0},  {0x80000000u, 8, 0, 0},
+      {0x7fffffffu, 8, 0, 0}, {0x80000000u, 8, 2, 1},  {1, 64, 0, 0},  {1, 65, 0, 0},
+      {1, 65535, 1, 0},       {0, 0, 0, 0},            {0, 0, 0, 255}, {0xffffffffu, 0, 0, 0},
+  };
+  const int kep = ::epoll_create1(EPOLL_CLOEXEC);
+  const int uep = uep_epoll_create1(0);
+  ASSERT_GE(kep, 0);
+  ASSERT_GE(uep, 0);
+  for (const auto& c : cases) {
+    struct epoll_params a = c, b = c;
+    EXPECT_EQ(do_ioctl(kernel_ioctl, kep, EPIOCSPARAMS, &a), do_ioctl(uep_ioctl, uep, EPIOCSPARAMS, &b))
+        << c.busy_poll_usecs << " " << c.busy_poll_budget << " " << int(c.prefer_busy_poll) << " " << int(c.__pad);
+    struct epoll_params ga, gb;
+    std::memset(&ga, 0xa5, sizeof ga);
+    std::memset(&gb, 0xa5, sizeof gb);
+    EXPECT_EQ(do_ioctl(kernel_ioctl, kep, EPIOCGPARAMS, &ga), do_ioctl(uep_ioctl, uep, EPIOCGPARAMS, &gb));
+    EXPECT_EQ(std::memcmp(&ga, &gb, sizeof ga), 0);
+  }
+  // Bad pointers: EFAULT, both ways; a read-only page is fine for SET only.
+  void* ro = ::mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(ro, MAP_FAILED);
+  void* ptrs[] = {nullptr, reinterpret_cast<void*>(1), ro, reinterpret_cast<void*>(0x7ffffffff000ULL)};
+  for (void* p : ptrs)
+    for (unsigned long req : {EPIOCSPARAMS, EPIOCGPARAMS})
+      EXPECT_EQ(do_ioctl(kernel_ioctl, kep, req, p), do_ioctl(uep_ioctl, uep, req, p)) << p << " " << req;
+  ::munmap(ro, 4096);
+  // Other requests on an instance: EINVAL.
+  struct epoll_params p{};
+  for (unsigned long req : {0x1234UL, (unsigned long)_IOW(0x8A, 0x03, struct epoll_params), (unsigned long)FIONREAD})
+    EXPECT_EQ(do_ioctl(kernel_ioctl, kep, req, &p), do_ioctl(uep_ioctl, uep, req, &p)) << req;
+  ::close(kep);
+  uep_close(uep);
+}
+
+TEST(BusyPollParams, NotAnInstanceMatchesLinux) {
+  struct epoll_params p{};
+  int kp[2], up[2], ks[2], us[2];
+  ASSERT_EQ(::pipe(kp), 0);
+  ASSERT_EQ(uep_pipe(up), 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, ks), 0);
+  ASSERT_EQ(uep_socketpair(AF_UNIX, SOCK_STREAM, 0, us), 0);
+  const int ke = ::eventfd(0, 0), ue = uep_eventfd(0, 0);
+  const int kt = ::timerfd_create(CLOCK_MONOTONIC, 0), ut = uep_timerfd_create(CLOCK_MONOTONIC, 0);
+  const int pairs[][2] = {{kp[0], up[0]}, {kp[1], up[1]}, {ks[0], us[0]}, {ke, ue}, {kt, ut}};
+  for (const auto& pr : pairs)
+    for (unsigned long req : {EPIOCSPARAMS, EPIOCGPARAMS})
+      for (void* arg : {static_cast<void*>(&p), static_cast<void*>(nullptr)})
+        EXPECT_EQ(do_ioctl(kernel_ioctl, pr[0], req, arg), do_ioctl(uep_ioctl, pr[1], req, arg));
+  // Closed descriptors: EBADF (a closed uepoll one, and a kernel one through uep_ioctl).
+  EXPECT_EQ(do_ioctl(kernel_ioctl, 99999, EPIOCSPARAMS, &p), do_ioctl(uep_ioctl, UEP_FD_BASE + 99999, EPIOCSPARAMS, &p));
+  EXPECT_EQ(do_ioctl(uep_ioctl, -1, EPIOCSPARAMS, &p), (Outcome{-1, EBADF}));
+  for (int fd : {kp[0], kp[1], ks[0], ks[1], ke, kt}) ::close(fd);
+  for (int fd : {up[0], up[1], us[0], us[1], ue, ut}) uep_close(fd);
+}
+
+TEST(BusyPollParams, KernelInstanceThroughUepIoctl) {
+  const int kep = ::epoll_create1(0);
+  struct epoll_params p{25, 4, 1, 0}, q{};
+  ASSERT_EQ(uep_ioctl(kep, EPIOCSPARAMS, &p), 0);
+  ASSERT_EQ(::ioctl(kep, EPIOCGPARAMS, &q), 0);
+  EXPECT_EQ(q.busy_poll_usecs, 25U);
+  ::close(kep);
+}
+
+TEST(BusyPollParams, KnobIsTheDefaultOfNewInstances) {
+  ASSERT_EQ(uep_tuning_set("busy_poll_usecs", 77), 0);
+  long v = 0;
+  ASSERT_EQ(uep_tuning_get("busy_poll_usecs", &v), 0);
+  EXPECT_EQ(v, 77);
+  const int ep = uep_epoll_create1(0);
+  ASSERT_EQ(uep_tuning_set("busy_poll_usecs", 0), 0);
+  struct epoll_params p{};
+  ASSERT_EQ(uep_ioctl(ep, EPIOCGPARAMS, &p), 0);
+  EXPECT_EQ(p.busy_poll_usecs, 77U);
+  const int ep2 = uep_epoll_create1(0);
+  ASSERT_EQ(uep_ioctl(ep2, EPIOCGPARAMS, &p), 0);
+  EXPECT_EQ(p.busy_poll_usecs, 0U);
+  EXPECT_EQ(uep_tuning_set("busy_poll_usecs", -1), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(uep_tuning_set("busy_poll_usecs", 0x80000000L), -1);
+  uep_close(ep);
+  uep_close(ep2);
+}
+
+// TSan's runtime blocks on its own internal locks now and then, which
+// counts as a voluntary switch of the instrumented thread.
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kUnderTsan = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kUnderTsan = true;
+#else
+constexpr bool kUnderTsan = false;
+#endif
+#else
+constexpr bool kUnderTsan = false;
+#endif
+
+long voluntary_switches() {
+  struct rusage ru;
+  getrusage(RUSAGE_THREAD, &ru);
+  return ru.ru_nvcsw;
+}
+
+// An event that arrives while the waiter spins is returned without the
+// waiter ever sleeping (no voluntary context switch in its thread).
+TEST(BusyPollWait, EventDuringSpinNeedsNoSleep) {
+  uepoll::Epoll ep = uepoll::Epoll::create();
+  uepoll::EventFd ev = uepoll::EventFd::create(0, EFD_NONBLOCK);
+  ep.add(ev, EPOLLIN, 5);
+  ep.set_busy_poll({2000000, 0, 0, 0});  // 2 s: the event always comes first
+  EXPECT_EQ(ep.busy_poll().busy_poll_usecs, 2000000U);
+  for (int round = 0; round < 5; ++round) {
+    std::atomic<bool> go{false};
+    std::thread writer([&] {
+      while (!go.load()) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ev.write(1);
+    });
+    struct epoll_event out[4];
+    const long before = voluntary_switches();
+    go.store(true);
+    const int n = uep_epoll_wait(ep.get(), out, 4, 5000);
+    const long after = voluntary_switches();
+    writer.join();
+    ASSERT_EQ(n, 1);
+    EXPECT_EQ(out[0].data.u64, 5U);
+    if (!kUnderTsan) {
+      EXPECT_EQ(after, before) << "the waiter slept";
+    }
+    ev.read();
+  }
+}
+
+// The spin never outlasts the timeout, and after the spin the wait sleeps
+// and is woken as usual.
+TEST(BusyPollWait, SpinBoundedByTimeoutThenSleeps) {
+  uepoll::Epoll ep = uepoll::Epoll::create();
+  uepoll::EventFd ev = uepoll::EventFd::create(0, EFD_NONBLOCK);
+  ep.add(ev, EPOLLIN, 1);
+  ep.set_busy_poll({5000000, 0, 0, 0});
+  struct epoll_event out[1];
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(uep_epoll_wait(ep.get(), out, 1, 30), 0);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(ms, 29);
+  EXPECT_LT(ms, 1000);
+
+  ep.set_busy_poll({1000, 0, 0, 0});  // 1 ms spin, then sleep
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ev.write(1);
+  });
+  EXPECT_EQ(uep_epoll_wait(ep.get(), out, 1, 5000), 1);
+  writer.join();
+  // Nonblocking waits never spin.
+  ev.read();
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(uep_epoll_wait(ep.get(), out, 1, 0), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(500));
+}
+
+}  // namespace
