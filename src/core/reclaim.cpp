@@ -9,11 +9,14 @@
 // exchange on the slot), retire's load of E, the advance, a reader's
 // publication and its load of the slot are one total order.
 //
-// Locks: g_registry_mutex for record registration and the orphan list.
+// Locks: g_registry_mutex (a leaf, 9) for record registration and the
+// orphan list.
 #include "core/reclaim.h"
 
+#include "core/lock_state.h"
+#include "core/mutex.h"
+
 #include <atomic>
-#include <mutex>
 
 namespace uepoll::core::reclaim {
 
@@ -24,15 +27,14 @@ struct alignas(64) ThreadRecord {
   std::atomic<bool> in_use{false};
   ThreadRecord* next_record = nullptr;  // immutable once published
   // Owner-only fields:
-  unsigned depth = 0;
   Retired* retired = nullptr;
   unsigned long retired_count = 0;
 };
 
 std::atomic<uint64_t> g_epoch{2};
 std::atomic<ThreadRecord*> g_records{nullptr};
-std::mutex g_registry_mutex;
-Retired* g_orphans = nullptr;  // guarded by g_registry_mutex
+Mutex g_registry_mutex(lock_class::kReclaimRegistry);
+Retired* g_orphans UEP_GUARDED_BY(g_registry_mutex) = nullptr;
 
 ThreadRecord* acquire_record() {
   for (ThreadRecord* r = g_records.load(std::memory_order_acquire); r; r = r->next_record) {
@@ -43,7 +45,7 @@ ThreadRecord* acquire_record() {
   }
   auto* r = new ThreadRecord();
   r->in_use.store(true, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> g(g_registry_mutex);
+  MutexLock g(g_registry_mutex);
   r->next_record = g_records.load(std::memory_order_relaxed);
   // release: pairs with the acquire loads that walk the registry.
   g_records.store(r, std::memory_order_release);
@@ -79,8 +81,9 @@ uint64_t try_advance() {
 }
 
 void reap_orphans(uint64_t safe) {
-  std::unique_lock<std::mutex> g(g_registry_mutex, std::try_to_lock);
-  if (g.owns_lock() && g_orphans) reap(&g_orphans, safe);
+  if (!g_registry_mutex.try_lock()) return;
+  if (g_orphans) reap(&g_orphans, safe);
+  g_registry_mutex.unlock();
 }
 
 struct RecordHolder {
@@ -88,7 +91,7 @@ struct RecordHolder {
   ~RecordHolder() {
     if (!rec) return;
     if (rec->retired) {
-      std::lock_guard<std::mutex> g(g_registry_mutex);
+      MutexLock g(g_registry_mutex);
       Retired* last = rec->retired;
       while (last->next) last = last->next;
       last->next = g_orphans;
@@ -111,7 +114,11 @@ ThreadRecord* self() {
 
 ReadGuard::ReadGuard() noexcept {
   ThreadRecord* r = self();
-  if (r->depth++ == 0) {
+  // Only this thread (or a handler on it, which restores what it found)
+  // writes the record's state, so a relaxed load tells whether an outer
+  // guard already published.
+  outer_ = r->state.load(std::memory_order_relaxed) == 0;
+  if (outer_) {
     uint64_t e = g_epoch.load(std::memory_order_seq_cst);
     r->state.store((e << 1) | 1, std::memory_order_seq_cst);
   }
@@ -121,10 +128,11 @@ ReadGuard::~ReadGuard() {
   ThreadRecord* r = tls_record.rec;
   // release: everything read inside the section happens before a
   // reclaimer that sees the quiescent state frees anything.
-  if (--r->depth == 0) r->state.store(0, std::memory_order_release);
+  if (outer_) r->state.store(0, std::memory_order_release);
 }
 
 void retire(Retired* obj) noexcept {
+  NoReentry section;  // the retired list is per thread: no handler beside us
   ThreadRecord* r = self();
   obj->epoch = g_epoch.load(std::memory_order_seq_cst);
   obj->next = r->retired;

@@ -1,6 +1,10 @@
 // waiter.cpp - ThreadWaiter: eventfd + ppoll sleeping, Dekker-style kick.
-// Locks: none.
+// Locks: the waiter pool mutex (a leaf, 9), when a thread takes or returns
+// its waiter.
 #include "core/waiter.h"
+
+#include "core/lock_state.h"
+#include "core/mutex.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -22,14 +26,14 @@ namespace {
 // or exited, and must find a live eventfd (at worst one now owned by
 // another thread, which then wakes spuriously and re-checks).  A thread's
 // waiter goes back to this pool when the thread exits.
-std::mutex g_pool_mutex;
-ThreadWaiter* g_pool = nullptr;  // guarded by g_pool_mutex, linked by pool_next_
+Mutex g_pool_mutex(lock_class::kWaiterPool);
+ThreadWaiter* g_pool UEP_GUARDED_BY(g_pool_mutex) = nullptr;  // linked by pool_next_
 
 thread_local ThreadWaiter* tls_waiter = nullptr;
 struct WaiterHolder {
   ~WaiterHolder() {
     if (!tls_waiter) return;
-    std::lock_guard<std::mutex> g(g_pool_mutex);
+    MutexLock g(g_pool_mutex);
     ThreadWaiter::push_pool(tls_waiter, &g_pool);
     tls_waiter = nullptr;
   }
@@ -38,17 +42,17 @@ thread_local WaiterHolder tls_holder;
 
 // Kicks that found their sleeper asleep while this thread held a SpinLock:
 // the eventfd write (a system call) waits until the thread's last SpinLock
-// is released, so that no spin lock is held across a system call.
+// is released, so that no spin lock is held across a system call.  The
+// count is ThreadLockState::kicks (core/lock_state.h), so that the release
+// checks it inline.  Touched only while a SpinLock is held or being
+// released (held > 0), so a signal handler never runs beside it.
 struct DeferredKicks {
   static constexpr int kMax = 32;
   ThreadWaiter* w[kMax];
-  int n = 0;
 };
 thread_local DeferredKicks tls_kicks;
 
 }  // namespace
-
-thread_local int spin_depth = 0;
 
 void ThreadWaiter::push_pool(ThreadWaiter* w, ThreadWaiter** head) noexcept {
   w->pool_next_ = *head;
@@ -57,14 +61,14 @@ void ThreadWaiter::push_pool(ThreadWaiter* w, ThreadWaiter** head) noexcept {
 
 void flush_deferred_kicks() noexcept {
   DeferredKicks& k = tls_kicks;
-  if (k.n == 0) return;
-  while (k.n > 0) k.w[--k.n]->write_kick();
+  ThreadLockState& t = tls_lock_state;
+  while (t.kicks > 0) k.w[--t.kicks]->write_kick();
 }
 
 ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
   if (tls_waiter) return tls_waiter;
   {
-    std::lock_guard<std::mutex> g(g_pool_mutex);
+    MutexLock g(g_pool_mutex);
     if (g_pool) {
       ThreadWaiter* w = g_pool;
       g_pool = w->pool_next_;
@@ -107,9 +111,9 @@ ThreadWaiter* ThreadWaiter::self(int* errno_out) noexcept {
 void ThreadWaiter::kick() noexcept {
   woken_.store(true, std::memory_order_seq_cst);
   if (!sleeping_.load(std::memory_order_seq_cst)) return;
-  DeferredKicks& k = tls_kicks;
-  if (spin_depth > 0 && k.n < DeferredKicks::kMax) {
-    k.w[k.n++] = this;
+  ThreadLockState& t = tls_lock_state;
+  if (t.spin > 0 && t.kicks < DeferredKicks::kMax) {
+    tls_kicks.w[t.kicks++] = this;
     return;
   }
   write_kick();

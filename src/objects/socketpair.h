@@ -82,8 +82,8 @@ class UnixConn {
   void wake(int i, uint32_t key, int nr_exclusive = 1) noexcept;
   static void free_list(Skb* s) noexcept;
 
-  core::SpinLock mu_;          // leaf; guards side_
-  Side side_[2];               // guarded by mu_
+  core::SpinLock mu_{core::lock_class::kUnixConn};  // leaf (8); guards side_
+  Side side_[2] UEP_GUARDED_BY(mu_);
   std::atomic<int> refs_{2};   // one per socket
   std::atomic<core::File*> file_[2] = {nullptr, nullptr};  // cleared on release
 };
