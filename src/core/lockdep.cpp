@@ -37,19 +37,29 @@ thread_local LockdepState tls_lockdep;
   std::abort();
 }
 
-// "<what>: acquiring 'A' (level 7) while holding 'B' (level 8)"; levels as
-// numbered in lock_order.h (the class level is ten times that).
+// A level as numbered in lock_order.h ("4", "7.5"); the class level is ten
+// times that.
+struct Level {
+  char s[8];
+  explicit Level(const LockClass* c) {
+    if (c->level % 10)
+      std::snprintf(s, sizeof s, "%d.%d", c->level / 10, c->level % 10);
+    else
+      std::snprintf(s, sizeof s, "%d", c->level / 10);
+  }
+};
+
+// "<what>: acquiring 'A' (level 4) while holding 'B' (level 8)".
 [[noreturn]] void die2(const char* what, const char* verb, const LockClass* a, const char* rel, const LockClass* b) {
   char buf[512];
-  std::snprintf(buf, sizeof buf, "uepoll lockdep: %s: %s '%s' (level %d.%d) %s '%s' (level %d.%d)\n", what, verb,
-                a->name, a->level / 10, a->level % 10, rel, b->name, b->level / 10, b->level % 10);
+  std::snprintf(buf, sizeof buf, "uepoll lockdep: %s: %s '%s' (level %s) %s '%s' (level %s)\n", what, verb, a->name,
+                Level(a).s, rel, b->name, Level(b).s);
   die(buf);
 }
 
 [[noreturn]] void die1(const char* what, const char* how, const LockClass* c) {
   char buf[512];
-  std::snprintf(buf, sizeof buf, "uepoll lockdep: %s %s: '%s' (level %d.%d) is held\n", what, how, c->name,
-                c->level / 10, c->level % 10);
+  std::snprintf(buf, sizeof buf, "uepoll lockdep: %s %s: '%s' (level %s) is held\n", what, how, c->name, Level(c).s);
   die(buf);
 }
 
@@ -64,14 +74,16 @@ void lockdep_acquire(const LockClass* cls, const void* instance) noexcept {
   int same = 0;
   for (int i = s.n - 1; i >= 0; --i) {
     const Held& h = s.held[i];
-    if (h.instance == instance)
-      die2("recursive locking", "acquiring", cls, "while already holding (same instance)", h.cls);
     if (i < s.frame_base) {
-      // A signal handler's frame: only leaves, never one the thread holds.
+      // A signal handler's frame: only leaves (the caller checked, through
+      // the lock's owner, that its thread does not hold this one; the
+      // interrupted code may be about to take it, which is harmless).
       if (cls->level < lock_class::kPipe.level)
         die2("signal handler inside uepoll", "acquiring", cls, "while its thread holds", h.cls);
       continue;
     }
+    if (h.instance == instance)
+      die2("recursive locking", "acquiring", cls, "while already holding (same instance)", h.cls);
     if (i < s.release_base && release_exempt(h.cls)) continue;
     if (h.cls == cls && cls->nests) {
       if (++same >= kMaxLockNesting)
@@ -127,14 +139,24 @@ void lockdep_release_end() noexcept {
   if (--s.release_depth == 0) s.release_base = -1;
 }
 
+// The handler's frame starts one slot past the interrupted frame's top: the
+// interrupted code may have written held[n] and not yet counted it (or be
+// moving entries down in lockdep_release), and must find that slot intact.
 int lockdep_signal_frame_begin() noexcept {
   LockdepState& s = tls_lockdep;
-  const int saved = s.frame_base;
+  const int saved = s.frame_base + s.n * 256;
+  if (s.n + 1 < LockdepState::kMax) ++s.n;
   s.frame_base = s.n;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
   return saved;
 }
 
-void lockdep_signal_frame_end(int saved) noexcept { tls_lockdep.frame_base = saved; }
+void lockdep_signal_frame_end(int saved) noexcept {
+  LockdepState& s = tls_lockdep;
+  s.frame_base = saved % 256;
+  s.n = saved / 256;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+}
 
 }  // namespace uepoll::core
 

@@ -301,16 +301,15 @@ void Pipe::push_page_locked(char* page, size_t n, bool packet) noexcept {
 }
 
 bool PipeWriter::fill_locked(Call& c) noexcept {
-  Pipe& p = *pipe_;
-  while (!p.full_locked()) {
+  while (!pipe_->full_locked()) {
     const size_t n = c.left < kPipePage ? c.left : kPipePage;
-    if (!c.spare) c.spare = p.take_tmp_page_locked();
+    if (!c.spare) c.spare = pipe_->take_tmp_page_locked();
     if (c.spare && c.staged != n && c.bounce_len == n) {
       std::memcpy(c.spare, c.bounce, n);  // our own memory: cannot fault
       c.staged = n;
     }
     if (c.spare && c.staged == n) {
-      p.push_page_locked(c.spare, n, c.packet);
+      pipe_->push_page_locked(c.spare, n, c.packet);
       c.spare = nullptr;
       c.staged = 0;
       c.advance(n);
@@ -319,46 +318,45 @@ bool PipeWriter::fill_locked(Call& c) noexcept {
     }
     // Stage the next page with the lock dropped: the allocation and the
     // copy from user memory (lock_order.h: neither under a SpinLock).
-    p.mu_.unlock();
+    pipe_->mu_.unlock();
     if (!c.spare) c.spare = static_cast<char*>(core::raw_alloc(kPipePage));
     if (c.spare) {
       std::memcpy(c.spare, c.src, n);
       c.staged = n;
     }
-    p.mu_.lock();
+    pipe_->mu_.lock();
     if (!c.spare) {
       if (!c.ret) c.ret = -ENOMEM;
       return true;
     }
-    if (!p.readers_) return false;  // the caller reports EPIPE
+    if (!pipe_->readers_) return false;  // the caller reports EPIPE
   }
   return false;
 }
 
 bool PipeWriter::wait_writable_locked(Call& c) noexcept {
-  Pipe& p = *pipe_;
   // Wait for a free slot (Linux: wake readers if the pipe was empty, then
   // wait_event_interruptible_exclusive(pipe->wr_wait, pipe_writable())).
-  p.mu_.unlock();
-  if (c.was_empty) p.wake_reader(EPOLLIN | EPOLLRDNORM);
+  pipe_->mu_.unlock();
+  if (c.was_empty) pipe_->wake_reader(EPOLLIN | EPOLLRDNORM);
   const long w = core::block_on(wq(), false, EPOLLOUT | EPOLLWRNORM, [&]() -> long {
+    Pipe& p = *pipe_;
     p.mu_.lock();
     const bool writable = !p.full_locked() || !p.readers_;
     p.mu_.unlock();
     return writable ? 0 : -EAGAIN;
   });
-  p.mu_.lock();
+  pipe_->mu_.lock();
   if (w < 0) {  // a signal handler ran
     if (!c.ret) c.ret = w;
     return false;
   }
-  c.was_empty = p.empty_locked();
+  c.was_empty = pipe_->empty_locked();
   c.wake_next_writer = true;
   return true;
 }
 
 ssize_t PipeWriter::write_impl(const void* buf, size_t count, bool nonblock) noexcept {
-  Pipe& p = *pipe_;
   Call c;
   c.src = static_cast<const char*>(buf);
   c.left = count;
@@ -373,23 +371,23 @@ ssize_t PipeWriter::write_impl(const void* buf, size_t count, bool nonblock) noe
     c.bounce_len = chars;
   }
 
-  p.mu_.lock();
-  if (!p.readers_) {
+  pipe_->mu_.lock();
+  if (!pipe_->readers_) {
     c.sigpipe = true;
     c.ret = -EPIPE;
   } else if (fault) {
     c.ret = -EFAULT;
   } else {
-    c.was_empty = p.empty_locked();
-    if (chars && p.merge_locked(c.bounce, chars)) c.advance(chars);
+    c.was_empty = pipe_->empty_locked();
+    if (chars && pipe_->merge_locked(c.bounce, chars)) c.advance(chars);
     while (c.left) {
-      if (!p.readers_) {
+      if (!pipe_->readers_) {
         c.sigpipe = true;
         if (!c.ret) c.ret = -EPIPE;
         break;
       }
       if (fill_locked(c)) break;
-      if (!p.readers_) continue;  // reported above
+      if (!pipe_->readers_) continue;  // reported above
       if (c.nonblock) {
         if (!c.ret) c.ret = -EAGAIN;
         break;
@@ -397,17 +395,17 @@ ssize_t PipeWriter::write_impl(const void* buf, size_t count, bool nonblock) noe
       if (!wait_writable_locked(c)) break;
     }
   }
-  if (p.full_locked()) c.wake_next_writer = false;
-  const bool wake_readers = c.ret != -EPIPE && c.ret != -EFAULT && (c.was_empty || p.poll_usage_);
-  if (c.spare && !p.tmp_page_) {
-    p.tmp_page_ = c.spare;
+  if (pipe_->full_locked()) c.wake_next_writer = false;
+  const bool wake_readers = c.ret != -EPIPE && c.ret != -EFAULT && (c.was_empty || pipe_->poll_usage_);
+  if (c.spare && !pipe_->tmp_page_) {
+    pipe_->tmp_page_ = c.spare;
     c.spare = nullptr;
   }
-  p.mu_.unlock();
+  pipe_->mu_.unlock();
   if (c.spare) core::raw_free(c.spare);
   // Linux: "Epoll nonsensically wants a wakeup whether the pipe was already
   // empty or not." (every write, even one that returns EAGAIN).
-  if (wake_readers) p.wake_reader(EPOLLIN | EPOLLRDNORM);
+  if (wake_readers) pipe_->wake_reader(EPOLLIN | EPOLLRDNORM);
   if (c.wake_next_writer) {
     wq().lock();
     wq().wake_locked(EPOLLOUT | EPOLLWRNORM);
