@@ -43,6 +43,10 @@
 //                               the harvest): serializes harvests and
 //                               readiness scans of one instance.  Nested:
 //                               parent's before child's (poll of a child).
+//  5.5 UnixSocket::iolock_     (per socket Mutex, Linux's u->iolock): one
+//                               reader at a time, held from taking data
+//                               off the queue to copying it out; taken with
+//                               no lock held, never while sleeping.
 //  6. WaitQueue::lock_         (per wait queue SpinLock).  A file's wait
 //                               queue lock is also that object's state lock
 //                               (counter, buffer).  Wake callbacks run under
@@ -73,6 +77,7 @@
 // SpinLock (core/spinlock.h, core/waiter.cpp; only past 32 queued wakeups is
 // one written at once); the item cache spills to its free list only with no
 // SpinLock held; pipes copy user memory and allocate pages outside Pipe::mu_.
+// A socket pair's read copies after mu_ too, serialized by its iolock_ (5.5).
 // Spinning is bounded (core/backoff.h): pause, then sched_yield, then short
 // sleeps, so a preempted holder gets the CPU back.
 //
@@ -117,6 +122,7 @@ inline constexpr LockClass kCtl{"Instance::ctl_mutex_", 30, false};
 inline constexpr LockClass kShard{"Instance shard lock", 40, false};
 inline constexpr LockClass kNestedPoll{"nested-poll mutex", 45, false};
 inline constexpr LockClass kScan{"Instance::scan_mutex_", 50, true};
+inline constexpr LockClass kUnixIolock{"UnixSocket::iolock_", 55, false};
 inline constexpr LockClass kWaitQueue{"WaitQueue::lock_", 60, true};
 inline constexpr LockClass kReady{"Instance::ready_lock_", 70, false};
 inline constexpr LockClass kWaiters{"Instance::waiters_ lock", 75, false};
