@@ -30,7 +30,12 @@ struct ThreadLockState {
   int deferred = 0;           // handler work queued (core/deferred.cpp)
   bool registered = false;    // known to the fork gate
 };
-extern thread_local ThreadLockState tls_lock_state;
+// initial-exec: a fixed offset from the thread pointer even in the shared
+// library (no __tls_get_addr on every lock, and none that could allocate
+// in a signal handler); the struct is small enough for the static TLS
+// reserve of a dlopen()ed library.
+#define UEP_TLS_INITIAL_EXEC __attribute__((tls_model("initial-exec")))
+extern thread_local ThreadLockState tls_lock_state UEP_TLS_INITIAL_EXEC;
 
 // Set while the fork gate is closed (core/fork_gate.cpp).
 extern std::atomic<bool> g_fork_gate_closed;
