@@ -48,8 +48,11 @@
 // at once, non-blocking and without allocating (-EAGAIN when there is no
 // room or no cached page), and only its wakeup is queued.  Larger writes
 // give -EAGAIN.  A uep_read from such a handler gives -EAGAIN (as an empty
-// pipe; nothing is consumed).  An empty pipe always holds one cached page
-// (allocated with the pipe), so a handler's write into it never allocates.
+// pipe; nothing is consumed).  An empty pipe holds one cached page
+// (allocated with the pipe; a read that empties the pipe caches one), so a
+// handler's write into it does not allocate; the exception is the moment a
+// larger write holds that page while it copies into it outside mu_, and
+// then that write's own data is about to make the pipe readable.
 //
 // Status flags: reader O_RDONLY|O_NONBLOCK?, writer O_WRONLY|O_NONBLOCK?
 // |O_DIRECT? (create_pipe_files).  O_DIRECT makes the writer packetized.
