@@ -103,6 +103,18 @@ int uep_timerfd_settime(int fd, int flags, const struct itimerspec *new_value,
 int uep_timerfd_gettime(int fd, struct itimerspec *curr_value);
 
 /* ---- descriptors ---------------------------------------------------- */
+/* Async-signal-safety.  uep_write and uep_read on eventfds and pipes, and
+ * uep_close, may be called from a signal handler, even one that interrupted
+ * its own thread inside any uepoll call: they never wait for a lock that
+ * thread holds, and a wakeup they cause is never lost (it is delivered when
+ * the interrupted call releases its last lock).  In that case a call that
+ * would sleep fails with EAGAIN, a pipe read fails with EAGAIN, a pipe
+ * write of more than PIPE_BUF bytes fails with EAGAIN, and a write to a pipe
+ * the thread was using may be completed after the handler returns (see
+ * docs/design.md, "Signal handlers").  Conditions: the thread made one
+ * uepoll call before, and handlers calling uepoll do not nest.  No other
+ * uepoll call is async-signal-safe; fork() from such a handler is not
+ * supported.  Kernel descriptors are passed to the kernel's calls. */
 ssize_t uep_read(int fd, void *buf, size_t count);
 ssize_t uep_write(int fd, const void *buf, size_t count);
 int uep_close(int fd);

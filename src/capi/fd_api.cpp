@@ -12,6 +12,8 @@
 #include <uepoll/detail/ops.hpp>
 
 #include "capi/edge.h"
+#include "core/deferred.h"
+#include "core/lock_state.h"
 #include "core/user_memory.h"
 #include "core/waiter.h"
 #include "epoll/instance.h"
@@ -225,8 +227,34 @@ long write(int fd, const void* buf, size_t count) noexcept {
   return f->write(buf, count);
 }
 
+namespace {
+
+// A signal handler's close while its own thread is inside uepoll: the slot
+// is cleared lock-free now; the index and the table's reference (whose last
+// put runs the release) go at that thread's last lock release.  -EINTR
+// (the descriptor still open) when the per-thread queue is full.
+void deferred_close(uepoll::core::File*, uint32_t fd, const char*, uint32_t) noexcept {
+  uepoll::fd::release_index(static_cast<int>(fd));
+}
+
+long close_in_handler(int fd) noexcept {
+  using namespace uepoll::core;
+  if (!defer_has_room(&deferred_close, nullptr, 0, 0)) return -EINTR;  // as a close interrupted early
+  File* f = uepoll::fd::remove_slot(fd);
+  if (!f) return -EBADF;
+  if (!defer_to_release(&deferred_close, f, static_cast<uint32_t>(fd), nullptr, 0)) {
+    // A nested handler took the last slot: the descriptor is closed, its
+    // index and the file stay allocated (never a deadlock).
+    return 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
 long close(int fd) noexcept {
   if (!uepoll::fd::in_range(fd)) return ::close(fd) < 0 ? -errno : 0;
+  if (uepoll::core::thread_in_uepoll()) return close_in_handler(fd);
   uepoll::core::File* f = uepoll::fd::remove(fd);
   if (!f) return -EBADF;
   f->put();

@@ -1,6 +1,8 @@
 // alloc.cpp - counted, failure-injectable allocation (see alloc.h).
 #include "core/alloc.h"
 
+#include "core/lockdep.h"
+
 #include <cstdlib>
 
 namespace uepoll::core {
@@ -11,6 +13,7 @@ AllocStats& alloc_stats() noexcept {
 }
 
 void* raw_alloc(std::size_t size, std::size_t align) noexcept {
+  lockdep_assert_no_spin("core::raw_alloc");  // lock_order.h: no allocation under a SpinLock
   AllocStats& s = alloc_stats();
   long left = s.fail_after.load(std::memory_order_relaxed);
   while (left >= 0) {

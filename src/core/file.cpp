@@ -4,6 +4,8 @@
 #include "core/file.h"
 
 #include "core/alloc.h"
+#include "core/lock_state.h"
+#include "core/lockdep.h"
 #include "epoll/release.h"
 
 #include <cerrno>
@@ -36,9 +38,17 @@ bool File::tryget() noexcept {
 void File::put() noexcept {
   // acq_rel: the last put must see every write made under earlier refs.
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // Not re-entered by a signal handler of this thread (the release touches
+  // per-thread caches): handlers meanwhile queue their work (core/deferred.h).
+  NoReentry section;
+  // lock_order.h "Releases": never under a SpinLock; may run under scan
+  // mutexes (5), which the checker then leaves out of its comparisons.
+  lockdep_assert_no_spin("the release of a file");
+  lockdep_release_begin();
   epoll::release_file(this);  // Linux: eventpoll_release() in __fput()
   on_release();
   dispose();
+  lockdep_release_end();
 }
 
 bool File::put_unless_last() noexcept {

@@ -39,7 +39,7 @@ class alignas(64) File {
   FileKind kind() const noexcept { return kind_; }
   bool is_epoll() const noexcept { return kind_ == FileKind::kEpoll; }
   uint64_t id() const noexcept { return id_; }
-  WaitQueue& wq() noexcept { return wq_; }
+  WaitQueue& wq() noexcept UEP_RETURN_CAPABILITY(wq_) { return wq_; }
 
   // O_NONBLOCK (and other F_GETFL bits) of the open description.
   int status_flags() const noexcept { return status_flags_.load(std::memory_order_relaxed); }

@@ -1,12 +1,24 @@
 // lock_order.h - every lock in uepoll, its acquire order, and what it guards.
 //
 // This is the one place the order is stated (docs/design.md mirrors it).
-// Locks are taken from 1 to 7; a thread holding lock k may only take locks
-// with a larger number, except where "nested" says the same class is taken
-// again one nesting level further down (parent before child, exactly as
-// Linux's ep->mtx subclasses; the topology check forbids cycles, so the
-// chain is acyclic and at most EP_MAX_NESTS + 1 deep).
+// Every lock is a core::SpinLock (core/spinlock.h) or core::Mutex
+// (core/mutex.h) constructed with one of the LockClass constants below; the
+// debug-build checker (core/lockdep.h, CMake option UEPOLL_LOCKDEP) aborts
+// naming both locks when a thread breaks the order.
 //
+// Locks are taken in increasing level (the numbers 1 to 8 below; the
+// checker uses ten times them, so that the unnumbered locks fit between):
+// a thread holding a lock of level k may only take locks of a higher level,
+// except where "nested" says the same class is taken again one nesting level
+// further down (parent before child, exactly as Linux's ep->mtx subclasses;
+// the topology check forbids cycles, so the chain is acyclic and at most
+// EP_MAX_NESTS + 1 deep).  The checker accepts a nested class on a different
+// instance, at most EP_MAX_NESTS + 2 deep; it cannot see parent-before-child.
+//
+//  0.5 TimerService registry   (Mutex in objects/timerfd.cpp): the timers
+//                               the service thread watches.  Taken with no
+//                               uepoll lock held; a timer's wait-queue lock
+//                               (6) is taken under it to deliver an expiry.
 //  1. topology lock            (process-wide reader-writer lock with one
 //                               reader slot per thread hash, each slot and
 //                               the writer flag on its own cache line).  Exclusive: adding an instance to an
@@ -14,26 +26,34 @@
 //                               Shared: adding a leaf file to an instance that
 //                               is itself watched (2026 seed).  Never taken on
 //                               DEL, MOD, wait, or ADD to a flat instance.
-//  2. Topology target mutexes  (64 hashed std::mutex, one per target file
+//  2. Topology target mutexes  (64 hashed Mutex, one per target file
 //                               hash).  Taken under 1 (shared) to serialize
 //                               path checks for one target file.
 //  3. Instance::ctl_mutex_     (per instance; only when the "concurrent_ctl"
 //                               knob is off: Linux's ep->mtx for ctl).
 //  4. Instance shard lock      (per instance, 16 shards): the item hash for
 //                               its keys, the items' registration state,
-//                               MOD's seqlock writes.  Nested: a shard of a
-//                               parent is held while polling a child.
-// 4a. KernelWatch::mu_        (per instance, epoll/kernel_watch.h): creating
-//                               the instance's hub and kernel fd.  Taken
-//                               under 1 (exclusive) and under a parent's
-//                               shard lock (4) during a nesting ADD; takes
-//                               the instance's wait-queue lock (6) and
+//                               MOD's seqlock writes.  A shard of a parent is
+//                               held while polling a child (ADD, MOD).
+//  4.2 KernelWatch::mu_       (per instance Mutex, epoll/kernel_watch.h):
+//                               creating the instance's hub and kernel fd.
+//                               Taken under 1 (exclusive) and under a
+//                               parent's shard lock (4) during a nesting ADD;
+//                               takes the instance's wait-queue lock (6) and
 //                               ready_lock_ (7) inside.  Kernel system calls
 //                               (epoll_create1, epoll_ctl) are made under it.
-//  5. Instance::scan_mutex_    (per instance std::mutex, Linux's ep->mtx for
+//  4.5 nested-poll mutex       (one Mutex, only with the
+//                               "lockless_nested_poll" knob off): taken by a
+//                               thread's outermost instance poll or harvest,
+//                               before any scan mutex.
+//  5. Instance::scan_mutex_    (per instance Mutex, Linux's ep->mtx for
 //                               the harvest): serializes harvests and
 //                               readiness scans of one instance.  Nested:
 //                               parent's before child's (poll of a child).
+//  5.5 UnixSocket::iolock_     (per socket Mutex, Linux's u->iolock): one
+//                               reader at a time, held from taking data
+//                               off the queue to copying it out; taken with
+//                               no lock held, never while sleeping.
 //  6. WaitQueue::lock_         (per wait queue SpinLock).  A file's wait
 //                               queue lock is also that object's state lock
 //                               (counter, buffer).  Wake callbacks run under
@@ -42,39 +62,51 @@
 //                               while a wakeup climbs the nesting.
 //  7. Instance::ready_lock_    (per instance SpinLock, Linux's ep->lock):
 //                               ready list, overflow list, item list links
-//                               and flags.  Inside it: the instance's own
-//                               waiter queue lock (6, a different queue),
-//                               which is never held while taking any 7.
+//                               and flags.
+//  7.5 Instance::waiters_      (the instance's epoll_wait sleeper queue, a
+//                               WaitQueue of its own class): taken only
+//                               inside its instance's ready_lock_ (7), and
+//                               nothing but kicks happen under it.
 //  8. Object leaf locks        (Pipe::mu_, UnixConn::mu_: SpinLocks of the
 //                               state shared by two ends).  Nothing is taken
 //                               under them; taken with at most one wait-queue
 //                               lock (6) held; no wakeup is issued under them.
-//  -  item_cache free list     (std::mutex in epoll/item_cache.cpp): a leaf,
-//                               taken when a thread's item cache over- or
-//                               underflows; may be taken under 7 (a scan
-//                               recycling an item it held).
-//  -  KernelWatch registry and probe mutexes (std::mutex in
-//                               epoll/kernel_watch.cpp): leaves; the registry
+//  9. Leaf mutexes             taken with no SpinLock held, nothing under
+//                               them: the fd table (install/remove/bitmap,
+//                               fd/table.cpp), the item cache free list
+//                               (epoll/item_cache.cpp), the reclamation
+//                               registry (core/reclaim.cpp), the waiter pool
+//                               (core/waiter.cpp), the kernel-watch registry
 //                               (instance id -> instance for the hubs' edge
-//                               tags) pins with struct_get under it; the
-//                               probe serializes ctl checks on an empty
-//                               kernel epoll.  No uepoll lock is held.
-//  -  TimerService registry    (std::mutex in objects/timerfd.cpp): taken
-//                               with no uepoll lock held; a timer's
-//                               wait-queue lock (6) is taken under it to
-//                               deliver an expiry.
+//                               tags; pins with struct_get under it) and
+//                               probe (serializes ctl checks on an empty
+//                               kernel epoll: system calls under it) in
+//                               epoll/kernel_watch.cpp.
 //
-// Never held across a blocking call: 6, 7 and 8 (SpinLocks), and no system
-// call is made under them: a wakeup's eventfd write is deferred to the
-// release of the thread's last SpinLock (core/spinlock.h, core/waiter.cpp;
-// only past 32 queued wakeups is one written at once).
+// SpinLocks (6, 7, 7.5, 8) are never held across a blocking call, and no
+// system call, allocation or copy of user memory is made under them: a
+// wakeup's eventfd write is deferred to the release of the thread's last
+// SpinLock (core/spinlock.h, core/waiter.cpp; only past 32 queued wakeups is
+// one written at once); the item cache spills to its free list only with no
+// SpinLock held; pipes copy user memory and allocate pages outside Pipe::mu_.
+// A socket pair's read copies after mu_ too, serialized by its iolock_ (5.5).
+// Spinning is bounded (core/backoff.h): pause, then sched_yield, then short
+// sleeps, so a preempted holder gets the CPU back.
 //
 // Releases: the last File::put() runs the epoll release, which takes 6 then,
 // separately, 4 and 7 of the instances watching the file.  It is never run
-// with 6 or 7 held.  It may run under a scan mutex (5) when a nested poll
-// drops the last reference of a child it pinned: no path takes an
-// instance's scan mutex while holding one of that instance's shard locks,
+// with 6, 7 or 8 held.  It may run under a scan mutex (5) (and 4.5) when a
+// nested poll drops the last reference of a child it pinned: no path takes
+// an instance's scan mutex while holding one of that instance's shard locks,
 // so this cannot close a cycle (harvests defer such puts where they can).
+// The checker knows this exception (lockdep_release_begin in core/file.cpp).
+//
+// Signal handlers (see core/deferred.h): uep_read/uep_write on eventfds and
+// pipes and uep_close may run in a handler that interrupted its own thread
+// inside uepoll.  Every lock wrapper counts the locks the thread holds (or is
+// taking), so such a handler knows; it then takes no lock except a pipe's
+// leaf lock (8) held by another thread, and queues its wakeups for the
+// interrupted code's last release.
 //
 // User code (the callbacks of user-defined files, objects/user_file.h) runs
 // with no uepoll lock held, so a program's own locks sit outside this
@@ -94,3 +126,44 @@
 // epoch guard (core/reclaim.h); item lifetimes are reference counts
 // (epoll/item.h).
 #pragma once
+
+#include <cstdint>
+
+namespace uepoll::core {
+
+// A lock class: one per lock of the list above.  `level` is ten times the
+// number above; `nests` marks the classes that may be taken again on another
+// instance one nesting level down.
+struct LockClass {
+  const char* name;
+  uint8_t level;
+  bool nests;
+};
+
+namespace lock_class {
+inline constexpr LockClass kTimerRegistry{"TimerService registry", 5, false};
+inline constexpr LockClass kTopology{"topology lock", 10, false};
+inline constexpr LockClass kTopologyTarget{"topology target mutex", 20, false};
+inline constexpr LockClass kCtl{"Instance::ctl_mutex_", 30, false};
+inline constexpr LockClass kShard{"Instance shard lock", 40, false};
+inline constexpr LockClass kKernelWatch{"KernelWatch::mu_", 42, true};
+inline constexpr LockClass kNestedPoll{"nested-poll mutex", 45, false};
+inline constexpr LockClass kScan{"Instance::scan_mutex_", 50, true};
+inline constexpr LockClass kUnixIolock{"UnixSocket::iolock_", 55, false};
+inline constexpr LockClass kWaitQueue{"WaitQueue::lock_", 60, true};
+inline constexpr LockClass kReady{"Instance::ready_lock_", 70, false};
+inline constexpr LockClass kWaiters{"Instance::waiters_ lock", 75, false};
+inline constexpr LockClass kPipe{"Pipe::mu_", 80, false};
+inline constexpr LockClass kUnixConn{"UnixConn::mu_", 80, false};
+inline constexpr LockClass kFdTable{"fd table mutex", 90, false};
+inline constexpr LockClass kItemCache{"item cache free list", 91, false};
+inline constexpr LockClass kReclaimRegistry{"reclaim registry", 92, false};
+inline constexpr LockClass kWaiterPool{"waiter pool", 93, false};
+inline constexpr LockClass kKernelRegistry{"kernel-watch registry", 94, false};
+inline constexpr LockClass kKernelProbe{"kernel-watch probe", 95, false};
+}  // namespace lock_class
+
+// Deepest same-class nesting the checker accepts: EP_MAX_NESTS (4) + 2.
+inline constexpr int kMaxLockNesting = 6;
+
+}  // namespace uepoll::core

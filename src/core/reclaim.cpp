@@ -9,14 +9,16 @@
 // exchange on the slot), retire's load of E, the advance, a reader's
 // publication and its load of the slot are one total order.
 //
-// Locks: g_registry_mutex for record registration and the orphan list.
+// Locks: g_registry_mutex (a leaf, 9) for record registration and the
+// orphan list.
 #include "core/reclaim.h"
 
 #include "core/fork.h"
+#include "core/lock_state.h"
+#include "core/mutex.h"
 #include "core/thread_exit.h"
 
 #include <atomic>
-#include <mutex>
 #include <new>
 
 namespace uepoll::core::reclaim {
@@ -28,20 +30,19 @@ struct alignas(64) ThreadRecord {
   std::atomic<bool> in_use{false};
   ThreadRecord* next_record = nullptr;  // immutable once published
   // Owner-only fields:
-  unsigned depth = 0;
   Retired* retired = nullptr;
   unsigned long retired_count = 0;
 };
 
 std::atomic<uint64_t> g_epoch{2};
 std::atomic<ThreadRecord*> g_records{nullptr};
-std::mutex g_registry_mutex;
+Mutex g_registry_mutex(lock_class::kReclaimRegistry);
 // Readers inside a guard without a record of their own (its allocation
 // failed): while any is active the epoch does not advance at all, which is
 // conservative and needs no per-reader epoch.  seq_cst: one total order
 // with the unlinks, retire's load of the epoch and try_advance's check.
 std::atomic<long> g_fallback_readers{0};
-Retired* g_orphans = nullptr;  // guarded by g_registry_mutex
+Retired* g_orphans UEP_GUARDED_BY(g_registry_mutex) = nullptr;
 
 ThreadRecord* acquire_record() {
   for (ThreadRecord* r = g_records.load(std::memory_order_acquire); r; r = r->next_record) {
@@ -53,7 +54,7 @@ ThreadRecord* acquire_record() {
   auto* r = new (std::nothrow) ThreadRecord();
   if (!r) return nullptr;  // the caller's guards fall back (g_fallback_readers)
   r->in_use.store(true, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> g(g_registry_mutex);
+  MutexLock g(g_registry_mutex);
   r->next_record = g_records.load(std::memory_order_relaxed);
   // release: pairs with the acquire loads that walk the registry.
   g_records.store(r, std::memory_order_release);
@@ -90,13 +91,14 @@ uint64_t try_advance() {
 }
 
 void reap_orphans(uint64_t safe) {
-  std::unique_lock<std::mutex> g(g_registry_mutex, std::try_to_lock);
-  if (g.owns_lock() && g_orphans) reap(&g_orphans, safe);
+  if (!g_registry_mutex.try_lock()) return;
+  if (g_orphans) reap(&g_orphans, safe);
+  g_registry_mutex.unlock();
 }
 
 // Preconditions: g_registry_mutex held; r's owner gone (exiting, or absent
 // in a forked child).  Moves r's retired objects to the orphan list.
-void orphan_retired_locked(ThreadRecord* r) {
+void orphan_retired_locked(ThreadRecord* r) UEP_REQUIRES(g_registry_mutex) {
   if (r->retired) {
     Retired* last = r->retired;
     while (last->next) last = last->next;
@@ -114,7 +116,7 @@ struct RecordHolder {
   void release() noexcept {
     if (!rec) return;
     if (rec->retired) {
-      std::lock_guard<std::mutex> g(g_registry_mutex);
+      MutexLock g(g_registry_mutex);
       orphan_retired_locked(rec);
     }
     rec->state.store(0, std::memory_order_seq_cst);
@@ -153,7 +155,6 @@ void fork_child() noexcept {
   for (ThreadRecord* r = g_records.load(std::memory_order_relaxed); r; r = r->next_record) {
     if (r == mine) continue;
     orphan_retired_locked(r);
-    r->depth = 0;
     r->state.store(0, std::memory_order_relaxed);
     r->in_use.store(false, std::memory_order_relaxed);
   }
@@ -165,10 +166,15 @@ void fork_child() noexcept {
 ReadGuard::ReadGuard() noexcept {
   ThreadRecord* r = tls_record.fallback_depth ? nullptr : self();
   if (!r) {  // no memory for a record: count as a reader that blocks advances
+    outer_ = false;
     if (tls_record.fallback_depth++ == 0) g_fallback_readers.fetch_add(1, std::memory_order_seq_cst);
     return;
   }
-  if (r->depth++ == 0) {
+  // Only this thread (or a handler on it, which restores what it found)
+  // writes the record's state, so a relaxed load tells whether an outer
+  // guard already published.
+  outer_ = r->state.load(std::memory_order_relaxed) == 0;
+  if (outer_) {
     uint64_t e = g_epoch.load(std::memory_order_seq_cst);
     r->state.store((e << 1) | 1, std::memory_order_seq_cst);
   }
@@ -183,16 +189,17 @@ ReadGuard::~ReadGuard() {
   ThreadRecord* r = tls_record.rec;
   // release: everything read inside the section happens before a
   // reclaimer that sees the quiescent state frees anything.
-  if (--r->depth == 0) r->state.store(0, std::memory_order_release);
+  if (outer_) r->state.store(0, std::memory_order_release);
 }
 
 void retire(Retired* obj) noexcept {
+  NoReentry section;  // the retired list is per thread: no handler beside us
   ThreadRecord* r = self();
   if (!r) {
     // No record to keep it on: the orphan list (reaped by any thread that
     // retires later).  The epoch is read before linking, as below.
     obj->epoch = g_epoch.load(std::memory_order_seq_cst);
-    std::lock_guard<std::mutex> g(g_registry_mutex);
+    MutexLock g(g_registry_mutex);
     obj->next = g_orphans;
     g_orphans = obj;
     return;

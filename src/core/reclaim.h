@@ -29,12 +29,18 @@ struct Retired {
 };
 
 // RAII read-side critical section; nests.
+// Nestable and async-signal-safe: only the outermost guard of a thread
+// publishes (it found the record quiescent), so a signal handler's guard
+// that interrupts an outer one, even half-way, leaves it intact.
 class ReadGuard {
  public:
   ReadGuard() noexcept;
   ~ReadGuard();
   ReadGuard(const ReadGuard&) = delete;
   ReadGuard& operator=(const ReadGuard&) = delete;
+
+ private:
+  bool outer_;
 };
 
 // Defers r->free_fn(r) until a grace period has passed.  Never blocks.

@@ -1,57 +1,100 @@
-// spinlock.h - SpinLock: the short, non-sleeping lock used for wait queues
-// and ready lists (levels 6 and 7 of lock_order.h).  Test-and-test-and-set
-// with a pause, then sched_yield after a bounded spin so that a preempted
-// holder on a small machine gets the CPU back.
+// spinlock.h - SpinLock: the short, non-sleeping lock used for wait queues,
+// ready lists and object leaf state (levels 6, 7, 7.5 and 8 of
+// core/lock_order.h).  Test-and-test-and-set; a waiter backs off with the
+// bounded policy of core/backoff.h (pause, sched_yield, short sleeps).
+//
+// The lock word holds its owner: 0 when free, else the address of the
+// owning thread's ThreadLockState (unique among live threads), set by the
+// same compare-and-swap that takes the lock.  So a signal handler can tell
+// "held by my own thread" (held_by_me(): it must not wait) from "held by
+// another thread" (it may spin: a holder never waits for anything while
+// holding a leaf).
+//
+// Every SpinLock counts in the thread's lock state (core/lock_state.h):
+// while one is held a wakeup that needs a system call (ThreadWaiter::kick)
+// is deferred, and the release of the last one performs it, so no spin lock
+// is ever held across a system call.  In lockdep builds every acquisition
+// is checked against the lock order (core/lockdep.h).
 #pragma once
 
-#include "core/cpu_relax.h"
+#include "core/backoff.h"
+#include "core/lock_order.h"
+#include "core/lock_state.h"
+#include "core/lockdep.h"
+#include "core/thread_safety.h"
 
 #include <atomic>
-#include <sched.h>
+#include <cstdint>
 
 namespace uepoll::core {
 
-// Number of SpinLocks the calling thread holds.  While it is nonzero a
-// wakeup that needs a system call (ThreadWaiter::kick) is deferred; the
-// release of the thread's last SpinLock performs it (flush_deferred_kicks,
-// core/waiter.cpp), so no spin lock is ever held across a system call.
-extern thread_local int spin_depth;
-void flush_deferred_kicks() noexcept;
-
-class SpinLock {
+class UEP_CAPABILITY("spinlock") SpinLock {
  public:
-  void lock() noexcept {
-    for (;;) {
-      // acquire: pairs with the release in unlock(); everything the previous
-      // holder wrote is visible to us.
-      if (!locked_.exchange(true, std::memory_order_acquire)) {
-        ++spin_depth;
-        return;
-      }
-      int spins = 0;
-      while (locked_.load(std::memory_order_relaxed)) {
-        if (++spins < 128) {
-          cpu_relax();
-        } else {
-          sched_yield();
-          spins = 0;
-        }
-      }
-    }
+  explicit constexpr SpinLock(const LockClass& cls) noexcept : cls_(&cls) {}
+  SpinLock(const SpinLock&) = delete;
+  SpinLock& operator=(const SpinLock&) = delete;
+
+  void lock() noexcept UEP_ACQUIRE() {
+    lock_enter();
+    lockdep_acquire(cls_, this);
+    const uintptr_t me = self();
+    uintptr_t expected = 0;
+    // acquire: pairs with the release in unlock(); everything the previous
+    // holder wrote is visible to us.
+    if (!word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
+      [[unlikely]] lock_slow(me);
+    ++tls_lock_state.spin;
   }
-  bool try_lock() noexcept {
-    if (locked_.exchange(true, std::memory_order_acquire)) return false;
-    ++spin_depth;
+  bool try_lock() noexcept UEP_TRY_ACQUIRE(true) {
+    lock_enter();
+    uintptr_t expected = 0;
+    if (!word_.compare_exchange_strong(expected, self(), std::memory_order_acquire, std::memory_order_relaxed)) {
+      lock_exit();
+      return false;
+    }
+    lockdep_acquire(cls_, this);
+    ++tls_lock_state.spin;
     return true;
   }
-  void unlock() noexcept {
-    locked_.store(false, std::memory_order_release);
-    if (--spin_depth == 0) flush_deferred_kicks();
+  void unlock() noexcept UEP_RELEASE() {
+    lockdep_release(cls_, this);
+    word_.store(0, std::memory_order_release);
+    ThreadLockState& t = tls_lock_state;
+    if (--t.spin == 0 && t.kicks) [[unlikely]]
+      flush_deferred_kicks();
+    lock_exit();
   }
-  bool is_locked() const noexcept { return locked_.load(std::memory_order_relaxed); }
+  bool is_locked() const noexcept { return word_.load(std::memory_order_relaxed) != 0; }
+  // True if the calling thread holds it (exact for the caller's own
+  // thread: only this thread can store its own token).
+  bool held_by_me() const noexcept { return word_.load(std::memory_order_relaxed) == self(); }
+  const LockClass& lock_class() const noexcept { return *cls_; }
 
  private:
-  std::atomic<bool> locked_{false};
+  static uintptr_t self() noexcept { return reinterpret_cast<uintptr_t>(&tls_lock_state); }
+  void lock_slow(uintptr_t me) noexcept {
+    Backoff b;
+    for (;;) {
+      while (word_.load(std::memory_order_relaxed) != 0) b.pause();
+      uintptr_t expected = 0;
+      if (word_.compare_exchange_weak(expected, me, std::memory_order_acquire, std::memory_order_relaxed)) return;
+    }
+  }
+
+  std::atomic<uintptr_t> word_{0};
+  const LockClass* cls_;
+};
+
+// RAII holder of a SpinLock.
+class UEP_SCOPED_CAPABILITY SpinGuard {
+ public:
+  explicit SpinGuard(SpinLock& l) noexcept UEP_ACQUIRE(l) : l_(l) { l_.lock(); }
+  ~SpinGuard() UEP_RELEASE() { l_.unlock(); }
+  SpinGuard(const SpinGuard&) = delete;
+  SpinGuard& operator=(const SpinGuard&) = delete;
+
+ private:
+  SpinLock& l_;
 };
 
 }  // namespace uepoll::core

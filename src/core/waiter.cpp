@@ -1,14 +1,16 @@
 // waiter.cpp - ThreadWaiter: eventfd + ppoll sleeping, Dekker-style kick.
-// Locks: none.
+// Locks: the waiter pool mutex (a leaf, 9), when a thread takes or returns
+// its waiter.
 #include "core/waiter.h"
 
 #include "core/fork.h"
+#include "core/lock_state.h"
+#include "core/mutex.h"
 #include "core/thread_exit.h"
 
 #include <cerrno>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -25,30 +27,30 @@ namespace {
 // or exited, and must find a live eventfd (at worst one now owned by
 // another thread, which then wakes spuriously and re-checks).  A thread's
 // waiter goes back to this pool when the thread exits.
-std::mutex g_pool_mutex;
-ThreadWaiter* g_pool = nullptr;  // guarded by g_pool_mutex, linked by pool_next_
-ThreadWaiter* g_all = nullptr;   // guarded by g_pool_mutex, linked by all_next_
+Mutex g_pool_mutex(lock_class::kWaiterPool);
+ThreadWaiter* g_pool UEP_GUARDED_BY(g_pool_mutex) = nullptr;  // linked by pool_next_
+ThreadWaiter* g_all UEP_GUARDED_BY(g_pool_mutex) = nullptr;   // linked by all_next_
 
 thread_local ThreadWaiter* tls_waiter = nullptr;
 
 // Kicks that found their sleeper asleep while this thread held a SpinLock:
 // the eventfd write (a system call) waits until the thread's last SpinLock
-// is released, so that no spin lock is held across a system call.
+// is released, so that no spin lock is held across a system call.  The
+// count is ThreadLockState::kicks (core/lock_state.h), so that the release
+// checks it inline.  Touched only while a SpinLock is held or being
+// released (held > 0), so a signal handler never runs beside it.
 struct DeferredKicks {
   static constexpr int kMax = 32;
   ThreadWaiter* w[kMax];
-  int n = 0;
 };
 thread_local DeferredKicks tls_kicks;
 
 }  // namespace
 
-thread_local int spin_depth = 0;
-
 // Thread exit (core/thread_exit.h): the waiter goes back to the pool.
 void waiter_thread_exit() noexcept {
   if (!tls_waiter) return;
-  std::lock_guard<std::mutex> g(g_pool_mutex);
+  MutexLock g(g_pool_mutex);
   ThreadWaiter::push_pool(tls_waiter, &g_pool);
   tls_waiter = nullptr;
 }
@@ -60,12 +62,12 @@ void ThreadWaiter::push_pool(ThreadWaiter* w, ThreadWaiter** head) noexcept {
 
 void flush_deferred_kicks() noexcept {
   DeferredKicks& k = tls_kicks;
-  if (k.n == 0) return;
-  while (k.n > 0) k.w[--k.n]->write_kick();
+  ThreadLockState& t = tls_lock_state;
+  while (t.kicks > 0) k.w[--t.kicks]->write_kick();
 }
 
 ThreadWaiter* ThreadWaiter::take_pooled() noexcept {
-  std::lock_guard<std::mutex> g(g_pool_mutex);
+  MutexLock g(g_pool_mutex);
   ThreadWaiter* w = g_pool;
   if (w) {
     g_pool = w->pool_next_;
@@ -101,7 +103,7 @@ ThreadWaiter* ThreadWaiter::make(int* errno_out) noexcept {
     }
   }
   {
-    std::lock_guard<std::mutex> g(g_pool_mutex);
+    MutexLock g(g_pool_mutex);
     w->all_next_ = g_all;
     g_all = w;
   }
@@ -129,7 +131,7 @@ ThreadWaiter* ThreadWaiter::acquire_signal(int* errno_out) noexcept {
 
 void ThreadWaiter::release_signal() noexcept {
   sleeping_.store(false, std::memory_order_seq_cst);
-  std::lock_guard<std::mutex> g(g_pool_mutex);
+  MutexLock g(g_pool_mutex);
   push_pool(this, &g_pool);
 }
 
@@ -137,9 +139,9 @@ void ThreadWaiter::kick() noexcept {
   woken_.store(true, std::memory_order_seq_cst);
   if (dead_) return;  // a parent's thread, in a forked child (fork_child)
   if (!sleeping_.load(std::memory_order_seq_cst)) return;
-  DeferredKicks& k = tls_kicks;
-  if (spin_depth > 0 && k.n < DeferredKicks::kMax) {
-    k.w[k.n++] = this;
+  ThreadLockState& t = tls_lock_state;
+  if (t.spin > 0 && t.kicks < DeferredKicks::kMax) {
+    tls_kicks.w[t.kicks++] = this;
     return;
   }
   write_kick();
@@ -173,7 +175,7 @@ void ThreadWaiter::fork_child() noexcept {
   g_all = nullptr;   // the dead ones are never freed (see the pool above)
   g_pool = nullptr;  // ... nor reused
   tls_waiter = nullptr;
-  tls_kicks.n = 0;
+  tls_lock_state.kicks = 0;
 }
 
 int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const timespec* deadline,

@@ -2,7 +2,8 @@
 // space.  Every pollable file owns one; an epoll instance owns a second for
 // its epoll_wait sleepers.
 //
-// Locks: WaitQueue::lock_ (level 6 of core/lock_order.h).  The lock is also
+// Locks: WaitQueue::lock_ (level 6 of core/lock_order.h; an instance's
+// waiters_ queue is constructed with its own class, 7.5).  The lock is also
 // the owning object's state lock: objects change their state and call
 // wake_locked() while holding it, so a poll that takes the lock sees either
 // the old state without the wakeup or the new state.
@@ -13,6 +14,7 @@
 #pragma once
 
 #include "core/spinlock.h"
+#include "core/thread_safety.h"
 
 #include <atomic>
 #include <cstdint>
@@ -39,29 +41,34 @@ struct WaitEntry {
   bool queued() const noexcept { return prev != nullptr; }
 };
 
-class WaitQueue {
+// The queue is itself the capability (its lock_): callers write
+// f->wq().lock() and the analysis follows File::wq() (UEP_RETURN_CAPABILITY).
+class UEP_CAPABILITY("wait queue") WaitQueue {
  public:
-  WaitQueue() noexcept { head_.prev = head_.next = &head_; }
+  explicit WaitQueue(const LockClass& cls = lock_class::kWaitQueue) noexcept : lock_(cls) {
+    head_.prev = head_.next = &head_;
+  }
   WaitQueue(const WaitQueue&) = delete;
   WaitQueue& operator=(const WaitQueue&) = delete;
 
-  void lock() noexcept { lock_.lock(); }
-  void unlock() noexcept { lock_.unlock(); }
+  void lock() noexcept UEP_ACQUIRE() UEP_NO_THREAD_SAFETY_ANALYSIS { lock_.lock(); }
+  void unlock() noexcept UEP_RELEASE() UEP_NO_THREAD_SAFETY_ANALYSIS { lock_.unlock(); }
   bool is_locked() const noexcept { return lock_.is_locked(); }
+  bool held_by_me() const noexcept { return lock_.held_by_me(); }
 
   // Preconditions: lock held.  Non-exclusive entries go to the head,
   // exclusive ones to the tail (Linux add_wait_queue / _exclusive).
-  void add_locked(WaitEntry* e) noexcept;
-  void add_exclusive_locked(WaitEntry* e) noexcept;
+  void add_locked(WaitEntry* e) noexcept UEP_REQUIRES(this);
+  void add_exclusive_locked(WaitEntry* e) noexcept UEP_REQUIRES(this);
   // Linux __add_wait_queue_exclusive(): exclusive, but at the head, so the
   // newest such sleeper is woken first (what ep_poll uses for epoll_wait
   // sleepers; checked against Linux by Threads.SleepersWokenNewestFirst).
-  void add_exclusive_head_locked(WaitEntry* e) noexcept {
+  void add_exclusive_head_locked(WaitEntry* e) noexcept UEP_REQUIRES(this) {
     add_locked(e);
     e->flags |= WaitEntry::kExclusive;
   }
   // Preconditions: lock held; e queued on this queue.
-  void remove_locked(WaitEntry* e) noexcept {
+  void remove_locked(WaitEntry* e) noexcept UEP_REQUIRES(this) {
     unlink_self(e);
     count_.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -78,16 +85,16 @@ class WaitQueue {
   // (Linux __wake_up_common).  key: the EPOLL* bits of the event, 0 = any.
   // The exclusive entry that ends the walk moves to the tail if it has
   // kRotate (round robin; never during a wake-all walk).
-  void wake_locked(uint32_t key, int nr_exclusive = 1) noexcept;
+  void wake_locked(uint32_t key, int nr_exclusive = 1) noexcept UEP_REQUIRES(this);
 
   // Preconditions: lock held.  The same walk from the tail (oldest head-
   // added entry first), ending at the first exclusive entry that takes the
   // wakeup: round robin over sleepers queued newest-first (beyond Linux,
   // UEP_EPOLLROUNDROBIN on an instance's own sleepers).
-  void wake_oldest_locked(uint32_t key) noexcept;
+  void wake_oldest_locked(uint32_t key) noexcept UEP_REQUIRES(this);
 
   // Convenience: lock, wake, unlock.
-  void wake(uint32_t key) noexcept {
+  void wake(uint32_t key) noexcept UEP_EXCLUDES(this) {
     lock();
     wake_locked(key);
     unlock();
@@ -96,7 +103,7 @@ class WaitQueue {
   // Preconditions: lock held.  Visits every entry with the kItem flag, first
   // to last; stops when fn returns true.
   template <class F>
-  WaitEntry* find_locked(F&& pred) noexcept {
+  WaitEntry* find_locked(F&& pred) noexcept UEP_REQUIRES(this) {
     for (WaitEntry* e = head_.next; e != &head_; e = e->next)
       if (pred(e)) return e;
     return nullptr;
@@ -105,7 +112,7 @@ class WaitQueue {
  private:
   SpinLock lock_;
   std::atomic<uint32_t> count_{0};  // entries queued; written under lock_
-  WaitEntry head_;  // sentinel of a circular doubly linked list
+  WaitEntry head_ UEP_GUARDED_BY(this);  // sentinel of a circular doubly linked list
 };
 
 }  // namespace uepoll::core

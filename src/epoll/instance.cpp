@@ -57,11 +57,13 @@ class DeferredPuts {
 // ---------------------------------------------------------------------------
 // Construction and lifetime
 
-Instance::Instance(int status_flags) noexcept : core::File(core::FileKind::kEpoll, status_flags) {
+// Not analysed: constructors initialise guarded fields before publication.
+Instance::Instance(int status_flags) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS
+    : core::File(core::FileKind::kEpoll, status_flags) {
   rdllist_.prev = rdllist_.next = &rdllist_;
 }
 
-Instance::~Instance() {
+Instance::~Instance() UEP_NO_THREAD_SAFETY_ANALYSIS {  // the last holder: no lock needed
   for (Shard& s : shards_) core::raw_free(s.buckets);
   KernelWatch::destroy(kernel_.load(std::memory_order_acquire));
 }
@@ -88,7 +90,7 @@ void Instance::on_release() noexcept {
   dead_.store(true, std::memory_order_seq_cst);
   if (KernelWatch* kw = kernel_watch()) kw->release(this);
   for (Shard& s : shards_) {
-    std::lock_guard<std::mutex> g(s.mutex);
+    core::MutexLock g(s.mutex);
     for (uint32_t b = 0; b < s.nbuckets; ++b) {
       while (Item* it = s.buckets[b]) {
         s.buckets[b] = it->hash_next;
@@ -117,7 +119,9 @@ Item* Instance::find_locked(Shard& s, uint64_t h, const core::File* f, int fd) n
   return nullptr;
 }
 
-bool Instance::reserve_bucket_locked(Shard& s) noexcept {
+// Not analysed beyond its precondition: it rehashes into a temporary Shard
+// that no other thread can see, whose mutex it does not take.
+bool Instance::reserve_bucket_locked(Shard& s) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   if (s.count < s.nbuckets) return true;
   uint32_t n = s.nbuckets ? s.nbuckets * 2 : 4;
   auto** nb = static_cast<Item**>(core::raw_alloc(sizeof(Item*) * n));
@@ -362,22 +366,21 @@ void Instance::queue_ready(Item* it) noexcept {
 
 // The locks MOD and DEL take, in order: the topology lock only with rcu_ctl
 // off, the ctl mutex only with concurrent_ctl off, then the key's shard.
+// The analysis cannot follow the shard lock held by this member object, so
+// mod() and del() are not analysed (they touch the shard only through it).
 struct Instance::CtlLocks {
   topology::GlobalCtlGuard global;
-  std::unique_lock<std::mutex> ctl;
+  core::MaybeMutexLock ctl;
   const uint64_t h;
   Shard& shard;
-  std::lock_guard<std::mutex> shard_lock;
+  core::MutexLock shard_lock;
   CtlLocks(Instance* ep, const core::File* tf, int fd) noexcept
       : global(!core::knob(core::knobs().rcu_ctl)),
-        ctl(ctl_lock(ep)),
+        ctl(ep->ctl_mutex_, ctl_taken()),
         h(hash_key(tf, fd)),
         shard(ep->shard_for(h)),
         shard_lock(shard.mutex) {}
-  static std::unique_lock<std::mutex> ctl_lock(Instance* ep) noexcept {
-    if (core::knob(core::knobs().concurrent_ctl)) return std::unique_lock<std::mutex>(ep->ctl_mutex_, std::defer_lock);
-    return std::unique_lock<std::mutex>(ep->ctl_mutex_);
-  }
+  static bool ctl_taken() noexcept { return !core::knob(core::knobs().concurrent_ctl); }
 };
 
 int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept {
@@ -420,10 +423,10 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
       if (r) return r;  // ELOOP comes before EEXIST, as in Linux
     }
 
-    std::unique_lock<std::mutex> cg = CtlLocks::ctl_lock(this);
+    core::MaybeMutexLock cg(ctl_mutex_, CtlLocks::ctl_taken());
     const uint64_t h = hash_key(tf, fd);
     Shard& s = shard_for(h);
-    std::unique_lock<std::mutex> sl(s.mutex);
+    core::MutexLock sl(s.mutex);
     // relaxed: ordered by the shard mutex, which the teardown takes after
     // setting dead_.
     if (dead_.load(std::memory_order_relaxed)) return -EBADF;  // closed under us
@@ -512,7 +515,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
   }
 }
 
-int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept {
+int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   CtlLocks l(this, tf, fd);
   Item* it = find_locked(l.shard, l.h, tf, fd);
   if (!it) return -ENOENT;
@@ -526,7 +529,7 @@ int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
   return 0;
 }
 
-int Instance::del(core::File* tf, int fd) noexcept {
+int Instance::del(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   CtlLocks l(this, tf, fd);
   Item* it = find_locked(l.shard, l.h, tf, fd);
   if (!it) return -ENOENT;
@@ -596,7 +599,7 @@ void Instance::detach_locked(Item* it) noexcept {
 void Instance::remove_released(Item* it) noexcept {
   const uint64_t h = hash_key(it->file, it->fd);
   Shard& s = shard_for(h);
-  std::lock_guard<std::mutex> sl(s.mutex);
+  core::MutexLock sl(s.mutex);
   ready_lock_.lock();
   const bool registered = it->registered.load(std::memory_order_relaxed);
   ready_lock_.unlock();
@@ -614,7 +617,7 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
   // With lockless_nested_poll off, the global nested-poll mutex is taken
   // before the scan mutex here too, so that it is always the outer one.
   topology::NestedPollGuard nested(!core::knob(core::knobs().lockless_nested_poll));
-  std::lock_guard<std::mutex> scan(scan_mutex_);
+  core::MutexLock scan(scan_mutex_);
   ListLink tx;
   int res = 0;
   int writable = -1;  // events the buffer can take; probed at the first copy
@@ -678,7 +681,7 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
 bool Instance::scan_has_ready(int depth) noexcept {
   DeferredPuts puts;
   core::reclaim::ReadGuard guard;  // for files polled unpinned (pin_for_poll)
-  std::lock_guard<std::mutex> scan(scan_mutex_);
+  core::MutexLock scan(scan_mutex_);
   ListLink tx;
   bool found = false;
   ready_lock_.lock();
@@ -853,7 +856,7 @@ int Instance::debug_dump(std::string* dump) noexcept {
     });
     std::vector<std::pair<uint64_t, int>> ready;
     for (;;) {
-      std::lock_guard<std::mutex> scan(scan_mutex_);
+      core::MutexLock scan(scan_mutex_);
       ready_lock_.lock();
       size_t n = 0;
       for (ListLink* l = rdllist_.next; l != &rdllist_; l = l->next) ++n;

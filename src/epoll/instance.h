@@ -8,7 +8,7 @@
 // parents and poll() callers watch (Linux's ep->poll_wait).
 //
 // Locks it takes (numbers from core/lock_order.h): its shard locks (4), its
-// scan_mutex_ (5), its ready_lock_ (7), waiters_' lock (6, inside 7), target
+// scan_mutex_ (5), its ready_lock_ (7), waiters_' lock (7.5, inside 7), target
 // files' wait-queue locks (6, never with 7 held), and for nested children
 // the same classes one level down.  It never sleeps with a lock held.
 //
@@ -22,7 +22,9 @@
 #pragma once
 
 #include "core/file.h"
+#include "core/mutex.h"
 #include "core/spinlock.h"
+#include "core/thread_safety.h"
 #include "core/waitqueue.h"
 #include "epoll/busy_poll.h"
 #include "epoll/item.h"
@@ -31,7 +33,6 @@
 #include <csignal>
 #include <cstdint>
 #include <ctime>
-#include <mutex>
 #include <string>
 #include <sys/epoll.h>
 
@@ -115,21 +116,23 @@ class Instance final : public core::File {
   friend class KernelWatch;  // harvest, sleepers and ready list of the kernel side
 
   struct alignas(64) Shard {
-    std::mutex mutex;  // lock level 4
-    Item** buckets = nullptr;
-    uint32_t nbuckets = 0;
-    uint32_t count = 0;
+    core::Mutex mutex{core::lock_class::kShard};  // lock level 4
+    Item** buckets UEP_GUARDED_BY(mutex) = nullptr;
+    uint32_t nbuckets UEP_GUARDED_BY(mutex) = 0;
+    uint32_t count UEP_GUARDED_BY(mutex) = 0;
   };
   static constexpr int kShards = 16;
   struct CtlLocks;
 
   static uint64_t hash_key(const core::File* f, int fd) noexcept;
   Shard& shard_for(uint64_t h) noexcept { return shards_[h & (kShards - 1)]; }
-  static Item** bucket_for(Shard& s, uint64_t h) noexcept { return &s.buckets[(h >> 4) & (s.nbuckets - 1)]; }
+  static Item** bucket_for(Shard& s, uint64_t h) noexcept UEP_REQUIRES(s.mutex) {
+    return &s.buckets[(h >> 4) & (s.nbuckets - 1)];
+  }
   // Preconditions: s.mutex held.
-  Item* find_locked(Shard& s, uint64_t h, const core::File* f, int fd) noexcept;
-  bool reserve_bucket_locked(Shard& s) noexcept;
-  void unhash_locked(Shard& s, uint64_t h, Item* it) noexcept;
+  Item* find_locked(Shard& s, uint64_t h, const core::File* f, int fd) noexcept UEP_REQUIRES(s.mutex);
+  bool reserve_bucket_locked(Shard& s) noexcept UEP_REQUIRES(s.mutex);
+  void unhash_locked(Shard& s, uint64_t h, Item* it) noexcept UEP_REQUIRES(s.mutex);
   // Preconditions: shard lock of it held.  Unlinks it from its file's
   // queue (unless release did), from the ready list, marks it unregistered
   // and drops the registration reference.
@@ -140,10 +143,10 @@ class Instance final : public core::File {
   // Queues it as the callback does and wakes; used by ADD and MOD after a
   // poll found it ready.  Preconditions: no ready_lock_ held.
   void queue_ready(Item* it) noexcept;
-  void ovf_push_locked(Item* it) noexcept;
-  void wake_one_waiter_locked() noexcept;
+  void ovf_push_locked(Item* it) noexcept UEP_REQUIRES(ready_lock_);
+  void wake_one_waiter_locked() noexcept UEP_REQUIRES(ready_lock_);
   // Beyond Linux: the longest-sleeping waiter instead (UEP_EPOLLROUNDROBIN).
-  void wake_oldest_waiter_locked() noexcept;
+  void wake_oldest_waiter_locked() noexcept UEP_REQUIRES(ready_lock_);
 
   // Spins up to busy_poll_usecs for events (epoll/busy_poll.cpp); true if
   // some are available.  Preconditions: no lock held.
@@ -153,26 +156,26 @@ class Instance final : public core::File {
   int send_events(struct epoll_event* evs, int maxevents) noexcept;
   bool scan_has_ready(int depth) noexcept;
   // Preconditions: ready_lock_ held.
-  bool events_available_locked() const noexcept {
+  bool events_available_locked() const noexcept UEP_REQUIRES(ready_lock_) {
     return rdllist_.next != &rdllist_ || ovflist_ != kOvfInactive;
   }
-  core::File* take_locked(Item* it, bool* pinned) noexcept;
+  core::File* take_locked(Item* it, bool* pinned) noexcept UEP_REQUIRES(ready_lock_);
   static core::File* pin_for_poll(core::File* f, bool* pinned) noexcept;
   static bool give_back_locked(Item* it) noexcept;
-  void start_scan_locked(ListLink* tx) noexcept;
-  // Returns true if waiters should be woken (rdllist non-empty).
-  void done_scan_locked(ListLink* tx) noexcept;
-  void list_add_tail_locked(ListLink* head, Item* it) noexcept;
-  void list_add_head_locked(ListLink* head, Item* it) noexcept;
+  void start_scan_locked(ListLink* tx) noexcept UEP_REQUIRES(ready_lock_);
+  // Wakes a waiter if rdllist is left non-empty.
+  void done_scan_locked(ListLink* tx) noexcept UEP_REQUIRES(ready_lock_);
+  void list_add_tail_locked(ListLink* head, Item* it) noexcept UEP_REQUIRES(ready_lock_);
+  void list_add_head_locked(ListLink* head, Item* it) noexcept UEP_REQUIRES(ready_lock_);
   static void list_del_locked(Item* it) noexcept;
 
   Shard shards_[kShards];
-  alignas(64) std::mutex scan_mutex_;  // lock level 5 (Linux ep->mtx for harvests)
-  std::mutex ctl_mutex_;               // lock level 3, only with concurrent_ctl off
-  alignas(64) core::SpinLock ready_lock_;  // lock level 7 (Linux ep->lock)
-  ListLink rdllist_;                       // guarded by ready_lock_
-  Item* ovflist_ = kOvfInactive;           // guarded by ready_lock_
-  core::WaitQueue waiters_;                // epoll_wait sleepers (Linux ep->wq)
+  alignas(64) core::Mutex scan_mutex_{core::lock_class::kScan};  // lock level 5 (Linux ep->mtx for harvests)
+  core::Mutex ctl_mutex_{core::lock_class::kCtl};  // lock level 3, only with concurrent_ctl off
+  alignas(64) core::SpinLock ready_lock_{core::lock_class::kReady};  // lock level 7 (Linux ep->lock)
+  ListLink rdllist_ UEP_GUARDED_BY(ready_lock_);
+  Item* ovflist_ UEP_GUARDED_BY(ready_lock_) = kOvfInactive;
+  core::WaitQueue waiters_{core::lock_class::kWaiters};  // epoll_wait sleepers (Linux ep->wq), 7.5
   std::atomic<long> struct_refs_{1};
   // Set when the teardown starts; ADD checks it under its shard lock, so an
   // item is never added behind the teardown's back (ctl runs without a
@@ -186,7 +189,7 @@ class Instance final : public core::File {
 template <class Fn>
 void Instance::for_each_item(Fn&& fn) noexcept {
   for (Shard& s : shards_) {
-    std::lock_guard<std::mutex> g(s.mutex);
+    core::MutexLock g(s.mutex);
     for (uint32_t b = 0; b < s.nbuckets; ++b)
       for (Item* it = s.buckets[b]; it; it = it->hash_next) fn(it);
   }

@@ -38,6 +38,7 @@
 //   wq_unlinked     the target file's WaitQueue lock
 #pragma once
 
+#include "core/backoff.h"
 #include "core/waitqueue.h"
 
 #include <atomic>
@@ -93,11 +94,17 @@ struct Item {
   }
 
   // Consistent snapshot of (events, data); see the seqlock note above.
+  // A reader that finds a write in progress backs off (core/backoff.h): the
+  // writer may have been preempted inside its few stores.
   void read_event(uint32_t* ev, uint64_t* d) const noexcept {
+    core::Backoff backoff;
     for (;;) {
       // acquire: pairs with the release store that ends a MOD's write.
       uint32_t s1 = seq.load(std::memory_order_acquire);
-      if (s1 & 1) continue;
+      if (s1 & 1) {
+        backoff.pause();
+        continue;
+      }
       *ev = events.load(std::memory_order_relaxed);
       *d = data.load(std::memory_order_relaxed);
       std::atomic_thread_fence(std::memory_order_acquire);

@@ -1,12 +1,14 @@
 // item_cache.cpp - slab + per-thread cache for items (see item_cache.h).
+// Locks: the free list mutex (a leaf, 9), never under a SpinLock.
 #include "epoll/item_cache.h"
 
 #include "core/alloc.h"
 #include "core/fork.h"
 #include "core/thread_exit.h"
+#include "core/lock_state.h"
+#include "core/mutex.h"
 #include "core/tuning.h"
 
-#include <mutex>
 #include <new>
 
 namespace uepoll::epoll {
@@ -21,9 +23,9 @@ struct FreeNode {
   FreeNode* next;
 };
 
-std::mutex g_free_mutex;
-FreeNode* g_free = nullptr;  // guarded by g_free_mutex
-long g_free_count = 0;        // guarded by g_free_mutex
+core::Mutex g_free_mutex(core::lock_class::kItemCache);  // a leaf (9), never under a SpinLock
+FreeNode* g_free UEP_GUARDED_BY(g_free_mutex) = nullptr;
+long g_free_count UEP_GUARDED_BY(g_free_mutex) = 0;
 
 // Trivially destructible (core/thread_exit.h): item_cache_thread_exit()
 // hands the cache back when the thread exits.
@@ -32,7 +34,7 @@ struct ThreadCache {
   int count = 0;
   void give_back() noexcept {
     if (!head) return;
-    std::lock_guard<std::mutex> g(g_free_mutex);
+    core::MutexLock g(g_free_mutex);
     while (head) {
       FreeNode* n = head;
       head = n->next;
@@ -48,7 +50,7 @@ thread_local ThreadCache tls_cache;
 bool refill(ThreadCache& c) {
   core::thread_exit_arm();  // the cache is handed back at thread exit
   {
-    std::lock_guard<std::mutex> g(g_free_mutex);
+    core::MutexLock g(g_free_mutex);
     while (g_free && c.count < kCacheSpill) {
       FreeNode* n = g_free;
       g_free = n->next;
@@ -72,6 +74,20 @@ bool refill(ThreadCache& c) {
   return true;
 }
 
+// Hands kCacheSpill items of c to the global free list.  Preconditions: no
+// SpinLock held (the free list's lock is a Mutex).
+void spill(ThreadCache& c) {
+  core::MutexLock g(g_free_mutex);
+  for (int i = 0; i < kCacheSpill; ++i) {
+    FreeNode* m = c.head;
+    c.head = m->next;
+    --c.count;
+    m->next = g_free;
+    g_free = m;
+    ++g_free_count;
+  }
+}
+
 }  // namespace
 
 void item_cache_thread_exit() noexcept { tls_cache.give_back(); }
@@ -90,6 +106,7 @@ Item* item_alloc() noexcept {
     return new (p) Item();
   }
   ThreadCache& c = tls_cache;
+  if (c.count > kCacheMax) spill(c);  // grown by frees made under a SpinLock
   if (!c.head && !refill(c)) return nullptr;
   FreeNode* n = c.head;
   c.head = n->next;
@@ -111,17 +128,10 @@ void item_free(Item* it) noexcept {
   auto* n = reinterpret_cast<FreeNode*>(it);
   n->next = c.head;
   c.head = n;
-  if (++c.count > kCacheMax) {
-    std::lock_guard<std::mutex> g(g_free_mutex);
-    for (int i = 0; i < kCacheSpill; ++i) {
-      FreeNode* m = c.head;
-      c.head = m->next;
-      --c.count;
-      m->next = g_free;
-      g_free = m;
-      ++g_free_count;
-    }
-  }
+  // A free made under a SpinLock (a harvest dropping a deleted item under
+  // ready_lock_) never takes the free list's mutex: the cache runs over its
+  // bound until the next free or allocation made without one.
+  if (++c.count > kCacheMax && !core::thread_holds_spinlock()) spill(c);
 }
 
 }  // namespace uepoll::epoll

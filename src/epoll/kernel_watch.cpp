@@ -2,6 +2,8 @@
 // kernel_watch.h for what it owns, the wakeup paths and the locks).
 #include "epoll/kernel_watch.h"
 
+#include "core/mutex.h"
+
 #include "core/waiter.h"
 #include "epoll/instance.h"
 #include "epoll/item.h"
@@ -29,9 +31,9 @@ constexpr uint64_t kChildBit = 1ull << 63;
 // in it from its KernelWatch's creation to its release, while its struct
 // count is live, so a lookup can pin it.  Never destroyed (a static
 // destructor could race a late thread).
-std::mutex& registry_mutex() {
-  static std::mutex* m = new std::mutex;
-  return *m;
+core::Mutex& registry_mutex() {
+  static core::Mutex m(core::lock_class::kKernelRegistry);  // constant-initialized
+  return m;
 }
 std::unordered_map<uint64_t, Instance*>& registry() {  // guarded by registry_mutex()
   static auto* r = new std::unordered_map<uint64_t, Instance*>;
@@ -39,13 +41,13 @@ std::unordered_map<uint64_t, Instance*>& registry() {  // guarded by registry_mu
 }
 
 void registry_remove(uint64_t id) {
-  std::lock_guard<std::mutex> g(registry_mutex());
+  core::MutexLock g(registry_mutex());
   registry().erase(id);
 }
 
 // The instance with this id, pinned (struct_get), or nullptr.
 Instance* registry_pin(uint64_t id) {
-  std::lock_guard<std::mutex> g(registry_mutex());
+  core::MutexLock g(registry_mutex());
   auto it = registry().find(id);
   if (it == registry().end()) return nullptr;
   it->second->struct_get();
@@ -56,9 +58,9 @@ Instance* registry_pin(uint64_t id) {
 // epoll: EBADF, EPERM (no ->poll), EINVAL (EPOLLEXCLUSIVE misuse), ENOENT
 // (MOD, DEL), or 0 for an ADD that would succeed (undone at once).  Used
 // before an instance has a shadow, so that a refused ADD creates nothing.
-std::mutex& probe_mutex() {
-  static std::mutex* m = new std::mutex;
-  return *m;
+core::Mutex& probe_mutex() {
+  static core::Mutex m(core::lock_class::kKernelProbe);  // constant-initialized
+  return m;
 }
 // Preconditions: probe_mutex() held.  An empty kernel epoll, never closed.
 int probe_fd_locked() {
@@ -70,7 +72,7 @@ int probe_fd_locked() {
 int probe(int op, int kfd, struct epoll_event* ev) {
   // A closed number first: the probe's own creation may take that number.
   if (::fcntl(kfd, F_GETFD) < 0) return -EBADF;
-  std::lock_guard<std::mutex> g(probe_mutex());
+  core::MutexLock g(probe_mutex());
   const int probe_fd = probe_fd_locked();
   if (probe_fd < 0) return probe_fd;
   if (::epoll_ctl(probe_fd, op, kfd, ev) < 0) return -errno;
@@ -119,7 +121,7 @@ KernelWatch* KernelWatch::get_or_create(Instance* ep, bool* created, int* err) n
     return nullptr;
   }
   {
-    std::lock_guard<std::mutex> g(registry_mutex());
+    core::MutexLock g(registry_mutex());
     registry()[ep->id() | kChildBit] = ep;
   }
   KernelWatch* expected = nullptr;
@@ -154,7 +156,7 @@ int KernelWatch::ensure_hub(Instance* ep) noexcept {
   int h = hub_.load(std::memory_order_acquire);
   if (h >= 0) return h;
   {
-    std::lock_guard<std::mutex> g(mu_);
+    core::MutexLock g(mu_);
     h = hub_.load(std::memory_order_relaxed);
     if (h >= 0) return h;
     h = ::epoll_create1(EPOLL_CLOEXEC);
@@ -229,7 +231,7 @@ int KernelWatch::ctl(Instance* ep, int op, int kfd, struct epoll_event* ev) noex
 }
 
 bool KernelWatch::is_kernel_epoll(int kfd) noexcept {
-  std::lock_guard<std::mutex> g(probe_mutex());
+  core::MutexLock g(probe_mutex());
   const int probe_fd = probe_fd_locked();
   // Linux checks "is an epoll" before looking the target up: ENOENT means
   // it got that far.
@@ -250,7 +252,7 @@ int KernelWatch::kernel_fd(Instance* ep) noexcept {
   const int hub = parent_hub(ep);
   if (hub < 0) return hub;
   KernelWatch* kw = ep->kernel_watch();
-  std::lock_guard<std::mutex> g(kw->mu_);
+  core::MutexLock g(kw->mu_);
   if (const int k = kw->kfd_.load(std::memory_order_relaxed); k >= 0) return k;
   int err = 0;
   core::ThreadWaiter* w = core::ThreadWaiter::acquire_signal(&err);
@@ -419,7 +421,7 @@ void KernelWatch::wake_child(Instance* ep, int hub, uint64_t tag, int depth) noe
 
 void KernelWatch::release(Instance* ep) noexcept {
   registry_remove(ep->id() | kChildBit);
-  std::lock_guard<std::mutex> g(mu_);
+  core::MutexLock g(mu_);
   if (signal_.load(std::memory_order_relaxed)) {
     ep->wq().lock();
     if (sig_.entry.queued()) ep->wq().remove_locked(&sig_.entry);

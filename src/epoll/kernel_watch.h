@@ -35,13 +35,15 @@
 //
 // Locks (core/lock_order.h): the topology lock (1, exclusive) around every
 // change of the kernel-side topology (first kernel descriptor of a watched
-// instance, nesting, uep_epoll_kernel_fd); mu_ (per KernelWatch, level 4a)
+// instance, nesting, uep_epoll_kernel_fd); mu_ (per KernelWatch, level 4.2)
 // around creating hub_ and kfd_; the registry mutex (a leaf) around the
 // id -> instance map; wait-queue locks (6) to find parents, to queue the
 // signal entry and to wake; the instance's ready_lock_ (7) to look at its
 // ready list and to kick its sleepers.  Kernel system calls are made with
 // at most std::mutexes held, never a SpinLock.
 #pragma once
+
+#include "core/mutex.h"
 
 #include "core/waitqueue.h"
 
@@ -50,7 +52,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <ctime>
-#include <mutex>
 #include <poll.h>
 #include <sys/epoll.h>
 
@@ -128,7 +129,7 @@ class KernelWatch {
   const int shadow_;                          // immutable
   std::atomic<int> hub_{-1};                  // written once under mu_
   std::atomic<int> kfd_{-1};                  // written once under mu_
-  std::mutex mu_;                             // lock level 4a
+  core::Mutex mu_{core::lock_class::kKernelWatch};  // lock level 4.2
   std::atomic<core::ThreadWaiter*> signal_{nullptr};  // written once under mu_
   // The signal eventfd has been written since the last drain.  seq_cst:
   // the wake side's exchange pairs with maybe_drain's store (see there).

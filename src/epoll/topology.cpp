@@ -3,7 +3,11 @@
 // wait-queue lock at a time, pinning instances with struct references.
 #include "epoll/topology.h"
 
+#include "core/backoff.h"
 #include "core/file.h"
+#include "core/lock_state.h"
+#include "core/lockdep.h"
+#include "core/mutex.h"
 #include "core/reclaim.h"
 #include "epoll/instance.h"
 
@@ -27,10 +31,14 @@ constexpr int kTargetMutexes = 64;
 // lines, so concurrent readers never write a shared line; a writer (an
 // instance-into-instance ADD, rare) raises `writer` and waits for every slot
 // to drain.  Beyond the 2026 seed, whose rwsem still bounces one counter
-// between readers.
-class TopologyLock {
+// between readers.  It is one uepoll lock (level 1 of core/lock_order.h)
+// for the thread's lock count and the checker; writer_mutex_ is its
+// internal part, not a lock of its own.
+class UEP_CAPABILITY("topology lock") TopologyLock {
  public:
-  void lock_shared() noexcept {
+  void lock_shared() noexcept UEP_ACQUIRE_SHARED() {
+    core::lock_enter();
+    core::lockdep_acquire(&core::lock_class::kTopology, this);
     std::atomic<long>& slot = my_slot();
     for (;;) {
       // seq_cst pair (Dekker) with lock(): the reader raises its slot then
@@ -41,16 +49,26 @@ class TopologyLock {
       std::lock_guard<std::mutex> wait_for_writer(writer_mutex_.m);
     }
   }
-  void unlock_shared() noexcept { my_slot().fetch_sub(1, std::memory_order_release); }
-  void lock() noexcept {
+  void unlock_shared() noexcept UEP_RELEASE_SHARED() {
+    core::lockdep_release(&core::lock_class::kTopology, this);
+    my_slot().fetch_sub(1, std::memory_order_release);
+    core::lock_exit();
+  }
+  void lock() noexcept UEP_ACQUIRE() {
+    core::lock_enter();
+    core::lockdep_acquire(&core::lock_class::kTopology, this);
     writer_mutex_.m.lock();
     writer_.v.store(true, std::memory_order_seq_cst);
-    for (Slot& s : slots_)
-      while (s.readers.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
+    for (Slot& s : slots_) {
+      core::Backoff b;
+      while (s.readers.load(std::memory_order_seq_cst) != 0) b.pause();
+    }
   }
-  void unlock() noexcept {
+  void unlock() noexcept UEP_RELEASE() {
+    core::lockdep_release(&core::lock_class::kTopology, this);
     writer_.v.store(false, std::memory_order_seq_cst);
     writer_mutex_.m.unlock();
+    core::lock_exit();
   }
 
  private:
@@ -80,7 +98,10 @@ struct alignas(kCacheLine) PaddedTopologyLock {
   TopologyLock m;
 };
 struct alignas(kCacheLine) PaddedMutex {
-  std::mutex m;
+  core::Mutex m{core::lock_class::kTopologyTarget};
+};
+struct alignas(kCacheLine) PaddedNestedPollMutex {
+  core::Mutex m{core::lock_class::kNestedPoll};
 };
 struct alignas(kCacheLine) PaddedGen {
   uint64_t value = 0;  // guarded by the topology lock held exclusively
@@ -90,7 +111,7 @@ struct State {
   PaddedTopologyLock lock;
   PaddedGen gen;
   PaddedMutex targets[kTargetMutexes];
-  PaddedMutex nested_poll;  // only with lockless_nested_poll off
+  PaddedNestedPollMutex nested_poll;  // only with lockless_nested_poll off
 };
 static_assert(alignof(PaddedTopologyLock) == kCacheLine && sizeof(PaddedTopologyLock) % kCacheLine == 0);
 static_assert(alignof(PaddedGen) == kCacheLine && sizeof(PaddedGen) == kCacheLine);
@@ -102,7 +123,7 @@ State& state() {
   return s;
 }
 
-std::mutex& target_mutex(const core::File* f) {
+core::Mutex& target_mutex(const core::File* f) {
   auto h = reinterpret_cast<uintptr_t>(f);
   h ^= h >> 17;
   h *= 0x9E3779B97F4A7C15ULL;
@@ -280,7 +301,9 @@ long parents_of(core::File* f, std::vector<Instance*>* out) noexcept {
   return collect_parents(f, nullptr, 0, out, true);
 }
 
-Guard::Guard(Mode mode, const core::File* tf) noexcept : mode_(mode), tf_(tf) {
+// Not analysed: which locks are held depends on mode_ (a conditional
+// capability), and they are held from the constructor to the destructor.
+Guard::Guard(Mode mode, const core::File* tf) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS : mode_(mode), tf_(tf) {
   switch (mode_) {
     case Mode::kNone:
       break;
@@ -294,7 +317,7 @@ Guard::Guard(Mode mode, const core::File* tf) noexcept : mode_(mode), tf_(tf) {
   }
 }
 
-Guard::~Guard() {
+Guard::~Guard() UEP_NO_THREAD_SAFETY_ANALYSIS {
   switch (mode_) {
     case Mode::kNone:
       break;
@@ -334,11 +357,12 @@ int reverse_path_check(core::File* f) noexcept {
   return pc.oom ? -ENOMEM : -EINVAL;
 }
 
-GlobalCtlGuard::GlobalCtlGuard(bool take) noexcept : taken_(take) {
+// Not analysed: a conditional capability held across constructor/destructor.
+GlobalCtlGuard::GlobalCtlGuard(bool take) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS : taken_(take) {
   if (taken_) state().lock.m.lock();
 }
 
-GlobalCtlGuard::~GlobalCtlGuard() {
+GlobalCtlGuard::~GlobalCtlGuard() UEP_NO_THREAD_SAFETY_ANALYSIS {
   if (taken_) state().lock.m.unlock();
 }
 
@@ -348,11 +372,12 @@ namespace {
 thread_local int tls_nested_poll_depth = 0;
 }
 
-void nested_poll_lock() noexcept {
+// Not analysed: taken only by the outermost call (a per-thread count).
+void nested_poll_lock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   if (tls_nested_poll_depth++ == 0) state().nested_poll.m.lock();
 }
 
-void nested_poll_unlock() noexcept {
+void nested_poll_unlock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   if (--tls_nested_poll_depth == 0) state().nested_poll.m.unlock();
 }
 

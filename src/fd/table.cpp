@@ -1,10 +1,12 @@
 // table.cpp - descriptor table (see table.h).
-// Locks: g_table_mutex for install/remove; lookups are lock-free.
+// Locks: the table mutex (a leaf, 9) for install/remove; lookups are
+// lock-free, and so is remove_slot() (a signal handler's close).
 #include "fd/table.h"
 
 #include <uepoll/uepoll.h>
 
 #include "core/fork.h"
+#include "core/mutex.h"
 #include "core/reclaim.h"
 
 #include <atomic>
@@ -26,9 +28,9 @@ constexpr long kChunks = kHardMax / kChunk;
 
 struct Table {
   std::atomic<std::atomic<core::File*>*> chunks[kChunks] = {};
-  std::mutex mutex;                 // install / remove / bitmap
-  std::vector<uint64_t> used;       // bit i: index i allocated (guarded by mutex)
-  std::vector<uint64_t> full;       // bit j: used[j] == ~0 (guarded by mutex)
+  core::Mutex mutex{core::lock_class::kFdTable};  // install / remove / bitmap (a leaf, 9)
+  std::vector<uint64_t> used UEP_GUARDED_BY(mutex);  // bit i: index i allocated
+  std::vector<uint64_t> full UEP_GUARDED_BY(mutex);  // bit j: used[j] == ~0
   std::atomic<long> max{1L << 20};  // "max_fds" knob
   std::atomic<long> open{0};
 };
@@ -67,7 +69,7 @@ Table& table() {
 }
 
 // Preconditions: t.mutex held.  Lowest index not in use, or -1.
-long find_free_locked(Table& t, long limit) {
+long find_free_locked(Table& t, long limit) UEP_REQUIRES(t.mutex) {
   for (size_t j = 0; j < t.full.size(); ++j) {
     if (t.full[j] == ~0ULL) continue;
     for (size_t k = 0; k < 64; ++k) {
@@ -83,7 +85,7 @@ long find_free_locked(Table& t, long limit) {
   return idx < limit ? idx : -1;
 }
 
-void mark_locked(Table& t, long idx, bool on) {
+void mark_locked(Table& t, long idx, bool on) UEP_REQUIRES(t.mutex) {
   size_t w = static_cast<size_t>(idx / 64);
   if (w >= t.used.size()) {
     t.used.resize(w + 1, 0);
@@ -101,7 +103,7 @@ void mark_locked(Table& t, long idx, bool on) {
 }
 
 // Preconditions: t.mutex held.  The slot for idx, allocating its chunk.
-std::atomic<core::File*>* slot_locked(Table& t, long idx) {
+std::atomic<core::File*>* slot_locked(Table& t, long idx) UEP_REQUIRES(t.mutex) {
   auto& c = t.chunks[idx / kChunk];
   std::atomic<core::File*>* chunk = c.load(std::memory_order_relaxed);
   if (!chunk) {
@@ -130,7 +132,7 @@ bool reserve_bits_locked(Table& t, long idx) noexcept {
 }
 
 // Preconditions: t.mutex held.
-int install_locked(Table& t, core::File* f) {
+int install_locked(Table& t, core::File* f) UEP_REQUIRES(t.mutex) {
   long idx = find_free_locked(t, t.max.load(std::memory_order_relaxed));
   if (idx < 0) return -EMFILE;
   if (!reserve_bits_locked(t, idx)) return -ENOMEM;
@@ -164,13 +166,13 @@ bool in_range(int fd) noexcept { return fd >= UEP_FD_BASE && fd < UEP_FD_BASE + 
 
 int install(core::File* f) noexcept {
   Table& t = table();
-  std::lock_guard<std::mutex> g(t.mutex);
+  core::MutexLock g(t.mutex);
   return install_locked(t, f);
 }
 
 int install_pair(core::File* a, core::File* b, int out[2]) noexcept {
   Table& t = table();
-  std::lock_guard<std::mutex> g(t.mutex);
+  core::MutexLock g(t.mutex);
   int fa = install_locked(t, a);
   if (fa < 0) return fa;
   int fb = install_locked(t, b);
@@ -212,7 +214,7 @@ core::File* remove(int fd) noexcept {
   if (!in_range(fd)) return nullptr;
   long idx = fd - UEP_FD_BASE;
   Table& t = table();
-  std::lock_guard<std::mutex> g(t.mutex);
+  core::MutexLock g(t.mutex);
   std::atomic<core::File*>* chunk = t.chunks[idx / kChunk].load(std::memory_order_relaxed);
   if (!chunk) return nullptr;
   core::File* f = chunk[idx % kChunk].exchange(nullptr, std::memory_order_seq_cst);
@@ -220,6 +222,21 @@ core::File* remove(int fd) noexcept {
   mark_locked(t, idx, false);
   t.open.fetch_sub(1, std::memory_order_relaxed);
   return f;
+}
+
+core::File* remove_slot(int fd) noexcept {
+  if (!in_range(fd)) return nullptr;
+  long idx = fd - UEP_FD_BASE;
+  std::atomic<core::File*>* chunk = table().chunks[idx / kChunk].load(std::memory_order_acquire);
+  if (!chunk) return nullptr;
+  return chunk[idx % kChunk].exchange(nullptr, std::memory_order_seq_cst);
+}
+
+void release_index(int fd) noexcept {
+  Table& t = table();
+  core::MutexLock g(t.mutex);
+  mark_locked(t, fd - UEP_FD_BASE, false);
+  t.open.fetch_sub(1, std::memory_order_relaxed);
 }
 
 long max_fds() noexcept { return table().max.load(std::memory_order_relaxed); }

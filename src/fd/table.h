@@ -43,6 +43,13 @@ core::File* peek(int fd) noexcept;
 // or nullptr if fd was not open.
 core::File* remove(int fd) noexcept;
 
+// For a signal handler's close (core/deferred.h): detaches fd without a
+// lock (an exchange on its slot) and returns the table's reference, or
+// nullptr.  The index stays allocated until release_index(fd), which takes
+// the table mutex and must run with no SpinLock held.
+core::File* remove_slot(int fd) noexcept;
+void release_index(int fd) noexcept;
+
 long max_fds() noexcept;
 int set_max_fds(long n) noexcept;  // -EINVAL outside [1, kHardMax]
 long open_count() noexcept;

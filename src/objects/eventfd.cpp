@@ -1,10 +1,13 @@
 // eventfd.cpp - EventFd (see eventfd.h).  Mirrors Linux fs/eventfd.c:
 // eventfd_read / eventfd_write / eventfd_poll / eventfd_release / do_eventfd.
-// Locks: wq() only (level 6), taken through core::block_on.
+// Locks: wq() only (level 6), to wake and through core::block_on; none in a
+// signal handler that interrupted its own thread inside uepoll.
 #include "objects/eventfd.h"
 
 #include "core/alloc.h"
 #include "core/block.h"
+#include "core/deferred.h"
+#include "core/lock_state.h"
 #include "fd/table.h"
 #include "objects/user_ptr.h"
 
@@ -30,18 +33,55 @@ uint32_t EventFd::poll(int) noexcept {
   return events;
 }
 
+long EventFd::take(uint64_t* ucnt) noexcept {
+  // relaxed: the counter carries no other data; a sleeper that checked it
+  // is ordered by the queue lock its waker takes after this CAS.
+  uint64_t c = count_.load(std::memory_order_relaxed);
+  do {
+    if (c == 0) return -EAGAIN;
+  } while (!count_.compare_exchange_weak(c, semaphore_ ? c - 1 : 0, std::memory_order_relaxed));
+  *ucnt = semaphore_ ? 1 : c;  // Linux eventfd_ctx_do_read
+  return static_cast<long>(sizeof *ucnt);
+}
+
+long EventFd::add(uint64_t v) noexcept {
+  uint64_t c = count_.load(std::memory_order_relaxed);
+  do {
+    if (!(ULLONG_MAX - c > v)) return -EAGAIN;
+  } while (!count_.compare_exchange_weak(c, c + v, std::memory_order_relaxed));
+  return static_cast<long>(sizeof v);
+}
+
+bool EventFd::wake_after(uint32_t key, bool in_handler) noexcept {
+  if (!in_handler) {
+    wq().wake(key);
+    return true;
+  }
+  get();  // the queued entry's reference (the caller's lookup holds another)
+  if (core::defer_to_release(&core::deferred_wake, this, key, nullptr, 0)) return true;
+  core::put_in_handler(this);
+  return false;
+}
+
 ssize_t EventFd::read(void* buf, size_t count) noexcept {
   uint64_t ucnt = 0;
   if (count < sizeof ucnt) return -EINVAL;
-  // Preconditions of the op: wq() locked (block_on).
-  const long r = core::block_on(wq(), nonblocking(), EPOLLIN, [&]() -> long {
-    const uint64_t c = count_.load(std::memory_order_relaxed);
-    if (c == 0) return -EAGAIN;
-    ucnt = semaphore_ ? 1 : c;  // Linux eventfd_ctx_do_read
-    count_.store(c - ucnt, std::memory_order_relaxed);
-    wq().wake_locked(EPOLLOUT);  // Linux: wake_up_locked_poll(&ctx->wqh, EPOLLOUT)
-    return static_cast<long>(sizeof ucnt);
-  });
+  // A handler that interrupted its own thread inside uepoll: lock-free
+  // counter, wakeup queued (core/deferred.h); it cannot sleep.
+  const bool in_handler = core::thread_in_uepoll();
+  if (in_handler && !core::defer_has_room(&core::deferred_wake, this, EPOLLOUT, 0)) return -EAGAIN;
+  long r = take(&ucnt);
+  if (r > 0) {
+    wake_after(EPOLLOUT, in_handler);  // Linux: wake_up_locked_poll(&ctx->wqh, EPOLLOUT)
+  } else if (!nonblocking() && !in_handler) {
+    // Preconditions of the op: wq() locked (block_on; not expressible to
+    // the analysis, which cannot see that block_on holds it).
+    r = core::block_on(wq(), false, EPOLLIN, [&]() UEP_NO_THREAD_SAFETY_ANALYSIS -> long {
+      const long x = take(&ucnt);
+      if (x > 0) wq().wake_locked(EPOLLOUT);
+      return x;
+    });
+  }
   if (r < 0) return r;
   if (faulting_ptr(buf)) return -EFAULT;  // Linux: copy_to_iter fails after the read
   std::memcpy(buf, &ucnt, sizeof ucnt);
@@ -56,13 +96,19 @@ ssize_t EventFd::write(const void* buf, size_t count) noexcept {
   if (faulting_ptr(buf)) return -EFAULT;  // Linux: copy_from_user
   std::memcpy(&ucnt, buf, sizeof ucnt);
   if (ucnt == ULLONG_MAX) return -EINVAL;
-  return core::block_on(wq(), nonblocking(), EPOLLOUT, [&]() -> long {
-    const uint64_t c = count_.load(std::memory_order_relaxed);
-    if (!(ULLONG_MAX - c > ucnt)) return -EAGAIN;
-    count_.store(c + ucnt, std::memory_order_relaxed);
-    wq().wake_locked(EPOLLIN);  // Linux: wake_up_locked_poll(&ctx->wqh, EPOLLIN)
-    return static_cast<long>(sizeof ucnt);
-  });
+  const bool in_handler = core::thread_in_uepoll();
+  if (in_handler && !core::defer_has_room(&core::deferred_wake, this, EPOLLIN, 0)) return -EAGAIN;
+  long r = add(ucnt);
+  if (r > 0) {
+    wake_after(EPOLLIN, in_handler);  // Linux: wake_up_locked_poll(&ctx->wqh, EPOLLIN)
+  } else if (!nonblocking() && !in_handler) {
+    r = core::block_on(wq(), false, EPOLLOUT, [&]() UEP_NO_THREAD_SAFETY_ANALYSIS -> long {
+      const long x = add(ucnt);
+      if (x > 0) wq().wake_locked(EPOLLIN);
+      return x;
+    });
+  }
+  return r;
 }
 
 void EventFd::on_release() noexcept {

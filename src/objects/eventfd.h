@@ -1,11 +1,19 @@
 // eventfd.h - EventFd: the uepoll eventfd object (Linux fs/eventfd.c).
 //
-// Owns: a 64-bit counter and the EFD_SEMAPHORE mode.  The counter is guarded
-// by the file's wait-queue lock (level 6 of core/lock_order.h), exactly as
-// Linux guards ctx->count with ctx->wqh.lock; poll() reads it without the
-// lock (Linux eventfd_poll's READ_ONCE, same ordering argument: a writer
-// changes the count and wakes under the lock, so a poll made after its wait
-// entry was queued either sees the new count or gets the wakeup).
+// Owns: a 64-bit counter and the EFD_SEMAPHORE mode.  The counter is a
+// lock-free atomic changed by compare-and-swap (Linux guards ctx->count
+// with ctx->wqh.lock): a signal handler may write it while its own thread
+// holds any uepoll lock (async-signal-safety, core/deferred.h).  A change
+// is followed by the wakeup, which takes the queue lock after the CAS; a
+// sleeper checks the counter and queues itself under that lock, and a poll
+// made after its wait entry was queued reads it after (Linux eventfd_poll's
+// READ_ONCE), so either the new count is seen or the wakeup comes.  Two
+// writers' wakeups may come in either order; each is one EPOLLIN edge.
+//
+// In a handler that interrupted its own thread inside uepoll, the wakeup
+// is queued until that thread releases its last lock, and a call that
+// would sleep fails with -EAGAIN instead (a handler cannot wait for its own
+// thread); -EAGAIN too when the per-thread queue is full.
 //
 // Wakeups mirror Linux exactly (they are observable through EPOLLET):
 //   * every successful write wakes with EPOLLIN, even when the counter was
@@ -13,7 +21,7 @@
 //   * every successful read wakes with EPOLLOUT (eventfd_read);
 //   * release wakes with EPOLLHUP (eventfd_release; nobody can be listening
 //     by then in uepoll, kept for fidelity).
-// Locks taken: only wq() (6).  Blocking read/write sleep through
+// Locks taken: only wq() (6), to wake.  Blocking read/write sleep through
 // core::block_on, never holding a lock.
 #pragma once
 
@@ -46,7 +54,13 @@ class EventFd final : public core::File {
   void on_release() noexcept override;
 
  private:
-  // Guarded by wq() lock for writes; poll() loads it without the lock.
+  // -EAGAIN or sizeof(uint64_t); lock-free.
+  long take(uint64_t* ucnt) noexcept;
+  long add(uint64_t v) noexcept;
+  // Wakes wq() with key now, or queues the wakeup (in a handler).
+  bool wake_after(uint32_t key, bool in_handler) noexcept;
+
+  // Lock-free (compare-and-swap); poll() loads it relaxed.
   std::atomic<uint64_t> count_;
   const bool semaphore_;  // immutable
 };

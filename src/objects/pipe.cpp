@@ -1,12 +1,15 @@
 // pipe.cpp - Pipe, PipeReader, PipeWriter (see pipe.h).  Mirrors Linux
 // fs/pipe.c (pipe_read, pipe_write, pipe_poll, pipe_release,
-// create_pipe_files).  Locks: Pipe::mu_ (leaf), each end's wq() (6) for
+// create_pipe_files).  Locks: Pipe::mu_ (leaf, 8), each end's wq() (6) for
 // wakeups and through core::block_on; never both wq locks at once, never a
-// wake with mu_ held.
+// wake, an allocation or a copy of user memory with mu_ held.
 #include "objects/pipe.h"
 
 #include "core/alloc.h"
 #include "core/block.h"
+#include "core/deferred.h"
+#include "core/lock_state.h"
+#include "core/lockdep.h"
 #include "core/reclaim.h"
 #include "fd/table.h"
 #include "objects/user_ptr.h"
@@ -67,6 +70,95 @@ void Pipe::wake_writer(uint32_t key, int nr_exclusive) noexcept {
 
 // ---- read end ----------------------------------------------------------------
 
+// What a read took out of the ring under mu_, copied to the caller after
+// the lock is dropped: whole pages taken out of the ring (a read of more
+// than a page), then bytes copied into `bounce` (everything, for a read of
+// at most a page; else the part of a buffer the read did not finish).
+struct Pipe::ReadPlan {
+  bool small = false;  // count <= kPipePage: everything goes through bounce
+  int npages = 0;
+  char* pages[kPipeSlots];
+  uint32_t off[kPipeSlots];
+  uint32_t len[kPipeSlots];
+  uint32_t bounce_len = 0;
+  int nfree = 0;
+  char* to_free[kPipeSlots];  // pages released under the lock, freed after
+  char bounce[kPipePage];
+
+  void reset() noexcept {
+    npages = 0;
+    nfree = 0;
+    bounce_len = 0;
+  }
+  // Outside every lock: the copy to user memory.
+  void copy_out(char* dst) const noexcept {
+    for (int i = 0; i < npages; ++i) {
+      std::memcpy(dst, pages[i] + off[i], len[i]);
+      dst += len[i];
+    }
+    std::memcpy(dst, bounce, bounce_len);
+  }
+};
+
+long Pipe::take_locked(size_t count, bool fault, ReadPlan* plan, bool* wake_writer) noexcept {
+  long ret = 0;
+  size_t total = count;
+  while (!empty_locked()) {
+    Buf& b = slot_locked(tail_);
+    size_t chars = b.len;
+    if (chars > total) chars = total;
+    if (fault) {  // Linux: copy_page_to_iter fails
+      if (!ret) ret = -EFAULT;
+      break;
+    }
+    const bool whole = chars == b.len || (b.flags & kPacket);
+    if (plan->small || !whole) {
+      std::memcpy(plan->bounce + plan->bounce_len, b.page + b.offset, chars);  // our memory: cannot fault
+      plan->bounce_len += static_cast<uint32_t>(chars);
+    } else {
+      // The page leaves the ring with its data; copied out after unlocking.
+      plan->pages[plan->npages] = b.page;
+      plan->off[plan->npages] = b.offset;
+      plan->len[plan->npages++] = static_cast<uint32_t>(chars);
+      b.page = nullptr;
+    }
+    ret += static_cast<long>(chars);
+    b.offset += static_cast<uint32_t>(chars);
+    b.len -= static_cast<uint32_t>(chars);
+    if (b.flags & kPacket) {  // a packet: the rest of it is dropped
+      total = chars;
+      b.len = 0;
+    }
+    if (!b.len) {
+      *wake_writer |= full_locked();  // freed a slot of a full pipe
+      if (b.page) {
+        char* f = nullptr;
+        release_page_locked(b, &f);
+        if (f) plan->to_free[plan->nfree++] = f;
+      } else {
+        b.offset = b.len = 0;
+        b.flags = 0;
+      }
+      ++tail_;
+    }
+    total -= chars;
+    if (!total) break;
+  }
+  return ret;
+}
+
+void Pipe::recycle_pages(char** pages, int n) noexcept {
+  if (n == 0) return;
+  int first_free = 0;
+  mu_.lock();
+  if (!tmp_page_) {
+    tmp_page_ = pages[0];
+    first_free = 1;
+  }
+  mu_.unlock();
+  for (int i = first_free; i < n; ++i) core::raw_free(pages[i]);
+}
+
 PipeReader::PipeReader(Pipe* p, int status_flags) noexcept
     : core::File(core::FileKind::kPipeRead, status_flags), pipe_(p) {}
 
@@ -85,55 +177,35 @@ uint32_t PipeReader::poll(int) noexcept {
 
 ssize_t PipeReader::read(void* buf, size_t count) noexcept {
   if (count == 0) return 0;  // Linux: "Null read succeeds."
+  // A signal handler that interrupted its own thread inside uepoll: as an
+  // empty pipe (pipe.h); the thread may hold mu_ or our queue's lock.
+  if (core::thread_in_uepoll()) return -EAGAIN;
   Pipe& p = *pipe_;
   char* dst = static_cast<char*>(buf);
+  const bool fault = faulting_ptr(dst);
   bool wake_writer = false;
   bool still_data = false;
   int attempts = 0;
-  // Pages handed back by the successful attempt, freed after every lock is
-  // dropped (an attempt that returns -EAGAIN consumed nothing).
-  char* to_free[kPipeSlots];
-  int nfree = 0;
-  // Preconditions of the op: wq() held (block_on); takes mu_ (leaf).
+  Pipe::ReadPlan plan;
+  plan.small = count <= kPipePage;
+  // Preconditions of the op: wq() held (block_on); takes mu_ (leaf).  An
+  // attempt that returns -EAGAIN consumed nothing.
   const long r = core::block_on(wq(), nonblocking(), EPOLLIN | EPOLLRDNORM | EPOLLHUP, [&]() -> long {
     ++attempts;
-    long ret = 0;
-    size_t total = count;
+    plan.reset();
     p.mu_.lock();
-    while (!p.empty_locked()) {
-      Pipe::Buf& b = p.slot_locked(p.tail_);
-      size_t chars = b.len;
-      if (chars > total) chars = total;
-      if (faulting_ptr(dst)) {  // Linux: copy_page_to_iter fails
-        if (!ret) ret = -EFAULT;
-        break;
-      }
-      std::memcpy(dst + ret, b.page + b.offset, chars);
-      ret += static_cast<long>(chars);
-      b.offset += static_cast<uint32_t>(chars);
-      b.len -= static_cast<uint32_t>(chars);
-      if (b.flags & Pipe::kPacket) {  // a packet: the rest of it is dropped
-        total = chars;
-        b.len = 0;
-      }
-      if (!b.len) {
-        wake_writer |= p.full_locked();  // freed a slot of a full pipe
-        char* f = nullptr;
-        p.release_page_locked(b, &f);
-        if (f) to_free[nfree++] = f;
-        ++p.tail_;
-      }
-      total -= chars;
-      if (!total) break;
-    }
-    if (ret == 0 && p.empty_locked()) {
-      ret = p.writers_ ? -EAGAIN : 0;
-    }
+    long ret = p.take_locked(count, fault, &plan, &wake_writer);
+    if (ret == 0 && p.empty_locked()) ret = p.writers_ ? -EAGAIN : 0;
     still_data = !p.empty_locked();
     p.mu_.unlock();
     return ret;
   });
-  for (int i = 0; i < nfree; ++i) core::raw_free(to_free[i]);
+  if (r > 0) {
+    core::lockdep_assert_no_spin("a copy to user memory");
+    plan.copy_out(dst);
+  }
+  p.recycle_pages(plan.pages, plan.npages);
+  for (int i = 0; i < plan.nfree; ++i) core::raw_free(plan.to_free[i]);
   if (wake_writer) p.wake_writer(EPOLLOUT | EPOLLWRNORM);
   // Linux wake_next_reader: a reader that slept and left data behind.
   if (attempts > 1 && r > 0 && still_data) {
@@ -180,113 +252,232 @@ uint32_t PipeWriter::poll(int) noexcept {
   return mask;
 }
 
-ssize_t PipeWriter::write(const void* buf, size_t count) noexcept {
-  Pipe& p = *pipe_;
-  if (count == 0) return 0;            // "Null write succeeds."
-  const char* src = static_cast<const char*>(buf);
-  size_t left = count;
+// One write call: where it stands (Linux pipe_write's locals).
+struct PipeWriter::Call {
+  const char* src;
+  size_t left;
   long ret = 0;
+  bool packet;
+  bool nonblock;
   bool sigpipe = false;
-  bool wake_next_writer = false;
-  const bool packet = (status_flags() & O_DIRECT) != 0;
-  const bool nonblock = nonblocking();
-
-  p.mu_.lock();
   bool was_empty = false;
-  if (!p.readers_) {
-    sigpipe = true;
-    ret = -EPIPE;
-    goto out;
+  bool wake_next_writer = false;
+  char* spare = nullptr;  // a page of ours; holds src[0..staged) when staged
+  size_t staged = 0;
+  size_t bounce_len = 0;  // src[0..bounce_len) is in bounce (until src moves)
+  char bounce[kPipePage];
+
+  void advance(size_t n) noexcept {
+    ret += static_cast<long>(n);
+    src += n;
+    left -= n;
+    bounce_len = 0;
   }
-  if (faulting_ptr(src)) {  // Linux copies and fails with EFAULT; uepoll fails early
-    ret = -EFAULT;
-    goto out;
+};
+
+ssize_t PipeWriter::write(const void* buf, size_t count) noexcept {
+  if (count == 0) return 0;  // "Null write succeeds."
+  if (core::thread_in_uepoll()) return write_from_handler(buf, count);
+  return write_impl(buf, count, nonblocking());
+}
+
+bool Pipe::merge_locked(const char* data, size_t n) noexcept {
+  if (empty_locked()) return false;
+  Buf& b = slot_locked(head_ - 1);
+  const size_t offset = b.offset + b.len;
+  if (!(b.flags & kCanMerge) || offset + n > kPipePage) return false;
+  std::memcpy(b.page + offset, data, n);
+  b.len += static_cast<uint32_t>(n);
+  return true;
+}
+
+void Pipe::push_page_locked(char* page, size_t n, bool packet) noexcept {
+  Buf& b = slot_locked(head_);
+  ++head_;
+  b.page = page;
+  b.offset = 0;
+  b.len = static_cast<uint32_t>(n);
+  b.flags = packet ? kPacket : kCanMerge;
+}
+
+bool PipeWriter::fill_locked(Call& c) noexcept {
+  while (!pipe_->full_locked()) {
+    const size_t n = c.left < kPipePage ? c.left : kPipePage;
+    if (!c.spare) c.spare = pipe_->take_tmp_page_locked();
+    if (c.spare && c.staged != n && c.bounce_len == n) {
+      std::memcpy(c.spare, c.bounce, n);  // our own memory: cannot fault
+      c.staged = n;
+    }
+    if (c.spare && c.staged == n) {
+      pipe_->push_page_locked(c.spare, n, c.packet);
+      c.spare = nullptr;
+      c.staged = 0;
+      c.advance(n);
+      if (!c.left) return true;
+      continue;
+    }
+    // Stage the next page with the lock dropped: the allocation and the
+    // copy from user memory (lock_order.h: neither under a SpinLock).
+    pipe_->mu_.unlock();
+    if (!c.spare) c.spare = static_cast<char*>(core::raw_alloc(kPipePage));
+    if (c.spare) {
+      std::memcpy(c.spare, c.src, n);
+      c.staged = n;
+    }
+    pipe_->mu_.lock();
+    if (!c.spare) {
+      if (!c.ret) c.ret = -ENOMEM;
+      return true;
+    }
+    if (!pipe_->readers_) return false;  // the caller reports EPIPE
   }
-  // Merge the sub-page remainder into the last buffer if it fits (Linux:
-  // "That naturally merges small writes, but it also page-aligns the rest
-  // of the writes for large writes spanning multiple pages").
-  was_empty = p.empty_locked();
-  {
-    const size_t chars = left & (kPipePage - 1);
-    if (chars && !was_empty) {
-      Pipe::Buf& b = p.slot_locked(p.head_ - 1);
-      const size_t offset = b.offset + b.len;
-      if ((b.flags & Pipe::kCanMerge) && offset + chars <= kPipePage) {
-        std::memcpy(b.page + offset, src, chars);
-        b.len += static_cast<uint32_t>(chars);
-        ret += static_cast<long>(chars);
-        src += chars;
-        left -= chars;
-        if (!left) goto out;
-      }
-    }
-  }
-  for (;;) {
-    if (!p.readers_) {
-      sigpipe = true;
-      if (!ret) ret = -EPIPE;
-      break;
-    }
-    if (!p.full_locked()) {
-      char* page = p.tmp_page_;
-      if (!page) {
-        page = static_cast<char*>(core::raw_alloc(kPipePage));
-        if (!page) {
-          if (!ret) ret = -ENOMEM;
-          break;
-        }
-      }
-      p.tmp_page_ = nullptr;
-      Pipe::Buf& b = p.slot_locked(p.head_);
-      ++p.head_;
-      b.page = page;
-      b.offset = 0;
-      const size_t copied = left < kPipePage ? left : kPipePage;
-      std::memcpy(page, src, copied);
-      b.len = static_cast<uint32_t>(copied);
-      b.flags = packet ? Pipe::kPacket : Pipe::kCanMerge;
-      ret += static_cast<long>(copied);
-      src += copied;
-      left -= copied;
-      if (!left) break;
-    }
-    if (!p.full_locked()) continue;
-    if (nonblock) {
-      if (!ret) ret = -EAGAIN;
-      break;
-    }
-    // Wait for a free slot (Linux: wake readers if the pipe was empty, then
-    // wait_event_interruptible_exclusive(pipe->wr_wait, pipe_writable())).
-    p.mu_.unlock();
-    if (was_empty) p.wake_reader(EPOLLIN | EPOLLRDNORM);
-    const long w = core::block_on(wq(), false, EPOLLOUT | EPOLLWRNORM, [&]() -> long {
-      p.mu_.lock();
-      const bool writable = !p.full_locked() || !p.readers_;
-      p.mu_.unlock();
-      return writable ? 0 : -EAGAIN;
-    });
+  return false;
+}
+
+bool PipeWriter::wait_writable_locked(Call& c) noexcept {
+  // Wait for a free slot (Linux: wake readers if the pipe was empty, then
+  // wait_event_interruptible_exclusive(pipe->wr_wait, pipe_writable())).
+  pipe_->mu_.unlock();
+  if (c.was_empty) pipe_->wake_reader(EPOLLIN | EPOLLRDNORM);
+  const long w = core::block_on(wq(), false, EPOLLOUT | EPOLLWRNORM, [&]() -> long {
+    Pipe& p = *pipe_;
     p.mu_.lock();
-    if (w < 0) {  // a signal handler ran
-      if (!ret) ret = w;
-      break;
-    }
-    was_empty = p.empty_locked();
-    wake_next_writer = true;
+    const bool writable = !p.full_locked() || !p.readers_;
+    p.mu_.unlock();
+    return writable ? 0 : -EAGAIN;
+  });
+  pipe_->mu_.lock();
+  if (w < 0) {  // a signal handler ran
+    if (!c.ret) c.ret = w;
+    return false;
   }
-out:
-  if (p.full_locked()) wake_next_writer = false;
-  const bool wake_readers = ret != -EPIPE && ret != -EFAULT && (was_empty || p.poll_usage_);
-  p.mu_.unlock();
+  c.was_empty = pipe_->empty_locked();
+  c.wake_next_writer = true;
+  return true;
+}
+
+ssize_t PipeWriter::write_impl(const void* buf, size_t count, bool nonblock) noexcept {
+  Call c;
+  c.src = static_cast<const char*>(buf);
+  c.left = count;
+  c.packet = (status_flags() & O_DIRECT) != 0;
+  c.nonblock = nonblock;
+  const bool fault = faulting_ptr(c.src);  // Linux copies and fails with EFAULT; uepoll fails early
+  // The sub-page remainder a merge would take (Linux: "That naturally merges
+  // small writes..."), staged in our own memory before taking the lock.
+  const size_t chars = c.left & (kPipePage - 1);
+  if (!fault && chars) {
+    std::memcpy(c.bounce, c.src, chars);
+    c.bounce_len = chars;
+  }
+
+  pipe_->mu_.lock();
+  if (!pipe_->readers_) {
+    c.sigpipe = true;
+    c.ret = -EPIPE;
+  } else if (fault) {
+    c.ret = -EFAULT;
+  } else {
+    c.was_empty = pipe_->empty_locked();
+    if (chars && pipe_->merge_locked(c.bounce, chars)) c.advance(chars);
+    while (c.left) {
+      if (!pipe_->readers_) {
+        c.sigpipe = true;
+        if (!c.ret) c.ret = -EPIPE;
+        break;
+      }
+      if (fill_locked(c)) break;
+      if (!pipe_->readers_) continue;  // reported above
+      if (c.nonblock) {
+        if (!c.ret) c.ret = -EAGAIN;
+        break;
+      }
+      if (!wait_writable_locked(c)) break;
+    }
+  }
+  if (pipe_->full_locked()) c.wake_next_writer = false;
+  const bool wake_readers = c.ret != -EPIPE && c.ret != -EFAULT && (c.was_empty || pipe_->poll_usage_);
+  if (c.spare && !pipe_->tmp_page_) {
+    pipe_->tmp_page_ = c.spare;
+    c.spare = nullptr;
+  }
+  pipe_->mu_.unlock();
+  if (c.spare) core::raw_free(c.spare);
   // Linux: "Epoll nonsensically wants a wakeup whether the pipe was already
   // empty or not." (every write, even one that returns EAGAIN).
-  if (wake_readers) p.wake_reader(EPOLLIN | EPOLLRDNORM);
-  if (wake_next_writer) {
+  if (wake_readers) pipe_->wake_reader(EPOLLIN | EPOLLRDNORM);
+  if (c.wake_next_writer) {
     wq().lock();
     wq().wake_locked(EPOLLOUT | EPOLLWRNORM);
     wq().unlock();
   }
-  if (sigpipe) raise_sigpipe();
+  if (c.sigpipe) raise_sigpipe();
+  return c.ret;
+}
+
+namespace {
+// The handler's copy of its data (a signal stack may be too small for a
+// page); handlers that call uepoll do not nest (core/deferred.h).
+thread_local char tls_handler_bounce[kPipePage];
+}  // namespace
+
+ssize_t PipeWriter::write_from_handler(const void* buf, size_t count) noexcept {
+  Pipe& p = *pipe_;
+  if (count > kPipePage) return -EAGAIN;  // PIPE_BUF: larger writes cannot be atomic here
+  if (faulting_ptr(buf)) return -EFAULT;
+  if (p.mu_.held_by_me()) {
+    // The interrupted code is inside this pipe: queue the whole write.
+    get();  // the entry's reference
+    if (!core::defer_to_release(&PipeWriter::deferred_write, this, 0, buf, static_cast<uint32_t>(count))) {
+      put();  // not the last: the caller's descriptor lookup holds one
+      return -EAGAIN;
+    }
+    return static_cast<ssize_t>(count);
+  }
+  // Our thread does not hold mu_; whoever does takes nothing under it and
+  // releases it.  The wakeup is queued: the thread may hold the reader's
+  // queue lock.
+  core::File* rd = nullptr;
+  {
+    core::reclaim::ReadGuard g;
+    rd = p.rd_.load(std::memory_order_acquire);
+    if (rd && !rd->tryget()) rd = nullptr;
+  }
+  if (rd && !core::defer_has_room(&core::deferred_wake, rd, EPOLLIN | EPOLLRDNORM, 0)) {
+    core::put_in_handler(rd);
+    return -EAGAIN;
+  }
+  std::memcpy(tls_handler_bounce, buf, count);
+  long ret;
+  bool wake = false;
+  {
+    core::SignalFrame frame;
+    p.mu_.lock();
+    const bool was_empty = p.empty_locked();
+    if (!p.readers_) {
+      ret = -EPIPE;
+    } else if (p.merge_locked(tls_handler_bounce, count)) {
+      ret = static_cast<long>(count);
+    } else if (!p.full_locked() && p.tmp_page_) {
+      char* page = p.take_tmp_page_locked();
+      std::memcpy(page, tls_handler_bounce, count);
+      p.push_page_locked(page, count, (status_flags() & O_DIRECT) != 0);
+      ret = static_cast<long>(count);
+    } else {
+      ret = -EAGAIN;  // no room, or a page would have to be allocated
+    }
+    wake = ret != -EPIPE && (was_empty || p.poll_usage_);  // as write_impl
+    p.mu_.unlock();
+  }
+  if (rd && (!wake || !core::defer_to_release(&core::deferred_wake, rd, EPOLLIN | EPOLLRDNORM, nullptr, 0)))
+    core::put_in_handler(rd);
+  if (ret == -EPIPE) raise_sigpipe();
   return ret;
+}
+
+void PipeWriter::deferred_write(core::File* f, uint32_t, const char* data, uint32_t len) noexcept {
+  // At the interrupted code's last release; the result has been reported.
+  (void)static_cast<PipeWriter*>(f)->write_impl(data, len, true);
 }
 
 void PipeWriter::on_release() noexcept {
@@ -310,6 +501,15 @@ void PipeWriter::on_release() noexcept {
 int make_pipe(int flags, int out[2]) noexcept {
   auto* p = core::create<Pipe>();
   if (!p) return -ENOMEM;
+  // The cached page an empty pipe always holds (pipe.h, signal handlers).
+  char* page = static_cast<char*>(core::raw_alloc(kPipePage));
+  if (!page) {
+    core::destroy(p);
+    return -ENOMEM;
+  }
+  p->mu_.lock();
+  p->tmp_page_ = page;
+  p->mu_.unlock();
   auto* r = core::create<PipeReader>(p, O_RDONLY | (flags & O_NONBLOCK));
   if (!r) {
     core::destroy(p);

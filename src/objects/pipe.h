@@ -12,10 +12,15 @@
 // write/read cycle allocates nothing.
 //
 // Locks.  Pipe::mu_ (a SpinLock, Linux's pipe->mutex) guards every field of
-// the ring.  It is a leaf: nothing is taken while it is held, and it may be
-// taken with at most one wait-queue lock (level 6) held (block_on's op), so
-// in core/lock_order.h terms it sits between 6 and 7 and is never held
-// across a wake.  Wakeups are issued after mu_ is released, each under the
+// the ring.  It is a leaf (level 8 of core/lock_order.h): nothing is taken
+// while it is held, and it may be taken with at most one wait-queue lock
+// (level 6) held (block_on's op); it is never held across a wake.  Neither
+// user memory nor the allocator is touched under it: a write stages its
+// data outside the lock (a small write in a stack buffer, each page-sized
+// chunk in a page of its own, allocated outside the lock) and links or
+// merges it under the lock; a read of at most a page copies into a stack
+// buffer under the lock, a larger read takes whole pages out of the ring
+// under the lock and copies them to the caller after.  Wakeups are issued after mu_ is released, each under the
 // target end's own wq lock (wake_locked), as Linux wakes after
 // mutex_unlock().  A peer end is reached through an atomic pointer cleared
 // by its on_release(); wakers read it inside a reclaim::ReadGuard, so the
@@ -32,6 +37,22 @@
 //     a blocking writer that slept wakes the next writer if not full;
 //   * closing an end while the other is open wakes both queues with key 0
 //     (wake_up_interruptible_all).
+//
+// Signal handlers (core/deferred.h).  A uep_write of at most PIPE_BUF bytes
+// from a handler that interrupted its own thread inside uepoll never waits
+// for a lock that thread holds: if the thread holds this pipe's mu_ (seen
+// through the lock's owner), the write is queued, returns count, and is
+// performed as a non-blocking write when the interrupted code releases its
+// last uepoll lock (if the pipe is then full, or has no reader, the bytes
+// are dropped: a full pipe already carries a wakeup); otherwise it is made
+// at once, non-blocking and without allocating (-EAGAIN when there is no
+// room or no cached page), and only its wakeup is queued.  Larger writes
+// give -EAGAIN.  A uep_read from such a handler gives -EAGAIN (as an empty
+// pipe; nothing is consumed).  An empty pipe holds one cached page
+// (allocated with the pipe; a read that empties the pipe caches one), so a
+// handler's write into it does not allocate; the exception is the moment a
+// larger write holds that page while it copies into it outside mu_, and
+// then that write's own data is about to make the pipe readable.
 //
 // Status flags: reader O_RDONLY|O_NONBLOCK?, writer O_WRONLY|O_NONBLOCK?
 // |O_DIRECT? (create_pipe_files).  O_DIRECT makes the writer packetized.
@@ -73,10 +94,25 @@ class Pipe {
   };
 
   // Preconditions: mu_ held.
-  bool empty_locked() const noexcept { return head_ == tail_; }
-  bool full_locked() const noexcept { return head_ - tail_ >= kPipeSlots; }
-  Buf& slot_locked(unsigned i) noexcept { return bufs_[i & (kPipeSlots - 1)]; }
-  void release_page_locked(Buf& b, char** to_free) noexcept;
+  bool empty_locked() const noexcept UEP_REQUIRES(mu_) { return head_ == tail_; }
+  bool full_locked() const noexcept UEP_REQUIRES(mu_) { return head_ - tail_ >= kPipeSlots; }
+  Buf& slot_locked(unsigned i) noexcept UEP_REQUIRES(mu_) { return bufs_[i & (kPipeSlots - 1)]; }
+  void release_page_locked(Buf& b, char** to_free) noexcept UEP_REQUIRES(mu_);
+  // Appends n bytes of our own memory to the last buffer if it may merge
+  // them (Linux: the sub-page remainder of a write).
+  bool merge_locked(const char* data, size_t n) noexcept UEP_REQUIRES(mu_);
+  // Links `page` (n bytes of data) as a new buffer.  Preconditions: not full.
+  void push_page_locked(char* page, size_t n, bool packet) noexcept UEP_REQUIRES(mu_);
+  char* take_tmp_page_locked() noexcept UEP_REQUIRES(mu_) {
+    char* page = tmp_page_;
+    tmp_page_ = nullptr;
+    return page;
+  }
+  struct ReadPlan;
+  // Consumes up to count bytes into plan (Linux pipe_read's loop).
+  long take_locked(size_t count, bool fault, ReadPlan* plan, bool* wake_writer) noexcept UEP_REQUIRES(mu_);
+  // Caches one of the pages a read took out of the ring, frees the others.
+  void recycle_pages(char** pages, int n) noexcept UEP_EXCLUDES(mu_);
 
   // Drops one end's reference to the ring; the last frees it.
   void put() noexcept;
@@ -84,14 +120,14 @@ class Pipe {
   void wake_reader(uint32_t key, int nr_exclusive = 1) noexcept;
   void wake_writer(uint32_t key, int nr_exclusive = 1) noexcept;
 
-  core::SpinLock mu_;
-  Buf bufs_[kPipeSlots];      // guarded by mu_
-  unsigned head_ = 0;         // guarded by mu_
-  unsigned tail_ = 0;         // guarded by mu_
-  char* tmp_page_ = nullptr;  // guarded by mu_: one cached page
-  int readers_ = 1;           // guarded by mu_
-  int writers_ = 1;           // guarded by mu_
-  bool poll_usage_ = false;   // guarded by mu_
+  core::SpinLock mu_{core::lock_class::kPipe};  // leaf (8)
+  Buf bufs_[kPipeSlots] UEP_GUARDED_BY(mu_);
+  unsigned head_ UEP_GUARDED_BY(mu_) = 0;
+  unsigned tail_ UEP_GUARDED_BY(mu_) = 0;
+  char* tmp_page_ UEP_GUARDED_BY(mu_) = nullptr;  // one cached page
+  int readers_ UEP_GUARDED_BY(mu_) = 1;
+  int writers_ UEP_GUARDED_BY(mu_) = 1;
+  bool poll_usage_ UEP_GUARDED_BY(mu_) = false;
   std::atomic<int> refs_{2};  // one per end; acq_rel on the last put
   // The two ends; each cleared by that end's on_release().  Read inside a
   // reclaim::ReadGuard (acquire pairs with the release store of creation).
@@ -129,6 +165,17 @@ class PipeWriter final : public core::File {
   void on_release() noexcept override;
 
  private:
+  struct Call;
+  // The write proper; buf may be user memory (staged outside mu_).
+  ssize_t write_impl(const void* buf, size_t count, bool nonblock) noexcept;
+  // Preconditions: p.mu_ held.  Fills pages until done, full or failed.
+  bool fill_locked(Call& c) noexcept UEP_REQUIRES(pipe_->mu_);
+  // Preconditions: p.mu_ held; drops and retakes it around the sleep.
+  bool wait_writable_locked(Call& c) noexcept UEP_REQUIRES(pipe_->mu_);
+  // A write from a signal handler that interrupted its own thread in uepoll.
+  ssize_t write_from_handler(const void* buf, size_t count) noexcept;
+  static void deferred_write(core::File* f, uint32_t, const char* data, uint32_t len) noexcept;
+
   Pipe* const pipe_;
 };
 

@@ -1,11 +1,13 @@
 // socketpair.cpp - UnixConn and UnixSocket (see socketpair.h).  Mirrors
-// Linux net/unix/af_unix.c for SOCK_STREAM pairs.  Locks: UnixConn::mu_
-// (leaf), each socket's wq() (6) through core::block_on and for wakeups;
-// never a wake with mu_ held, never two wq locks at once.
+// Linux net/unix/af_unix.c for SOCK_STREAM pairs.  Locks: a socket's
+// iolock_ (5.5, readers), UnixConn::mu_ (leaf, 8), each socket's wq() (6)
+// through core::block_on and for wakeups; never a wake, an allocation or a
+// copy of user memory with mu_ held, never two wq locks at once.
 #include "objects/socketpair.h"
 
 #include "core/alloc.h"
 #include "core/block.h"
+#include "core/lockdep.h"
 #include "core/reclaim.h"
 #include "fd/table.h"
 #include "objects/pipe.h"  // raise_sigpipe
@@ -103,57 +105,115 @@ uint32_t UnixSocket::poll(int) noexcept {
   return mask;
 }
 
+// What a read consumed under mu_, copied to the caller after dropping it:
+// the skbs it finished (taken off the queue, ours), then the part of the
+// skb it stopped in (still queued; iolock_ keeps other readers off it, and
+// nothing else frees or changes a queued skb's data).
+struct UnixSocket::ReadPlan {
+  UnixConn::Skb* done_head = nullptr;  // in queue order
+  UnixConn::Skb* done_tail = nullptr;
+  uint32_t first_start = 0;  // unread offset of the first finished skb
+  UnixConn::Skb* part = nullptr;
+  uint32_t part_start = 0;
+  uint32_t part_len = 0;
+
+  void copy_out(char* dst) const noexcept {
+    uint32_t start = first_start;
+    for (UnixConn::Skb* k = done_head; k; k = k->next) {
+      std::memcpy(dst, k->data + start, k->len - start);
+      dst += k->len - start;
+      start = 0;
+    }
+    if (part) std::memcpy(dst, part->data + part_start, part_len);
+  }
+};
+
+long UnixSocket::take(size_t count, bool fault, ReadPlan* plan, int* write_space_wakes) noexcept {
+  UnixConn& c = *conn_;
+  long copied = 0;
+  c.mu_.lock();
+  UnixConn::Side& s = c.side_[me_];
+  UnixConn::Side& w = c.side_[1 - me_];  // the writer of our queue
+  while (UnixConn::Skb* skb = s.head) {
+    size_t chunk = skb->len - skb->consumed;
+    if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
+    if (fault) {  // skb_copy_datagram_msg fails
+      if (!copied) copied = -EFAULT;
+      break;
+    }
+    const uint32_t start = skb->consumed;
+    copied += static_cast<long>(chunk);
+    skb->consumed += static_cast<uint32_t>(chunk);
+    if (skb->consumed < skb->len) {
+      plan->part = skb;
+      plan->part_start = start;
+      plan->part_len = static_cast<uint32_t>(chunk);
+      break;
+    }
+    s.head = skb->next;
+    if (!s.head) s.tail = nullptr;
+    // consume_skb -> sock_wfree -> unix_write_space on the writer.
+    w.wmem -= skb->truesize;
+    if (!w.dead && writable_after_free(w.wmem)) ++*write_space_wakes;
+    skb->next = nullptr;
+    if (plan->done_tail) {
+      plan->done_tail->next = skb;
+    } else {
+      plan->done_head = skb;
+      plan->first_start = start;
+    }
+    plan->done_tail = skb;
+    if (static_cast<size_t>(copied) == count) break;
+  }
+  if (copied) {
+    c.mu_.unlock();
+    return copied;
+  }
+  // "POSIX 1003.1g mandates this order": error, then shutdown.
+  if (s.err) {
+    const int e = s.err;
+    s.err = 0;  // sock_error() consumes it
+    c.mu_.unlock();
+    return -e;
+  }
+  const bool rcv_shut = (s.shutdown & UnixConn::kRcvShutdown) != 0;
+  c.mu_.unlock();
+  return rcv_shut ? 0 : -EAGAIN;
+}
+
 ssize_t UnixSocket::read(void* buf, size_t count) noexcept {
   if (count == 0) return 0;  // sock_read_iter: "Match SYS5 behaviour"
   UnixConn& c = *conn_;
   char* dst = static_cast<char*>(buf);
-  const int peer = 1 - me_;
-  UnixConn::Skb* freed = nullptr;
-  int write_space_wakes = 0;
-  // Preconditions of the op: wq() held (block_on); takes mu_ (leaf).
-  const long r = core::block_on(wq(), nonblocking(), EPOLLIN | EPOLLRDNORM, [&]() -> long {
-    long copied = 0;
-    c.mu_.lock();
-    UnixConn::Side& s = c.side_[me_];
-    UnixConn::Side& w = c.side_[peer];  // the writer of our queue
-    while (UnixConn::Skb* skb = s.head) {
-      size_t chunk = skb->len - skb->consumed;
-      if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
-      if (faulting_ptr(dst)) {  // skb_copy_datagram_msg fails
-        if (!copied) copied = -EFAULT;
-        break;
+  const bool fault = faulting_ptr(dst);
+  for (;;) {
+    ReadPlan plan;
+    int write_space_wakes = 0;
+    long r;
+    {
+      // Linux u->iolock: one reader at a time, held across the copy (which
+      // runs with no SpinLock held), never while sleeping.
+      core::MutexLock io(iolock_);
+      r = take(count, fault, &plan, &write_space_wakes);
+      if (r > 0) {
+        core::lockdep_assert_no_spin("a copy to user memory");
+        plan.copy_out(dst);
       }
-      std::memcpy(dst + copied, skb->data + skb->consumed, chunk);
-      copied += static_cast<long>(chunk);
-      skb->consumed += static_cast<uint32_t>(chunk);
-      if (skb->consumed < skb->len) break;
-      s.head = skb->next;
-      if (!s.head) s.tail = nullptr;
-      // consume_skb -> sock_wfree -> unix_write_space on the writer.
-      w.wmem -= skb->truesize;
-      if (!w.dead && writable_after_free(w.wmem)) ++write_space_wakes;
-      skb->next = freed;
-      freed = skb;
-      if (static_cast<size_t>(copied) == count) break;
     }
-    if (copied) {
+    for (int i = 0; i < write_space_wakes; ++i) c.wake(1 - me_, kWriteSpace);
+    UnixConn::free_list(plan.done_head);
+    if (r != -EAGAIN || nonblocking()) return r;
+    // Sleep until there is something to take (data, an error, shutdown);
+    // the next round takes it, or sleeps again if another reader was first.
+    const long w = core::block_on(wq(), false, EPOLLIN | EPOLLRDNORM, [&]() -> long {
+      c.mu_.lock();
+      const UnixConn::Side& s = c.side_[me_];
+      const bool ready = s.head || s.err || (s.shutdown & UnixConn::kRcvShutdown);
       c.mu_.unlock();
-      return copied;
-    }
-    // "POSIX 1003.1g mandates this order": error, then shutdown.
-    if (s.err) {
-      const int e = s.err;
-      s.err = 0;  // sock_error() consumes it
-      c.mu_.unlock();
-      return -e;
-    }
-    const bool rcv_shut = (s.shutdown & UnixConn::kRcvShutdown) != 0;
-    c.mu_.unlock();
-    return rcv_shut ? 0 : -EAGAIN;
-  });
-  for (int i = 0; i < write_space_wakes; ++i) c.wake(peer, kWriteSpace);
-  UnixConn::free_list(freed);
-  return r;
+      return ready ? 0 : -EAGAIN;
+    });
+    if (w < 0) return w;
+  }
 }
 
 ssize_t UnixSocket::write(const void* buf, size_t count) noexcept {

@@ -34,6 +34,7 @@
 #pragma once
 
 #include "core/file.h"
+#include "core/mutex.h"
 #include "core/spinlock.h"
 
 #include <atomic>
@@ -82,8 +83,8 @@ class UnixConn {
   void wake(int i, uint32_t key, int nr_exclusive = 1) noexcept;
   static void free_list(Skb* s) noexcept;
 
-  core::SpinLock mu_;          // leaf; guards side_
-  Side side_[2];               // guarded by mu_
+  core::SpinLock mu_{core::lock_class::kUnixConn};  // leaf (8); guards side_
+  Side side_[2] UEP_GUARDED_BY(mu_);
   std::atomic<int> refs_{2};   // one per socket
   std::atomic<core::File*> file_[2] = {nullptr, nullptr};  // cleared on release
 };
@@ -108,8 +109,14 @@ class UnixSocket final : public core::File {
   void on_release() noexcept override;
 
  private:
+  struct ReadPlan;
+  // Consumes up to count bytes of our queue into plan under mu_; returns
+  // the count, -EFAULT, a pending error, 0 after RCV_SHUTDOWN, or -EAGAIN.
+  long take(size_t count, bool fault, ReadPlan* plan, int* write_space_wakes) noexcept;
+
   UnixConn* const conn_;
   const int me_;  // 0 or 1; the peer is 1 - me_
+  core::Mutex iolock_{core::lock_class::kUnixIolock};  // Linux u->iolock: readers, one at a time
 };
 
 // Creates a connected pair and installs both.  status_flags: O_RDWR plus

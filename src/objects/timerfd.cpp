@@ -1,12 +1,13 @@
 // timerfd.cpp - TimerFd and the timer service thread (see timerfd.h).
-// Locks: the service registry mutex (above level 6, below nothing a caller
-// holds), TimerFd wq() (6).  No kernel call under a wq lock; no lock held
+// Locks: the service registry mutex (level 0.5 of core/lock_order.h: taken
+// with no uepoll lock held), TimerFd wq() (6) under it.  No kernel call under a wq lock; no lock held
 // in epoll_wait.
 #include "objects/timerfd.h"
 
 #include "core/alloc.h"
 #include "core/block.h"
 #include "core/fork.h"
+#include "core/mutex.h"
 #include "fd/table.h"
 #include "objects/user_ptr.h"
 
@@ -16,7 +17,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
-#include <mutex>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
@@ -79,7 +79,7 @@ class TimerService {
 
   // Registers t under its kernel fd; starts the thread on first use.
   int add(int kfd, TimerFd* t) noexcept {
-    std::lock_guard<std::mutex> l(mu_);
+    core::MutexLock l(mu_);
     if (int err = start_locked(); err < 0) return err;
     if (kfd >= cap_) {
       int ncap = cap_ ? cap_ : 64;
@@ -100,7 +100,7 @@ class TimerService {
   }
 
   void remove(int kfd) noexcept {
-    std::lock_guard<std::mutex> l(mu_);
+    core::MutexLock l(mu_);
     if (epfd_ >= 0) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, kfd, nullptr);
     if (kfd < cap_) table_[kfd] = nullptr;
   }
@@ -109,7 +109,7 @@ class TimerService {
   TimerService() = default;
 
   // Preconditions: mu_ held.
-  int start_locked() noexcept {
+  int start_locked() noexcept UEP_REQUIRES(mu_) {
     if (started_) return 0;
     if (epfd_ < 0) {
       epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
@@ -139,7 +139,7 @@ class TimerService {
       // No lock held while waiting.
       const int n = ::epoll_wait(epfd_, evs, 64, -1);
       if (n <= 0) continue;  // EINTR cannot happen (signals blocked); be safe
-      std::lock_guard<std::mutex> l(mu_);
+      core::MutexLock l(mu_);
       for (int i = 0; i < n; ++i) {
         const int kfd = evs[i].data.fd;
         // A stale event for a closed timer finds nullptr, or (if the kernel
@@ -149,11 +149,12 @@ class TimerService {
     }
   }
 
-  std::mutex mu_;               // guards everything below
-  int epfd_ = -1;               // kernel epoll of all kernel timerfds
-  bool started_ = false;
-  TimerFd** table_ = nullptr;   // kernel fd -> TimerFd (registered ones)
-  int cap_ = 0;
+  // Level 0.5 of core/lock_order.h: taken with no uepoll lock held.
+  core::Mutex mu_{core::lock_class::kTimerRegistry};  // guards everything below
+  int epfd_ = -1;               // kernel epoll of all kernel timerfds (set once under mu_)
+  bool started_ UEP_GUARDED_BY(mu_) = false;
+  TimerFd** table_ UEP_GUARDED_BY(mu_) = nullptr;  // kernel fd -> TimerFd (registered ones)
+  int cap_ UEP_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
