@@ -80,7 +80,8 @@ int uepoll::capi::ctl_on(uepoll::core::File* ep, int op, int fd, const struct ep
     // A kernel file: the kernel answers for it (EBADF, EPERM, EPOLLEXCLUSIVE
     // misuse, EEXIST, ENOENT, ELOOP, ...) in Linux's order.
     if (fd < 0) return -EBADF;
-    struct epoll_event* evp = has_event ? &ev : nullptr;
+    struct epoll_event copy = ev;  // the kernel call takes a non-const pointer
+    struct epoll_event* evp = has_event ? &copy : nullptr;
     if (!ep->is_epoll()) return uepoll::epoll::KernelWatch::refuse(op, fd, evp);
     return uepoll::epoll::KernelWatch::ctl(static_cast<Instance*>(ep), op, fd, evp);
   }

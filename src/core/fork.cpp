@@ -26,15 +26,15 @@ void prepare() {
   fork_gate_prepare();
   objects::timers_fork_prepare();
   fd::table_fork_prepare();
+  epoll::item_cache_fork_prepare();  // the leaves in lock_order.h's order (9.0-9.3)
   reclaim::fork_prepare();
-  epoll::item_cache_fork_prepare();
   waiters_fork_prepare();
 }
 
 void parent() {
   waiters_fork_parent();
-  epoll::item_cache_fork_parent();
   reclaim::fork_parent();
+  epoll::item_cache_fork_parent();
   fd::table_fork_parent();
   objects::timers_fork_parent();
   fork_gate_parent();
@@ -43,8 +43,8 @@ void parent() {
 void child() {
   fork_gate_child();
   waiters_fork_child();
-  epoll::item_cache_fork_child();
   reclaim::fork_child();
+  epoll::item_cache_fork_child();
   fd::table_fork_child();
   objects::timers_fork_child();  // last: starts a thread
 }

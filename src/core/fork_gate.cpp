@@ -17,6 +17,8 @@
 // parent/child so that no thread registers while the gate is closed).
 #include "core/fork_gate.h"
 
+#include "core/thread_exit.h"
+
 #include "core/backoff.h"
 #include "core/lock_state.h"
 
@@ -35,48 +37,20 @@ std::atomic<bool> g_fork_gate_closed{false};
 
 namespace {
 
-struct Record {
-  ThreadLockState* state;  // nullptr: free for reuse; guarded by g_registry
-  Record* next;            // immutable once linked
-};
-
+// The registered threads' states, linked through their own
+// ThreadLockState::next_registered (no allocation: a thread's first lock
+// cannot fail for want of memory).  A state lives in its thread's TLS, so
+// it is unlinked before the thread's TLS goes: fork_gate_thread_exit() runs
+// last among the thread-exit hooks (core/thread_exit.h).
 pthread_mutex_t g_registry = PTHREAD_MUTEX_INITIALIZER;
-Record* g_records = nullptr;                 // guarded by g_registry
+ThreadLockState* g_registered = nullptr;              // guarded by g_registry
 std::atomic<ThreadLockState*> g_gate_owner{nullptr};  // the preparing thread
 
-void add_record_locked(ThreadLockState* t) {
-  for (Record* r = g_records; r; r = r->next) {
-    if (!r->state) {
-      r->state = t;
-      return;
-    }
-  }
-  // Plain malloc: this is the thread's first uepoll lock ever (documented:
-  // a thread makes one ordinary uepoll call before its signal handlers may).
-  auto* r = static_cast<Record*>(std::malloc(sizeof(Record)));
-  if (!r) std::abort();  // cannot run unregistered; a few bytes, once per thread
-  r->state = t;
-  r->next = g_records;
-  g_records = r;
-}
-
-struct Unregister {
-  ~Unregister() {
-    ThreadLockState* t = &tls_lock_state;
-    if (!t->registered) return;
-    pthread_mutex_lock(&g_registry);
-    for (Record* r = g_records; r; r = r->next)
-      if (r->state == t) r->state = nullptr;
-    t->registered = false;
-    pthread_mutex_unlock(&g_registry);
-  }
-};
-thread_local Unregister tls_unregister;
-
 void register_thread(ThreadLockState& t) {
-  (void)&tls_unregister;  // its destructor unregisters at thread exit
+  thread_exit_arm();  // fork_gate_thread_exit() unlinks it at thread exit
   pthread_mutex_lock(&g_registry);
-  add_record_locked(&t);
+  t.next_registered = g_registered;
+  g_registered = &t;
   t.registered = true;
   pthread_mutex_unlock(&g_registry);
 }
@@ -136,9 +110,8 @@ void fork_gate_prepare() noexcept {
   g_gate_owner.store(&me, std::memory_order_relaxed);
   g_fork_gate_closed.store(true, std::memory_order_seq_cst);
   heavy_barrier();
-  for (Record* r = g_records; r; r = r->next) {
-    ThreadLockState* s = r->state;
-    if (!s || s == &me) continue;  // the caller's own locks are ignored
+  for (ThreadLockState* s = g_registered; s; s = s->next_registered) {
+    if (s == &me) continue;  // the caller's own locks are ignored
     Backoff b;
     while (s->held.load(std::memory_order_acquire) != 0) b.pause();
   }
@@ -153,11 +126,25 @@ void fork_gate_parent() noexcept {
 void fork_gate_child() noexcept {
   // Only the forking thread exists here: forget the others.
   ThreadLockState* me = &tls_lock_state;
-  for (Record* r = g_records; r; r = r->next)
-    if (r->state != me) r->state = nullptr;
+  g_registered = me->registered ? me : nullptr;
+  me->next_registered = nullptr;
   g_gate_owner.store(nullptr, std::memory_order_relaxed);
   g_fork_gate_closed.store(false, std::memory_order_relaxed);
   pthread_mutex_init(&g_registry, nullptr);
+}
+
+void fork_gate_thread_exit() noexcept {
+  ThreadLockState& t = tls_lock_state;
+  if (!t.registered) return;
+  pthread_mutex_lock(&g_registry);
+  for (ThreadLockState** p = &g_registered; *p; p = &(*p)->next_registered) {
+    if (*p == &t) {
+      *p = t.next_registered;
+      break;
+    }
+  }
+  t.registered = false;
+  pthread_mutex_unlock(&g_registry);
 }
 
 }  // namespace uepoll::core

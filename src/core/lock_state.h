@@ -29,6 +29,7 @@ struct ThreadLockState {
   int kicks = 0;              // kicks deferred while spin > 0 (core/waiter.cpp)
   int deferred = 0;           // handler work queued (core/deferred.cpp)
   bool registered = false;    // known to the fork gate
+  ThreadLockState* next_registered = nullptr;  // the gate's list (fork_gate.cpp)
 };
 // initial-exec: a fixed offset from the thread pointer even in the shared
 // library (no __tls_get_addr on every lock, and none that could allocate

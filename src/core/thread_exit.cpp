@@ -19,7 +19,8 @@ void run_hooks(void*) {
   epoll::item_cache_thread_exit();
   epoll::watches_thread_exit();
   waiter_thread_exit();
-  reclaim::thread_exit();  // last: the others may still have retired objects
+  reclaim::thread_exit();  // after those: they may still have retired objects
+  fork_gate_thread_exit();  // last: the hooks above take uepoll locks
 }
 
 void make_key() { g_key_ok = pthread_key_create(&g_key, &run_hooks) == 0; }

@@ -24,6 +24,7 @@ void thread_exit_arm() noexcept;
 
 // The hooks, each defined in the module that owns the state.
 void waiter_thread_exit() noexcept;  // core/waiter.cpp: the waiter back to the pool
+void fork_gate_thread_exit() noexcept;  // core/fork_gate.cpp: off the gate's list (runs last)
 namespace reclaim {
 void thread_exit() noexcept;  // core/reclaim.cpp: the record released
 }

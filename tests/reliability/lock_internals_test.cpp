@@ -9,7 +9,6 @@
 
 #include "core/alloc.h"
 #include "core/file.h"
-#include "core/fork_gate.h"
 #include "core/lock_order.h"
 #include "core/lock_state.h"
 #include "core/mutex.h"
@@ -258,8 +257,8 @@ TEST(SignalUnderLock, CloseWhileALockIsHeld) {
 // ---- the fork gate ---------------------------------------------------------------
 
 // Threads hammer ctl, write and wait on shared objects while the main thread
-// forks again and again (calling the gate around fork() itself, as the
-// atfork handlers do).  Each child must take lock-using paths (a write, a
+// forks again and again (the atfork handlers of core/fork.cpp run the gate
+// around each fork()).  Each child must take lock-using paths (a write, a
 // ctl, a wait on the inherited objects) and exit 0 in time: a lock copied
 // while held would hang it.
 TEST(ForkGate, ForkWhileOtherThreadsTakeLocks) {
@@ -292,10 +291,8 @@ TEST(ForkGate, ForkWhileOtherThreadsTakeLocks) {
   }
   const int kForks = 40;
   for (int i = 0; i < kForks; ++i) {
-    core::fork_gate_prepare();
     const pid_t pid = fork();
     if (pid == 0) {
-      core::fork_gate_child();
       alarm(10);  // a hang in the child kills it: the parent sees a signal
       const uint64_t one = 1;
       epoll_event out[4];
@@ -310,7 +307,6 @@ TEST(ForkGate, ForkWhileOtherThreadsTakeLocks) {
       ok &= e2 >= 0 && uep_close(e2) == 0;
       _exit(ok ? 0 : 1);
     }
-    core::fork_gate_parent();
     ASSERT_GT(pid, 0);
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);

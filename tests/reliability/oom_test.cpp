@@ -10,6 +10,7 @@
 // descriptor's poll() readiness).  The loop ends at the first k that the call
 // completes without reaching.  Each call must have been failed at least once
 // if it allocates at all (the counts are printed).
+#include <uepoll/testing.h>
 #include <uepoll/tuning.h>
 #include <uepoll/uepoll.h>
 
