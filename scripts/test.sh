@@ -55,7 +55,7 @@ for a in "$@"; do
   case "$a" in
     normal|asan|tsan|fuzz|install|release|clang|aarch64) stages+=("$a") ;;
     all) stages+=("${all_stages[@]}") ;;
-    -h|--help) sed -n '2,46p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
     *) echo "test.sh: unknown stage '$a' (stages: ${all_stages[*]})" >&2; exit 2 ;;
   esac
 done
