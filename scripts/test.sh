@@ -34,6 +34,9 @@
 #                            ... relative to the repository root (or absolute)
 #   UEPOLL_TEST_TIMEOUT=900  per-test timeout (s) for tests that set none
 #   UEPOLL_SKIP_SETUP=1      do not run scripts/setup.sh
+#   UEPOLL_CCACHE=1          compile through ccache when it is installed
+#                            (CCACHE_BASEDIR = the repository root, so
+#                            fresh clones share the cache); 0 = never
 #   UEPOLL_QEMU_TESTS=REGEX  ctest -L regex for the aarch64 stage's qemu run
 #                            (default "unit|c_api|packaging|example")
 # Usage: scripts/test.sh [normal] [asan] [tsan] [fuzz] [install] [release]
@@ -60,6 +63,11 @@ for a in "$@"; do
   esac
 done
 ((${#stages[@]})) || stages=("${all_stages[@]}")
+
+if [[ "${UEPOLL_CCACHE:-1}" != 0 ]] && command -v ccache >/dev/null; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR="$ROOT"
+fi
 
 banner() { printf '\n===== %s =====\n' "$*"; }
 run() { printf '+ %s\n' "$*"; "$@"; }

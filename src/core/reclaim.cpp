@@ -140,17 +140,18 @@ ThreadRecord* self() {
 // the record free for another thread.
 void thread_exit() noexcept { tls_record.release(); }
 
-// The fork hooks (core/fork.h).  g_registry_mutex is held across fork() so
+// The fork hooks (core/fork.h), not analysed (-Wthread-safety): a lock taken
+// in prepare is released in parent or child.  g_registry_mutex is held across fork() so
 // that the orphan list and the registry are whole in the child.
-void fork_prepare() noexcept { g_registry_mutex.lock(); }
-void fork_parent() noexcept { g_registry_mutex.unlock(); }
+void fork_prepare() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { g_registry_mutex.lock(); }
+void fork_parent() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { g_registry_mutex.unlock(); }
 
 // In the child, only the forking thread exists.  Every other record stops
 // counting as a reader (its thread will never leave its guard, and would
 // block every grace period), its retired objects go to the orphan list
 // (freed by later grace periods), and it becomes free for the child's new
 // threads.  The forking thread's own record is kept as it is.
-void fork_child() noexcept {
+void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   ThreadRecord* mine = tls_record.rec;
   for (ThreadRecord* r = g_records.load(std::memory_order_relaxed); r; r = r->next_record) {
     if (r == mine) continue;

@@ -153,17 +153,18 @@ void ThreadWaiter::write_kick() noexcept {
   (void)r;  // EAGAIN only if the counter is near overflow: still readable
 }
 
-// The fork hooks (core/fork.h).  prepare/parent hold g_pool_mutex across
+// The fork hooks (core/fork.h), not analysed (-Wthread-safety): a lock taken
+// in prepare is released in parent or child.  prepare/parent hold g_pool_mutex across
 // fork() so that the child never sees the lists mid-update.
-void waiters_fork_prepare() noexcept { g_pool_mutex.lock(); }
-void waiters_fork_parent() noexcept { g_pool_mutex.unlock(); }
-void waiters_fork_child() noexcept {
+void waiters_fork_prepare() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { g_pool_mutex.lock(); }
+void waiters_fork_parent() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { g_pool_mutex.unlock(); }
+void waiters_fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   ThreadWaiter::fork_child();
   g_pool_mutex.unlock();
 }
 
 // Preconditions: in the child after fork, g_pool_mutex held (by prepare).
-void ThreadWaiter::fork_child() noexcept {
+void ThreadWaiter::fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   for (ThreadWaiter* w = g_all; w; w = w->all_next_) {
     w->dead_ = true;
     // The child's copies of the parent's descriptions: closing them here

@@ -544,7 +544,7 @@ int Instance::del(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS
 // item's under ready_lock_ (send_events), and disarms it in the same
 // critical section, so either that happened first (EBUSY) or the harvest
 // will see the disarmed mask and skip the item.
-int Instance::disable(core::File* tf, int fd) noexcept {
+int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {  // CtlLocks, as del()
   CtlLocks l(this, tf, fd);
   Item* it = find_locked(l.shard, l.h, tf, fd);
   if (!it) return -ENOENT;

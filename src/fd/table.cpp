@@ -118,7 +118,7 @@ std::atomic<core::File*>* slot_locked(Table& t, long idx) UEP_REQUIRES(t.mutex) 
 
 // Preconditions: t.mutex held.  Grows the bitmaps so that mark_locked(idx)
 // needs no memory; false (nothing changed but capacity) when out of memory.
-bool reserve_bits_locked(Table& t, long idx) noexcept {
+bool reserve_bits_locked(Table& t, long idx) noexcept UEP_REQUIRES(t.mutex) {
   const size_t w = static_cast<size_t>(idx / 64);
   try {
     if (w >= t.used.size()) {
@@ -153,14 +153,14 @@ int install_locked(Table& t, core::File* f) UEP_REQUIRES(t.mutex) {
 namespace {
 Table* g_fork_locked = nullptr;
 }
-void table_fork_prepare() noexcept {
+void table_fork_prepare() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   g_fork_locked = g_table.load(std::memory_order_acquire);
   if (g_fork_locked) g_fork_locked->mutex.lock();
 }
-void table_fork_parent() noexcept {
+void table_fork_parent() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   if (g_fork_locked) g_fork_locked->mutex.unlock();
 }
-void table_fork_child() noexcept { table_fork_parent(); }
+void table_fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { table_fork_parent(); }
 
 bool in_range(int fd) noexcept { return fd >= UEP_FD_BASE && fd < UEP_FD_BASE + kHardMax; }
 

@@ -53,9 +53,9 @@ class TimerService {
   // registered timer is rebuilt on a kernel timer of its own, and the
   // service (its thread does not exist there, its kernel epoll is the
   // parent's) is started afresh if any timer exists.
-  void fork_prepare() noexcept { mu_.lock(); }
-  void fork_parent() noexcept { mu_.unlock(); }
-  void fork_child() noexcept {
+  void fork_prepare() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { mu_.lock(); }
+  void fork_parent() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { mu_.unlock(); }
+  void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
     if (epfd_ >= 0) ::close(epfd_);  // the child's copy of the parent's epoll
     epfd_ = -1;
     started_ = false;
@@ -287,14 +287,14 @@ int TimerFd::fork_rebuild() noexcept {
 // forking thread touches it, between its prepare and parent/child hooks.
 static TimerService* g_fork_locked = nullptr;
 
-void timers_fork_prepare() noexcept {
+void timers_fork_prepare() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   g_fork_locked = TimerService::existing();
   if (g_fork_locked) g_fork_locked->fork_prepare();
 }
-void timers_fork_parent() noexcept {
+void timers_fork_parent() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   if (g_fork_locked) g_fork_locked->fork_parent();
 }
-void timers_fork_child() noexcept {
+void timers_fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   if (g_fork_locked) g_fork_locked->fork_child();
 }
 
