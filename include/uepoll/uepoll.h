@@ -211,7 +211,6 @@ int uep_file_open(const struct uep_file_ops *ops, void *ctx, int flags,
 void uep_file_wake(struct uep_file *handle, uint32_t events);
 void uep_file_unref(struct uep_file *handle);
 
-UEP_API_END
 
 /* ---- beyond Linux: issue 10 ---------------------------------------------
  * Extensions that Linux's eventpoll was offered on LKML but does not have
@@ -322,6 +321,7 @@ int uep_epoll_ctl_batch(int epfd, struct uep_ctl_cmd *cmds, int ncmds);
  * "scm_fds: 0"; pipes nothing more.  A kernel fd gives the kernel's text. */
 long uep_fdinfo(int fd, char *buf, unsigned long len);
 
+UEP_API_END
 
 #ifdef __cplusplus
 } /* extern "C" */
