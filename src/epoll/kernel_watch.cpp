@@ -302,9 +302,10 @@ int KernelWatch::signal_wake(core::WaitEntry* e, uint32_t) noexcept {
 
 // Drains the signal when the ready list is empty and no harvest runs (a
 // running one may put level-triggered items back).  An item queued while
-// we drain: its wake either found pending_ still true, so it was linked
-// before our store and the re-check sees it, or wrote after our store and
-// the re-check (or the count, if our read came first) keeps the signal.
+// we drain is linked before its wake runs, so the re-check after the read
+// sees it; its own write may have come before our read and been consumed
+// by it, so a re-check that finds events writes the signal again (at worst
+// one spurious wakeup of the kernel loop).
 void KernelWatch::maybe_drain(Instance* ep) noexcept {
   if (!pending_.load(std::memory_order_seq_cst)) return;
   ep->ready_lock_.lock();
@@ -319,7 +320,10 @@ void KernelWatch::maybe_drain(Instance* ep) noexcept {
   ep->ready_lock_.lock();
   avail = ep->events_available_locked();
   ep->ready_lock_.unlock();
-  if (avail && !pending_.exchange(true, std::memory_order_seq_cst)) w->kick();
+  if (avail) {
+    pending_.store(true, std::memory_order_seq_cst);
+    w->kick();
+  }
 }
 
 // ---------------------------------------------------------------------------
