@@ -130,7 +130,7 @@ void fork_gate_child() noexcept {
   me->next_registered = nullptr;
   g_gate_owner.store(nullptr, std::memory_order_relaxed);
   g_fork_gate_closed.store(false, std::memory_order_relaxed);
-  pthread_mutex_init(&g_registry, nullptr);
+  pthread_mutex_unlock(&g_registry);  // taken by fork_gate_prepare (this thread)
 }
 
 void fork_gate_thread_exit() noexcept {
