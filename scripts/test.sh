@@ -162,6 +162,7 @@ stage_fuzz() {
   configure "$d" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
       -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
       -DUEPOLL_BUILD_FUZZ=ON -DUEPOLL_SANITIZE=address -DUEPOLL_BUILD_BENCH=OFF \
+      -DUEPOLL_BUILD_TESTS=OFF \
       || return 1
   # Build only the executables the fuzz-labelled tests run (the unit tests in
   # this tree would double the stage's time); fall back to a full build when
