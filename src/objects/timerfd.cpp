@@ -175,6 +175,7 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
   if (count < sizeof ticks) return -EINVAL;
   for (;;) {
     const uint64_t seen = seq_.load(std::memory_order_acquire);
+    woke_since_read_.store(false, std::memory_order_seq_cst);  // before the read re-arms the kernel timer
     const ssize_t n = ::read(kfd_, &ticks, sizeof ticks);
     if (n == static_cast<ssize_t>(sizeof ticks)) {
       ticks += take_carried();
@@ -197,26 +198,34 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
 }
 
 int TimerFd::settime(int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept {
+  woke_since_read_.store(false, std::memory_order_seq_cst);  // before the kernel re-arms
   if (::timerfd_settime(kfd_, flags, new_value, old_value) < 0) return -errno;
   set_flags_.store(flags, std::memory_order_relaxed);
   carried_.store(0, std::memory_order_relaxed);  // Linux timerfd_setup: ctx->ticks = 0
   // A timer set in the past (or a few ns ahead) has expired by the time the
   // kernel returns, and Linux's wakeup has already happened: deliver ours
   // now instead of waiting for the service thread.  The service's own
-  // wakeup for the same expiry follows; a harvest re-polls the kernel timer,
-  // so it only reports what is really readable (a second edge is possible
-  // only if the count is still unread then: docs/linux-deviations.md).
+  // wakeup for the same expiry follows and is dropped (woke_since_read_).
   pollfd p{kfd_, POLLIN, 0};
   if (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) kernel_fired();
   return 0;
 }
 
 int TimerFd::gettime(struct itimerspec* curr) noexcept {
+  // Linux's gettime re-arms an expired interval timer (hrtimer_restart), and
+  // so does the kernel timer's: its next expiry wakes again.
+  woke_since_read_.store(false, std::memory_order_seq_cst);
   return ::timerfd_gettime(kfd_, curr) < 0 ? -errno : 0;
 }
 
 void TimerFd::kernel_fired() noexcept {
   wq().lock();
+  if (woke_since_read_.exchange(true, std::memory_order_seq_cst)) {
+    // This expiry's wakeup was delivered already (see timerfd.h): Linux
+    // would not wake again before a read or settime re-armed the timer.
+    wq().unlock();
+    return;
+  }
   seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   wq().wake_locked(EPOLLIN);  // Linux timerfd_triggered: wake_up_locked_poll(EPOLLIN)
   wq().unlock();
@@ -280,6 +289,7 @@ int TimerFd::fork_rebuild() noexcept {
   }
   ::close(nk);
   carried_.store(ticks, std::memory_order_relaxed);
+  woke_since_read_.store(false, std::memory_order_relaxed);  // a new kernel timer: its expiries are new
   return 0;
 }
 

@@ -75,6 +75,16 @@ class TimerFd final : public core::File {
  private:
   const int kfd_;                  // immutable; closed in on_release
   std::atomic<uint64_t> seq_{0};   // written under wq(): service wakeups so far
+  // True from a delivered wakeup until the next read, settime or gettime (cleared
+  // before their kernel call).  Linux wakes once per expiry and re-arms an
+  // expired timer only in read/settime/gettime, so at most one wakeup belongs to
+  // each such cycle; the service can see one expiry twice (an event it
+  // harvested but had not handled when the next edge queued the timer
+  // again, or the event that follows settime's synchronous delivery), and
+  // this flag drops the second.  Exchanged under wq(); cleared with
+  // seq_cst before the kernel call that consumes or re-arms, so a later
+  // expiry's wakeup always finds it clear.
+  std::atomic<bool> woke_since_read_{false};
   const int clockid_;              // immutable: the clock it was created on
   std::atomic<int> set_flags_{0};  // flags of the last successful settime
   // Expirations inherited across fork() that the rebuilt kernel timer does

@@ -669,6 +669,36 @@ TEST(Timerfd, AbsoluteAndInterval) {
                        "wait(fd0,4,60) = 0", "count read after the stall >= 1", "wait(fd0,4,2000) = 1 [IN:1]"});
 }
 
+// One wakeup per expiry: a timer set in the past is delivered by settime
+// itself, and the service thread's later report of the same expiry must not
+// become a second edge; an expired interval timer left unread stays quiet
+// until gettime re-arms it (Linux's timerfd_gettime restarts the hrtimer).
+TEST(Timerfd, OneWakeupPerExpiryAndGettimeRearms) {
+  auto r = conf::differential([](T& t) {
+    int ep = t.epoll_create1();
+    int tm = t.timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    t.ctl(ep, EPOLL_CTL_ADD, tm, EPOLLIN | EPOLLET, 1);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long long now_ns = now.tv_sec * 1000000000LL + now.tv_nsec;
+    t.timerfd_settime(tm, TFD_TIMER_ABSTIME, now_ns - 1000000LL, 0, nullptr, "in the past");
+    t.wait(ep, 4, 0);
+    usleep(30 * 1000);  // the service thread has seen the expiry by now
+    t.wait(ep, 4, 0);
+    t.read_u64(tm);
+    t.timerfd_settime(tm, 0, 5 * 1000000LL, 5 * 1000000LL);
+    t.wait(ep, 4, 2000);
+    usleep(30 * 1000);  // unread: not re-armed, no new edge
+    t.wait(ep, 4, 0);
+    struct itimerspec cur;
+    t.timerfd_gettime(tm, &cur);  // re-arms the expired interval timer
+    t.wait(ep, 4, 2000);
+    t.timerfd_settime(tm, 0, 0, 0);
+  });
+  EXPECT_LINUX_SEQ(r, {"wait(fd0,4,0) = 1 [IN:1]", "wait(fd0,4,0) = 0", "read(fd1,8) = 8 value=1",
+                       "wait(fd0,4,2000) = 1 [IN:1]", "wait(fd0,4,0) = 0", "wait(fd0,4,2000) = 1 [IN:1]"});
+}
+
 // A blocking timerfd read sleeps until the expiry.
 TEST(Timerfd, BlockingRead) {
   auto r = conf::differential([](T& t) {
