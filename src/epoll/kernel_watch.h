@@ -134,6 +134,11 @@ class KernelWatch {
   // The signal eventfd has been written since the last drain.  seq_cst:
   // the wake side's exchange pairs with maybe_drain's store (see there).
   std::atomic<bool> pending_{false};
+  // ctl's ADD has put hub_ (when the instance has parents) into every
+  // parent's hub (parent_hub); false after a failure, so the next ADD
+  // tries again.  Written under the topology lock (1); acquire/release
+  // pairs ctl's unlocked fast-path load with that store.
+  std::atomic<bool> linked_{false};
   // Which kind a harvest takes first: flipped each time a harvest fills
   // the buffer, so neither kind can starve the other (relaxed: a hint).
   std::atomic<bool> kernel_first_{false};
