@@ -295,19 +295,26 @@ TEST(Kernel, PollStartedBeforeFirstKernelDescriptor) {
         write_byte(w, 'x')();
       };
     };
+    // The poll must return when the byte is written, not at its timeout
+    // (where a last check would find the instance ready all the same).
+    auto timed_poll = [&t](int inst) {
+      const double start = conf::now_ms();
+      t.poll({{inst, POLLIN}}, 8000);
+      t.log(conf::now_ms() - start < 6000 ? "woken by the event" : "woken only by the timeout");
+    };
     {
       conf::WhenBlocked later(add_then_write(ep, rd, wr));
-      t.poll({{ep, POLLIN}}, 5000);
+      timed_poll(ep);
     }
     t.wait(ep, 4, 0);
     {
       conf::WhenBlocked later(add_then_write(c, rd2, wr2));
-      t.poll({{p, POLLIN}}, 5000);  // through the child
+      timed_poll(p);  // through the child
     }
     t.wait(p, 4, 0);
   });
-  EXPECT_LINUX_SEQ(r, {"poll(fd0,5000) = 1 [IN]", "wait(fd0,4,0) = 1 [IN:2]", "poll(fd1,5000) = 1 [IN]",
-                       "wait(fd1,4,0) = 1 [IN:1]"});
+  EXPECT_LINUX_SEQ(r, {"poll(fd0,8000) = 1 [IN]", "woken by the event", "wait(fd0,4,0) = 1 [IN:2]",
+                       "poll(fd1,8000) = 1 [IN]", "woken by the event", "wait(fd1,4,0) = 1 [IN:1]"});
 }
 
 // Nesting across kinds:
