@@ -55,6 +55,14 @@ struct KernelFds {
   }
 };
 
+// A run's sample: operations per second and CPU time per operation.
+Sample rate(uint64_t done, double secs, double cpu) {
+  Sample s;
+  s.value = static_cast<double>(done) / secs;
+  s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(done);
+  return s;
+}
+
 // A connected loopback TCP pair (non-blocking, Nagle off).
 void tcp_pair(const Backend& b, KernelFds& k, int* a, int* c) {
   int ls = k.add(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), b, "socket");
@@ -110,10 +118,7 @@ RunFn ctl_pairs(const Backend& b, bool tcp, Budget bud) {
       done = n;
     }, &cpu);
     if (b->close(ep) == 0) k.fds.erase(k.fds.begin());
-    Sample s;
-    s.value = static_cast<double>(done) / secs;
-    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(done);
-    return s;
+    return rate(done, secs, cpu);
   };
 }
 
@@ -191,10 +196,7 @@ RunFn round_trips(const Backend& b, bool tcp, Budget bud) {
       done = n;
     }, &cpu);
     for (int e : ep) b->close(e);
-    Sample s;
-    s.value = static_cast<double>(done) / secs;
-    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(done);
-    return s;
+    return rate(done, secs, cpu);
   };
 }
 
@@ -292,10 +294,7 @@ RunFn user_one_thread(const Backend& b, Budget bud) {
       }
       done = n;
     }, &cpu);
-    Sample s;
-    s.value = static_cast<double>(done) / secs;
-    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(done);
-    return s;
+    return rate(done, secs, cpu);
   };
 }
 
@@ -349,10 +348,7 @@ RunFn user_ping_pong(const Backend& b, Budget bud) {
       send(fd[1], 2);
       done = n;
     }, &cpu);
-    Sample s;
-    s.value = static_cast<double>(done) / secs;
-    s.extra["cpu_ns/op"] = cpu * 1e9 / static_cast<double>(done);
-    return s;
+    return rate(done, secs, cpu);
   };
 }
 
