@@ -343,7 +343,9 @@ TEST(OutOfMemory, KernelDescriptorAddLeavesNothingBehind) {
     EXPECT_EQ(uep_epoll_wait(w.E2, out, 16, 1000), 1) << "allocation " << k;
     const int n = uep_epoll_wait(w.P, out, 16, 0);
     EXPECT_EQ(n, 1) << "allocation " << k;
-    if (n == 1) EXPECT_EQ(out[0].data.u64, 7u) << "allocation " << k;
+    if (n == 1) {
+      EXPECT_EQ(out[0].data.u64, 7u) << "allocation " << k;
+    }
     teardown(w);
     if (!injected) break;
     if (k > 2000) {
