@@ -144,7 +144,8 @@ int uep_is_uepoll_fd(int fd);
  *             EPOLLERR, EPOLLRDHUP, EPOLLPRI, EPOLLRDNORM...).  Required.
  *             uepoll calls it once in uep_file_open, in every
  *             uep_file_wake before anyone is woken, and after every read
- *             or write callback; epoll, poll and blocking reads see the
+ *             or write callback (once more when a concurrent call on
+ *             another thread raced it); epoll, poll and blocking reads see the
  *             value of the latest call (harvests never call user code).
  *             So readiness that changes outside read/write must be
  *             announced with uep_file_wake -- also when it goes away (a

@@ -82,12 +82,14 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
   // Every allocation up front, before any file is looked up: out of memory
   // is ENOMEM with nothing done (the push_backs below stay within capacity).
   std::vector<PollSlot> slots;
-  std::vector<struct pollfd> kfds;   // kernel descriptors + our eventfd
+  // Kernel descriptors first, then the kernel sides of instances (at most
+  // two per descriptor in all: the capacity below).
+  std::vector<struct pollfd> kfds;
   std::vector<nfds_t> kindex;        // kfds[i] came from fds[kindex[i]]
   try {
     slots.resize(nfds);
-    kfds.reserve(nfds);
-    kindex.reserve(nfds);
+    kfds.reserve(2 * nfds);
+    kindex.reserve(2 * nfds);
   } catch (const std::bad_alloc&) {
     return -ENOMEM;
   }
@@ -95,21 +97,36 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
     const int fd = fds[i].fd;
     if (fd >= 0 && uepoll::fd::in_range(fd)) {
       slots[i].file = uepoll::fd::lookup(fd);  // nullptr -> POLLNVAL
-      // An instance with kernel descriptors: also sleep on its kernel side
-      // (its readiness itself comes from Instance::poll).
-      if (slots[i].file && slots[i].file->is_epoll())
-        if (auto* kw = static_cast<uepoll::epoll::Instance*>(slots[i].file)->kernel_watch()) {
-          struct pollfd side[2];
-          for (int k = 0, n = kw->sleep_fds(side); k < n; ++k) {
-            kfds.push_back(side[k]);
-            kindex.push_back(nfds);  // no fds[] entry of its own
-          }
-        }
     } else if (fd >= 0) {
       kfds.push_back({fd, fds[i].events, 0});
       kindex.push_back(i);
     }
   }
+  const size_t n_kernel = kfds.size();
+  // An instance with kernel descriptors: also sleep on its kernel side (its
+  // readiness itself comes from Instance::poll).  Collected again on every
+  // round: an instance may gain its kernel side (or hub) while we sleep,
+  // and then kicks us (KernelWatch::kick_sleepers) once we are queued on it.
+  auto collect_sides = [&] {
+    kfds.resize(n_kernel);
+    kindex.resize(n_kernel);
+    for (nfds_t i = 0; i < nfds; ++i) {
+      if (!slots[i].file || !slots[i].file->is_epoll()) continue;
+      // Read under the queue's lock: kick_sleepers publishes, then takes
+      // it to kick us, so either we see the new side or we are kicked
+      // after our prepare().
+      auto* ep = static_cast<uepoll::epoll::Instance*>(slots[i].file);
+      struct pollfd side[2];
+      int n = 0;
+      ep->wq().lock();
+      if (auto* kw = ep->kernel_watch()) n = kw->sleep_fds(side);
+      ep->wq().unlock();
+      for (int k = 0; k < n; ++k) {
+        kfds.push_back(side[k]);
+        kindex.push_back(nfds);  // no fds[] entry of its own
+      }
+    }
+  };
   struct Cleanup {
     std::vector<PollSlot>& s;
     ~Cleanup() {
@@ -135,6 +152,7 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
   std::optional<uepoll::core::SignalBlock> blocked;
   for (;;) {
     if (w) w->prepare();
+    collect_sides();  // after prepare: a kick from now on is not lost
     int count = 0;
     for (nfds_t i = 0; i < nfds; ++i) {
       const int fd = fds[i].fd;

@@ -120,7 +120,9 @@
 // Kernel-side wakeups (epoll/kernel_watch.h) are system calls outside
 // every spin lock: a harvest or poll that reads a hub edge then takes the
 // instance's wait-queue lock (6) like any waker; the kernel-fd signal is a
-// ThreadWaiter kick (deferred past the spin lock as above).
+// ThreadWaiter kick (deferred past the spin lock as above).  Creating an
+// instance's kernel side or hub kicks its sleepers under 7 and 7.5, then,
+// with those released, its uep_poll callers under its wait-queue lock (6).
 //
 // Not locks, but ordering rules: fd-table lookups are lock-free under an
 // epoch guard (core/reclaim.h); item lifetimes are reference counts

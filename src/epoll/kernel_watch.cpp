@@ -40,6 +40,17 @@ std::unordered_map<uint64_t, Instance*>& registry() {  // guarded by registry_mu
   return *r;
 }
 
+// False when the map cannot grow (out of memory): nothing changed.
+bool registry_add(uint64_t id, Instance* ep) noexcept {
+  core::MutexLock g(registry_mutex());
+  try {
+    registry()[id] = ep;
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  return true;
+}
+
 void registry_remove(uint64_t id) {
   core::MutexLock g(registry_mutex());
   registry().erase(id);
@@ -120,9 +131,11 @@ KernelWatch* KernelWatch::get_or_create(Instance* ep, bool* created, int* err) n
     *err = ENOMEM;
     return nullptr;
   }
-  {
-    core::MutexLock g(registry_mutex());
-    registry()[ep->id() | kChildBit] = ep;
+  if (!registry_add(ep->id() | kChildBit, ep)) {
+    ::close(sh);
+    delete kw;
+    *err = ENOMEM;
+    return nullptr;
   }
   KernelWatch* expected = nullptr;
   // seq_cst: a Dekker pair with on_release (stores dead_, then loads
@@ -141,7 +154,11 @@ KernelWatch* KernelWatch::get_or_create(Instance* ep, bool* created, int* err) n
 // Sleepers that went to sleep before this instance had a kernel side (or
 // a hub) must re-loop and sleep on it: wake them all.  Their reload of
 // kernel_/hub_ comes after queueing under ready_lock_, which we take after
-// publishing, so each either sees the new state or is in the queue.
+// publishing, so each either sees the new state or is in the queue.  The
+// same for uep_poll() callers polling the instance: their entries on its
+// poll queue (WaiterEntry, beside the parents' items, which are left
+// alone) are kicked under wq()'s lock, which they queue under before
+// reloading kernel_ (capi/fd_api.cpp do_poll).
 void KernelWatch::kick_sleepers(Instance* ep) noexcept {
   ep->ready_lock_.lock();
   if (ep->waiters_.active_hint()) {
@@ -150,6 +167,12 @@ void KernelWatch::kick_sleepers(Instance* ep) noexcept {
     ep->waiters_.unlock();
   }
   ep->ready_lock_.unlock();
+  ep->wq().lock();
+  ep->wq().find_locked([](core::WaitEntry* e) {
+    if (e->fn == &core::WaiterEntry::wake) reinterpret_cast<core::WaiterEntry*>(e)->waiter->kick();
+    return false;
+  });
+  ep->wq().unlock();
 }
 
 int KernelWatch::ensure_hub(Instance* ep) noexcept {
@@ -176,11 +199,13 @@ int KernelWatch::parent_hub(Instance* p) noexcept {
   int err = 0;
   KernelWatch* pk = get_or_create(p, &created, &err);
   if (!pk) return -err;
-  const int had = pk->hub_.load(std::memory_order_acquire);
   const int hub = pk->ensure_hub(p);
-  if (hub < 0 || had >= 0) return hub;
-  const int r = attach(p);  // a new hub: p's own parents must see it
-  return r ? r : hub;
+  if (hub < 0 || pk->linked_.load(std::memory_order_acquire)) return hub;
+  // p's own parents must see its hub (again after a failed attempt:
+  // add_edge accepts an edge that is already there).
+  if (const int r = attach(p)) return r;
+  pk->linked_.store(true, std::memory_order_release);
+  return hub;
 }
 
 int KernelWatch::attach(Instance* x) noexcept {
@@ -212,19 +237,25 @@ int KernelWatch::on_nest(Instance* parent, Instance* child) noexcept {
 
 int KernelWatch::ctl(Instance* ep, int op, int kfd, struct epoll_event* ev) noexcept {
   KernelWatch* kw = ep->kernel_watch();
-  if (!kw) {
-    // Refused calls and MOD/DEL of a descriptor never added create nothing.
-    const int r = probe(op, kfd, ev);
-    if (r != 0 || op != EPOLL_CTL_ADD) return r;
-    // The first kernel descriptor: parents of ep must wake on it.
+  if (!kw || (op == EPOLL_CTL_ADD && !kw->linked_.load(std::memory_order_acquire))) {
+    if (!kw) {
+      // Refused calls and MOD/DEL of a descriptor never added create nothing.
+      const int r = probe(op, kfd, ev);
+      if (r != 0 || op != EPOLL_CTL_ADD) return r;
+    }
+    // The first kernel descriptor (or the first since linking failed):
+    // parents of ep must wake on it.  On failure the descriptor is not
+    // added, and the next ADD links again.
     topology::Guard tg(topology::Mode::kExclusive, nullptr);
     bool created = false;
     int err = 0;
     kw = get_or_create(ep, &created, &err);
     if (!kw) return -err;
-    if (created && ep->parent_count() > 0) {
+    if (ep->parent_count() > 0) {
       const int hub = parent_hub(ep);
       if (hub < 0) return hub;
+    } else {
+      kw->linked_.store(true, std::memory_order_release);  // a later parent links in on_nest
     }
   }
   return ::epoll_ctl(kw->shadow_, op, kfd, ev) < 0 ? -errno : 0;

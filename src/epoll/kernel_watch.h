@@ -87,6 +87,12 @@ class KernelWatch {
   // no event it returns 0 without asking the kernel (the sleep will).
   int harvest(Instance* ep, struct epoll_event* evs, int maxevents, bool will_sleep = false) noexcept;
   // A blocking wait's sleep: the waiter or the kernel side, whichever first.
+  // (ppoll, then a harvest's epoll_wait(shadow_): one system call more per
+  // kernel wakeup than kernel epoll.  Sleeping in epoll_pwait2 on shadow_
+  // itself would need a user-space wakeup source inside shadow_, which
+  // everything else watching shadow_ -- Instance::poll, hubs, kfd_, other
+  // harvests that could consume its edge -- would see as a ready kernel
+  // descriptor while such a wakeup is in flight or stale: not done.)
   int sleep(core::ThreadWaiter* w, const timespec* deadline, const sigset_t* mask) noexcept;
   // Instance::poll: true if a kernel descriptor is ready (after turning
   // children's kernel edges into callbacks).
@@ -134,6 +140,11 @@ class KernelWatch {
   // The signal eventfd has been written since the last drain.  seq_cst:
   // the wake side's exchange pairs with maybe_drain's store (see there).
   std::atomic<bool> pending_{false};
+  // ctl's ADD has put hub_ (when the instance has parents) into every
+  // parent's hub (parent_hub); false after a failure, so the next ADD
+  // tries again.  Written under the topology lock (1); acquire/release
+  // pairs ctl's unlocked fast-path load with that store.
+  std::atomic<bool> linked_{false};
   // Which kind a harvest takes first: flipped each time a harvest fills
   // the buffer, so neither kind can starve the other (relaxed: a hint).
   std::atomic<bool> kernel_first_{false};

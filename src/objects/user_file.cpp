@@ -54,22 +54,26 @@ uint32_t UserFile::poll(int) noexcept {
 }
 
 void UserFile::refresh() noexcept {
-  uint32_t t, mask;
-  bool pending;
-  uint32_t key;
-  {
-    FrameScope scope(this);
-    // acq_rel: the ticket is taken before the poll; see user_file.h.
-    t = ticket_.fetch_add(1, std::memory_order_acq_rel) + 1;
-    mask = ops_.poll(ctx_);
-    pending = scope.frame().pending;
-    key = scope.frame().key;
-  }
-  uint64_t cur = state_.load(std::memory_order_relaxed);
-  // Publish over older tickets only (wrap-safe difference).
-  while (static_cast<int32_t>(t - static_cast<uint32_t>(cur >> 32)) > 0) {
-    const uint64_t next = (static_cast<uint64_t>(t) << 32) | mask;
-    if (state_.compare_exchange_weak(cur, next, std::memory_order_release, std::memory_order_relaxed)) break;
+  // acquire: the polls of the refreshes published before (and the state
+  // changes made before them) happen before our poll; see user_file.h.
+  uint64_t cur = state_.load(std::memory_order_acquire);
+  bool pending = false;
+  uint32_t key = 0;
+  for (;;) {
+    uint32_t mask;
+    {
+      FrameScope scope(this);
+      mask = ops_.poll(ctx_);
+      if (scope.frame().pending) {
+        key = (pending && key == 0) || scope.frame().key == 0 ? 0 : key | scope.frame().key;
+        pending = true;
+      }
+    }
+    const uint64_t next = (((cur >> 32) + 1) << 32) | mask;
+    // Published only over the value our poll was made after; another
+    // refresh published meanwhile (its poll may predate our change): poll
+    // again.  acq_rel on success (publish), acquire on failure (as above).
+    if (state_.compare_exchange_strong(cur, next, std::memory_order_acq_rel, std::memory_order_acquire)) break;
   }
   if (pending) wake_queue(key);
 }
@@ -81,15 +85,17 @@ void UserFile::wake_queue(uint32_t key) noexcept {
 }
 
 void UserFile::wake(uint32_t key) noexcept {
-  if (!tryget()) return;  // closed: every waiter is gone
   for (CallbackFrame* f = t_frames; f; f = f->up) {
     if (f->file != this) continue;
     // From inside one of this file's callbacks: deferred (CallbackFrame).
+    // No pin: the callback's caller holds a reference until it makes the
+    // wake (the common case of a write callback announcing its data, two
+    // atomic read-modify-writes less).
     f->key = (f->pending && f->key == 0) || key == 0 ? 0 : f->key | key;
     f->pending = true;
-    put();  // not the last: the callback's caller holds a reference
     return;
   }
+  if (!tryget()) return;  // closed: every waiter is gone
   refresh();
   wake_queue(key);
   put();  // may be the last reference: runs the release callback here

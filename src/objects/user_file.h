@@ -10,15 +10,17 @@
 // deferred to that point: CallbackFrame in user_file.cpp).  A readiness change outside read/write must therefore
 // be announced by a wake (uepoll.h states it for users).
 //
-// The cache and its ordering.  state_ packs (ticket << 32 | mask).  A
-// refresh takes a ticket (acq_rel RMW on ticket_) *before* calling the
-// user's poll, and publishes its mask only over an older ticket.  A thread
-// that changed the object's state and then refreshed holds ticket t; any
-// later ticket was taken by an RMW that reads from the release sequence of
-// its own, so that poll happens after the state change.  Hence, once its
-// publish attempt returns, the cache shows a poll made after its change,
-// and the wakeup that follows (under wq's lock) is seen by harvesters with
-// at least that mask.  Concurrent refreshes never go backwards.
+// The cache and its ordering.  state_ packs (sequence << 32 | mask).  A
+// refresh loads state_ (acquire) *before* calling the user's poll, and
+// publishes its mask with a CAS from exactly that value (acq_rel), else it
+// polls again (so under concurrent refreshes the user's poll may be called
+// more than once).  A published mask therefore comes from a poll made
+// after every change that preceded an earlier publish: a thread that
+// changed the object's state and then refreshed leaves, once its refresh
+// returns, a cache that shows a poll made after its change (its own, or a
+// later one that acquired its publish), and the wakeup that follows
+// (under wq's lock) is seen by harvesters with at least that mask.  One
+// atomic read-modify-write per refresh.
 //
 // Lifetimes (two counts):
 //   File::refs_  descriptors + pins (calls in progress, wakes polling).
@@ -86,10 +88,9 @@ class UserFile final : public core::File {
 
   const uep_file_ops ops_;  // immutable
   void* const ctx_;         // immutable; the user's
-  // Refresh tickets; acq_rel RMWs (see above).
-  std::atomic<uint32_t> ticket_{0};
-  // (ticket << 32) | mask of the newest published refresh; CAS (release)
-  // by refreshes, relaxed loads by poll() (ordered by wq/ready locks).
+  // (sequence << 32) | mask of the newest published refresh; CAS
+  // (acq_rel) by refreshes after an acquire load, relaxed loads by poll()
+  // (ordered by wq/ready locks).
   std::atomic<uint64_t> state_{0};
   // File + handle; acq_rel, the last drop retires the memory.
   std::atomic<int> holds_{2};

@@ -274,6 +274,49 @@ TEST(Kernel, BlockedWaiterWokenByEitherKind) {
                        "wait(fd0,4,100) = 1 [IN:2]"});
 }
 
+// poll() on an instance that gets its first kernel descriptor while the
+// poll sleeps (and on a parent whose child gets one): the poll must wake
+// on that descriptor's events, as Linux's poll on a kernel epoll does.
+TEST(Kernel, PollStartedBeforeFirstKernelDescriptor) {
+  auto r = conf::differential([](T& t) {
+    int ep = t.epoll_create1();
+    int p = t.epoll_create1(), c = t.epoll_create1();
+    t.ctl(p, EPOLL_CTL_ADD, c, IN, 1);
+    auto [rd, wr] = kernel_pipe(t);
+    auto [rd2, wr2] = kernel_pipe(t);
+    std::atomic<pid_t> tid{static_cast<pid_t>(gettid())};
+    auto add_then_write = [&t, &tid](int inst, int fd, int w) {
+      return [&t, &tid, inst, fd, w] {
+        struct epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.u64 = 2;
+        t.api.epoll_ctl(inst, EPOLL_CTL_ADD, fd, &ev);  // the instance's first kernel descriptor
+        conf::wait_until_sleeping(tid);                  // the poll sleeps again (or still)
+        write_byte(w, 'x')();
+      };
+    };
+    // The poll must return when the byte is written, not at its timeout
+    // (where a last check would find the instance ready all the same).
+    auto timed_poll = [&t](int inst) {
+      const double start = conf::now_ms();
+      t.poll({{inst, POLLIN}}, 8000);
+      t.log(conf::now_ms() - start < 6000 ? "woken by the event" : "woken only by the timeout");
+    };
+    {
+      conf::WhenBlocked later(add_then_write(ep, rd, wr));
+      timed_poll(ep);
+    }
+    t.wait(ep, 4, 0);
+    {
+      conf::WhenBlocked later(add_then_write(c, rd2, wr2));
+      timed_poll(p);  // through the child
+    }
+    t.wait(p, 4, 0);
+  });
+  EXPECT_LINUX_SEQ(r, {"poll(fd0,8000) = 1 [IN]", "woken by the event", "wait(fd0,4,0) = 1 [IN:2]",
+                       "poll(fd1,8000) = 1 [IN]", "woken by the event", "wait(fd1,4,0) = 1 [IN:1]"});
+}
+
 // Nesting across kinds:
 //   p -> c -> kernel pipe               (c gets the pipe after being nested)
 //   p -> kep (kernel epoll) -> kernel pipe

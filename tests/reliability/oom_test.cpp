@@ -208,6 +208,12 @@ std::vector<Call> calls() {
          for (int i = 0; i < 12; ++i) p[i] = pollfd{fds[i], POLLIN, 0};
          return long(uep_poll(p, 12, 1));
        }},
+      {"ctl ADD kernel fd (the instance's first)", [=](World& w) {
+         return long(uep_epoll_ctl(w.Q, EPOLL_CTL_ADD, w.kpipe[0], ev_for(EPOLLIN, w.kpipe[0])));
+       }},
+      {"ctl ADD kernel fd into a watched instance", [=](World& w) {
+         return long(uep_epoll_ctl(w.P, EPOLL_CTL_ADD, w.kpipe[0], ev_for(EPOLLIN, w.kpipe[0])));
+       }},
       {"uep_debug_dump", [](World& w) {
          char d[4096];
          return long(uep_debug_dump(w.P, d, sizeof d));
@@ -268,7 +274,9 @@ TEST(OutOfMemory, EveryAllocationOfEveryCall) {
   // Calls that allocate on every run once warm; each must have met ENOMEM.
   const char* allocating[] = {"epoll_create1", "epoll_create", "eventfd", "pipe2", "socketpair", "timerfd_create",
                               "ctl ADD flat", "ctl ADD EXCLUSIVE", "ctl ADD instance into instance",
-                              "poll (many descriptors, timeout 0)", "uep_debug_dump"};
+                              "poll (many descriptors, timeout 0)", "uep_debug_dump",
+                              "ctl ADD kernel fd (the instance's first)",
+                              "ctl ADD kernel fd into a watched instance"};
   int total = 0;
   for (const Call& c : calls()) {
     int n = fail_each_allocation(c, false);
@@ -294,6 +302,59 @@ TEST(OutOfMemory, FirstCallOfAThread) {
     total += n;
   }
   std::printf("  total: %d\n", total);
+}
+
+// A kernel descriptor's ADD that ran out of memory added nothing (DEL:
+// ENOENT), and the next ADD works in full: the descriptor's events reach
+// the instance and, through it, the instance watching it (the kernel side's
+// link to its parents is made again after a failed attempt).
+TEST(OutOfMemory, KernelDescriptorAddLeavesNothingBehind) {
+  teardown(build());
+  int failed = 0;
+  for (long k = 0;; ++k) {
+    World w = build();
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = 7;
+    af::arm(k);
+    errno = 0;
+    const int r = uep_epoll_ctl(w.P, EPOLL_CTL_ADD, w.kpipe[0], &ev);
+    const int e = errno;
+    const bool injected = af::disarm();
+    if (r < 0) {
+      ++failed;
+      EXPECT_EQ(e, ENOMEM) << "allocation " << k;
+      EXPECT_EQ(uep_epoll_ctl(w.P, EPOLL_CTL_DEL, w.kpipe[0], nullptr), -1) << "allocation " << k;
+      EXPECT_EQ(errno, ENOENT) << "allocation " << k;
+      EXPECT_EQ(uep_epoll_ctl(w.P, EPOLL_CTL_ADD, w.kpipe[0], &ev), 0) << "allocation " << k;
+    }
+    // Drain P's own events (E2 stays ready through them: level-triggered),
+    // then check that the kernel descriptor's event reaches E2 through P.
+    epoll_event out[16];
+    uep_read(w.E, out, 8);
+    uep_read(w.R, out, sizeof out);
+    uep_read(w.S0, out, sizeof out);
+    uep_epoll_ctl(w.P, EPOLL_CTL_DEL, w.E, nullptr);
+    uep_epoll_ctl(w.P, EPOLL_CTL_DEL, w.R, nullptr);
+    uep_epoll_ctl(w.P, EPOLL_CTL_DEL, w.S0, nullptr);
+    uep_epoll_ctl(w.P, EPOLL_CTL_DEL, w.T, nullptr);
+    EXPECT_EQ(uep_epoll_wait(w.E2, out, 16, 0), 0) << "allocation " << k;
+    EXPECT_EQ(write(w.kpipe[1], "k", 1), 1);
+    EXPECT_EQ(uep_epoll_wait(w.E2, out, 16, 1000), 1) << "allocation " << k;
+    const int n = uep_epoll_wait(w.P, out, 16, 0);
+    EXPECT_EQ(n, 1) << "allocation " << k;
+    if (n == 1) {
+      EXPECT_EQ(out[0].data.u64, 7u) << "allocation " << k;
+    }
+    teardown(w);
+    if (!injected) break;
+    if (k > 2000) {
+      ADD_FAILURE() << "no end to its allocations";
+      break;
+    }
+  }
+  std::printf("  ADD of a kernel fd into a watched instance: %d allocation(s) failed with ENOMEM\n", failed);
+  EXPECT_GT(failed, 0);
 }
 
 // The injector itself: standard library allocations are seen and failed.
