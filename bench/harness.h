@@ -132,6 +132,7 @@ struct Options {
   uint64_t count = 0;                     // 0: each scenario's default
   std::vector<int> threads;               // empty: each scenario's default
   std::vector<int> producers;             // stress
+  std::vector<int> consumers;             // stress consumer threads (default 1,4)
   std::vector<std::string> modes;         // ctl-pairs: flat, nested
   std::vector<std::string> topologies;    // nested-wait: shared, private
   long mem_n = 0;                         // memory registrations (0: default)

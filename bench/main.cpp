@@ -41,6 +41,7 @@ void usage(std::FILE* out) {
                "  --reps N            measured repetitions per backend (default 5, --quick 3)\n"
                "  --threads LIST      thread/worker/waiter counts, e.g. 1,2,4 (default: per scenario)\n"
                "  --producers LIST    stress producers (default 8,16)\n"
+               "  --consumers LIST    stress consumer threads waiting on the one instance (default 1,4)\n"
                "  --mode flat|nested  ctl-pairs mode (repeatable; default both)\n"
                "  --topology shared|private  nested-wait topology (repeatable; default both)\n"
                "  --duration-ms MS    run each measured repetition for MS ms instead of fixed counts\n"
@@ -198,6 +199,8 @@ int main(int argc, char** argv) {
       o.threads = parse_list<int>(a, need());
     } else if (a == "--producers") {
       o.producers = parse_list<int>(a, need());
+    } else if (a == "--consumers") {
+      o.consumers = parse_list<int>(a, need());
     } else if (a == "--mode") {
       for (const auto& m : split(need())) {
         if (m != "flat" && m != "nested") {
