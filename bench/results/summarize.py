@@ -105,7 +105,8 @@ def head_commit():
 
 def rewrite(path, text):
     s = open(path).read()
-    pat = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.S)
+    # The markers count only on lines of their own (prose may quote them).
+    pat = re.compile(r"^" + re.escape(BEGIN) + r"\n.*?^" + re.escape(END) + r"$", re.S | re.M)
     if not pat.search(s):
         sys.exit("summarize.py: %s has no %s ... %s region" % (path, BEGIN, END))
     s = pat.sub(lambda _: BEGIN + "\n" + text + END, s, count=1)
