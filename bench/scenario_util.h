@@ -115,6 +115,24 @@ inline long linux_fd_room() {
   return room > 0 ? room : 0;
 }
 
+// ADD then DEL of fd on ep until the budget is spent, kBatch pairs between
+// two budget checks; returns the pairs made.  Fails the run on an error.
+inline uint64_t ctl_pair_loop(const Backend& b, const Budget& use, int ep, int fd) {
+  Stopper st(use);
+  const Api& a = *b;
+  struct epoll_event ev {};
+  ev.events = EPOLLIN;
+  uint64_t n = 0;
+  while (st.more(n)) {
+    for (uint64_t k = 0; k < kBatch; ++k) {
+      if (a.epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) fail(b, "epoll_ctl(ADD)", errno);
+      if (a.epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr) != 0) fail(b, "epoll_ctl(DEL)", errno);
+    }
+    n += kBatch;
+  }
+  return n;
+}
+
 }  // namespace sc
 
 // The scenario families (one file each) and their cross-row checks.

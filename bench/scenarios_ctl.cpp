@@ -49,19 +49,7 @@ RunFn ctl_pairs(const Backend& b, bool nested, int workers, Budget bud) {
     KnobGuard knob(b);
     double cpu = 0;
     double secs = run_threads(workers, [&](int i) {
-      Stopper st(use);
-      struct epoll_event ev {};
-      ev.events = EPOLLIN;
-      uint64_t n = 0;
-      const Api& a = *b;
-      while (st.more(n)) {
-        for (uint64_t k = 0; k < kBatch; ++k) {
-          if (a.epoll_ctl(ep[i], EPOLL_CTL_ADD, efd[i], &ev) != 0) fail(b, "epoll_ctl(ADD)", errno);
-          if (a.epoll_ctl(ep[i], EPOLL_CTL_DEL, efd[i], nullptr) != 0) fail(b, "epoll_ctl(DEL)", errno);
-        }
-        n += kBatch;
-      }
-      done[i] = n;
+      done[i] = ctl_pair_loop(b, use, ep[i], efd[i]);
     }, &cpu);
     return throughput_sample(done, secs, cpu);
   };
@@ -212,19 +200,7 @@ RunFn shared_ctl(const Backend& b, int threads, Budget bud) {
     KnobGuard knob(b);
     double cpu = 0;
     double secs = run_threads(threads, [&](int i) {
-      Stopper st(use);
-      const Api& a = *b;
-      struct epoll_event ev {};
-      ev.events = EPOLLIN;
-      uint64_t n = 0;
-      while (st.more(n)) {
-        for (uint64_t k = 0; k < kBatch; ++k) {
-          if (a.epoll_ctl(ep, EPOLL_CTL_ADD, efd[i], &ev) != 0) fail(b, "epoll_ctl(ADD)", errno);
-          if (a.epoll_ctl(ep, EPOLL_CTL_DEL, efd[i], nullptr) != 0) fail(b, "epoll_ctl(DEL)", errno);
-        }
-        n += kBatch;
-      }
-      done[i] = n;
+      done[i] = ctl_pair_loop(b, use, ep, efd[i]);
     }, &cpu);
     return throughput_sample(done, secs, cpu);
   };

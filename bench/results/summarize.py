@@ -75,8 +75,9 @@ def case_rows(d):
             verdict += " (" + ", ".join(notes) + ")"
         label = c["label"]
         lnote = b.get("linux", {}).get("note", "")
-        if "RLIMIT_NOFILE" in lnote:  # Linux ran a smaller N: say so in the row
-            label += " (Linux: %s)" % lnote.split(";")[0]
+        m = re.search(r"(?:to|at) ([0-9,]+) \(RLIMIT_NOFILE\)", lnote)
+        if m:  # Linux ran a smaller N: say so in the row
+            label += " (Linux N=%s: RLIMIT_NOFILE)" % m.group(1)
         ratio = "%.2fx" % c["ratio"] if c.get("ratio") else "-"
         cpu = "%.2fx" % c["cpu_ratio"] if c.get("cpu_ratio") else "-"
         lim = "%.3f" % c["limit_ratio"] if c.get("limit_ratio") else "-"
