@@ -119,7 +119,7 @@ struct CaseResult {
   std::map<std::string, VariantResult> v;  // keyed by backend name
   double ratio = 0;       // uepoll median / linux median (0: unknown)
   double cpu_ratio = 0;   // linux CPU time per op / uepoll's (0: unknown)
-  double limit = 0;       // the case's physical floor in its unit (limits.cpp; 0: none)
+  double limit = 0;       // the case's physical floor in its unit (floors.cpp; 0: none)
   double limit_ratio = 0; // uepoll median / limit (1.0: at the floor; 0: unknown)
   int verdict = -1;       // -1 no target / n.a., 0 MISS, 1 PASS
 };

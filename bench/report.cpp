@@ -114,7 +114,7 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
                info.syscall_ns);
   const Limits& lim = info.limits;
   std::fprintf(out,
-               "floors measured in this run (limits.cpp): hash insert+erase %.1f ns (ctl pair), ready flag + 12-byte "
+               "floors measured in this run (floors.cpp): hash insert+erase %.1f ns (ctl pair), ready flag + 12-byte "
                "copy %.2f ns (wait), futex round trip %.0f ns (blocking handoff), %d CPUs\n",
                lim.hash_pair_ns, lim.wait_ns, lim.futex_rt_ns, lim.cpus);
   std::fprintf(out, "%d repetitions per backend, alternating; cells are median [min-max]%s\n", info.reps,

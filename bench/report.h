@@ -4,7 +4,7 @@
 #pragma once
 
 #include "harness.h"
-#include "limits.h"
+#include "floors.h"
 
 #include <cstdio>
 #include <string>
@@ -25,7 +25,7 @@ struct RunInfo {
   std::string load_start, load_end;  // /proc/loadavg (1, 5, 15 min) around the run
   double seconds = 0;                // wall time of the whole run
   double syscall_ns = 0;             // CPU ns of one null system call (getppid)
-  Limits limits;                     // the physical floors, measured at start (limits.cpp)
+  Limits limits;                     // the physical floors, measured at start (floors.cpp)
 };
 
 // Variant names in display order.

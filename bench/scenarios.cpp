@@ -3,7 +3,7 @@
 // in one file per family: scenarios_ctl.cpp (ctl-pairs, readd, shared-ctl,
 // scale), scenarios_wait.cpp (nested-wait, stress, herd), scenarios_memory.cpp
 // (memory), kernel_fds.cpp (kernel-fds) and scenarios_beyond.cpp (issue 10's
-// beyond-Linux rows); limits.cpp measures the physical floors.  Each one
+// beyond-Linux rows); floors.cpp measures the physical floors.  Each one
 // reproduces a measurement from a kernel scaling patch (the seeds under
 // /work/shared/reference/seeds) or a target beyond Linux.  Takes no lock.
 #include "harness.h"

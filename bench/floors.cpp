@@ -1,4 +1,4 @@
-// limits.cpp - measures the physical floors of uepoll's paths in the run
+// floors.cpp - measures the physical floors of uepoll's paths in the run
 // itself (issue 11): a bare pointer-keyed hash insert + erase (the least a
 // ctl pair can cost in user space), a bare ready-flag check plus one 12-byte
 // copy (the least a zero-timeout wait that finds one event can cost), and a
@@ -6,7 +6,7 @@
 // cost), beside the null system call every Linux call pays.  limit_for() maps
 // a case onto its floor in the case's unit.  Takes no lock; the futex word is
 // the only state two threads share.
-#include "limits.h"
+#include "floors.h"
 
 #include <algorithm>
 #include <atomic>

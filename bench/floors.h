@@ -1,7 +1,7 @@
-// limits.h - the physical floors uepoll-bench measures at the start of every
+// floors.h - the physical floors uepoll-bench measures at the start of every
 // run, on the same machine and in the same process as the scenarios, so that
 // every row can say how far uepoll is from the floor of its path as well as
-// from Linux.  See limits.cpp.
+// from Linux.  See floors.cpp.
 #pragma once
 
 #include "harness.h"
@@ -10,7 +10,7 @@
 
 namespace uepoll_bench {
 
-// Measured once per run (limits.cpp); all in CPU nanoseconds of one thread
+// Measured once per run (floors.cpp); all in CPU nanoseconds of one thread
 // except the futex round trip, which is wall time for two threads.
 struct Limits {
   double syscall_ns = 0;      // one null system call (getppid)
