@@ -119,6 +119,8 @@ struct CaseResult {
   std::map<std::string, VariantResult> v;  // keyed by backend name
   double ratio = 0;       // uepoll median / linux median (0: unknown)
   double cpu_ratio = 0;   // linux CPU time per op / uepoll's (0: unknown)
+  double limit = 0;       // the case's physical floor in its unit (floors.cpp; 0: none)
+  double limit_ratio = 0; // uepoll median / limit (1.0: at the floor; 0: unknown)
   int verdict = -1;       // -1 no target / n.a., 0 MISS, 1 PASS
 };
 
@@ -130,6 +132,7 @@ struct Options {
   uint64_t count = 0;                     // 0: each scenario's default
   std::vector<int> threads;               // empty: each scenario's default
   std::vector<int> producers;             // stress
+  std::vector<int> consumers;             // stress consumer threads (default 1,4)
   std::vector<std::string> modes;         // ctl-pairs: flat, nested
   std::vector<std::string> topologies;    // nested-wait: shared, private
   long mem_n = 0;                         // memory registrations (0: default)

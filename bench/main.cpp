@@ -23,7 +23,6 @@
 #include <string>
 #include <thread>
 
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -42,6 +41,7 @@ void usage(std::FILE* out) {
                "  --reps N            measured repetitions per backend (default 5, --quick 3)\n"
                "  --threads LIST      thread/worker/waiter counts, e.g. 1,2,4 (default: per scenario)\n"
                "  --producers LIST    stress producers (default 8,16)\n"
+               "  --consumers LIST    stress consumer threads waiting on the one instance (default 1,4)\n"
                "  --mode flat|nested  ctl-pairs mode (repeatable; default both)\n"
                "  --topology shared|private  nested-wait topology (repeatable; default both)\n"
                "  --duration-ms MS    run each measured repetition for MS ms instead of fixed counts\n"
@@ -128,25 +128,6 @@ std::string loadavg() {
   return a + " " + b + " " + c;
 }
 
-// CPU time of one null system call: the floor under every Linux epoll call,
-// which differs by an order of magnitude between bare metal and some VMs.
-double syscall_cost_ns() {
-  auto cpu = [] {
-    struct timespec ts {};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) * 1e9 + static_cast<double>(ts.tv_nsec);
-  };
-  const int n = 20000;
-  double best = 0;
-  for (int round = 0; round < 3; ++round) {
-    double t0 = cpu();
-    for (int i = 0; i < n; ++i) syscall(SYS_getppid);
-    double per = (cpu() - t0) / n;
-    if (round == 0 || per < best) best = per;
-  }
-  return best;
-}
-
 std::string kernel_text() {
   struct utsname u {};
   uname(&u);
@@ -218,6 +199,8 @@ int main(int argc, char** argv) {
       o.threads = parse_list<int>(a, need());
     } else if (a == "--producers") {
       o.producers = parse_list<int>(a, need());
+    } else if (a == "--consumers") {
+      o.consumers = parse_list<int>(a, need());
     } else if (a == "--mode") {
       for (const auto& m : split(need())) {
         if (m != "flat" && m != "nested") {
@@ -306,7 +289,9 @@ int main(int argc, char** argv) {
   info.reps = o.reps;
   info.malloc_hook = malloc_count::available();
   info.load_start = loadavg();
-  info.syscall_ns = syscall_cost_ns();
+  std::fprintf(stderr, "measuring the floors (null syscall, hash pair, ready check, futex round trip)\n");
+  info.limits = measure_limits();
+  info.syscall_ns = info.limits.syscall_ns;
   std::string why;
   info.uepoll_available = probe_uepoll(why);
   bool knobs_ok = info.uepoll_available && why.empty();
@@ -415,6 +400,9 @@ int main(int argc, char** argv) {
         }
         if (c.pass) r.verdict = c.pass(li->second.stats.median, ui->second.stats.median, ui->second.extra) ? 1 : 0;
       }
+      r.limit = limit_for(c, info.limits);
+      if (r.limit > 0 && c.higher_is_better && ui != r.v.end() && ui->second.ran)
+        r.limit_ratio = ui->second.stats.median / r.limit;
       mine.push_back(std::move(r));
     }
     if (sc->checks) {

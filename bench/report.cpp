@@ -112,13 +112,18 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
                "null system call (getppid): %.0f ns CPU; every Linux epoll call pays at least this, uepoll calls "
                "none\n",
                info.syscall_ns);
+  const Limits& lim = info.limits;
+  std::fprintf(out,
+               "floors measured in this run (floors.cpp): hash insert+erase %.1f ns (ctl pair), ready flag + 12-byte "
+               "copy %.2f ns (wait), futex round trip %.0f ns (blocking handoff), %d CPUs\n",
+               lim.hash_pair_ns, lim.wait_ns, lim.futex_rt_ns, lim.cpus);
   std::fprintf(out, "%d repetitions per backend, alternating; cells are median [min-max]%s\n", info.reps,
                info.quick ? "; --quick" : "");
   if (!info.uepoll_available) std::fprintf(out, "uepoll NOT measured: %s\n", info.uepoll_error.c_str());
   std::fprintf(out, "\n");
-  const char* hdr = "%-12s %-16s %-15s %-26s %-26s %-26s %-9s %-9s %-36s %s\n";
+  const char* hdr = "%-12s %-16s %-15s %-26s %-26s %-26s %-9s %-9s %-9s %-36s %s\n";
   std::fprintf(out, hdr, "scenario", "case", "unit", "linux", "uepoll", "uepoll-off", "uep/linux", "cpu ratio",
-               "target", "verdict");
+               "uep/limit", "target", "verdict");
   std::string last;
   for (const auto& r : results) {
     const Case& c = *r.c;
@@ -131,12 +136,13 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
       std::fprintf(out, "-- %s%s\n", c.scenario.c_str(), k.empty() ? "" : ("  (uepoll-off: " + k + " = 0)").c_str());
       last = c.scenario;
     }
-    char ratio[32] = "-", cpu_ratio[32] = "-";
+    char ratio[32] = "-", cpu_ratio[32] = "-", lim_ratio[32] = "-";
     if (r.ratio > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.ratio);
+    if (r.limit_ratio > 0) std::snprintf(lim_ratio, sizeof lim_ratio, "%.3f", r.limit_ratio);
     if (r.cpu_ratio > 0) std::snprintf(cpu_ratio, sizeof cpu_ratio, "%.2fx", r.cpu_ratio);
     const char* verdict = r.verdict == 1 ? "PASS" : r.verdict == 0 ? "MISS" : "";
     std::fprintf(out, hdr, "", c.label.c_str(), c.unit.c_str(), cell(r, "linux").c_str(), cell(r, "uepoll").c_str(),
-                 cell(r, "uepoll-off").c_str(), ratio, cpu_ratio, c.target.c_str(), verdict);
+                 cell(r, "uepoll-off").c_str(), ratio, cpu_ratio, lim_ratio, c.target.c_str(), verdict);
     std::string detail;
     for (const char* vn : kVariants) {
       auto it = r.v.find(vn);
@@ -174,7 +180,10 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
   }
   std::fprintf(out,
                "\nuep/linux: ratio of the medians (for B/registration lower is better); cpu ratio: Linux CPU time per\n"
-               "operation over uepoll's (threads' CPU clocks), which a loaded machine distorts less.\n");
+               "operation over uepoll's (threads' CPU clocks), which a loaded machine distorts less.\n"
+               "uep/limit: uepoll's median over the floor of its path in the same unit (1.000: at the floor; 0.250:\n"
+               "four times the floor's cost); pairs/s against the hash pair, waits/s against the ready check,\n"
+               "round trips and rounds against the futex round trip, times min(threads, CPUs).\n");
   std::fprintf(out, "\ntargets: %d PASS, %d MISS (targets are reported, not asserted)\n%s", pass, miss,
                misses.c_str());
 }
@@ -196,6 +205,9 @@ bool write_json(const std::string& path, const RunInfo& info, const std::vector<
   f << "  \"load_end\": " << json_str(info.load_end) << ",\n";
   f << "  \"seconds\": " << json_num(info.seconds) << ",\n";
   f << "  \"syscall_ns\": " << json_num(info.syscall_ns) << ",\n";
+  f << "  \"limits\": {\"syscall_ns\": " << json_num(info.limits.syscall_ns)
+    << ", \"hash_pair_ns\": " << json_num(info.limits.hash_pair_ns) << ", \"wait_ns\": " << json_num(info.limits.wait_ns)
+    << ", \"futex_rt_ns\": " << json_num(info.limits.futex_rt_ns) << ", \"cpus\": " << info.limits.cpus << "},\n";
   f << "  \"malloc_hook\": " << (info.malloc_hook ? "true" : "false") << ",\n";
   f << "  \"cases\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {
@@ -206,7 +218,10 @@ bool write_json(const std::string& path, const RunInfo& info, const std::vector<
       << ", \"unit\": " << json_str(c.unit) << ", \"higher_is_better\": " << (c.higher_is_better ? "true" : "false")
       << ", \"knob\": " << (c.knob ? json_str(c.knob) : "null") << ", \"target\": " << json_str(c.target)
       << ", \"ratio\": " << (r.ratio > 0 ? json_num(r.ratio) : "null")
-      << ", \"cpu_ratio\": " << (r.cpu_ratio > 0 ? json_num(r.cpu_ratio) : "null") << ", \"verdict\": "
+      << ", \"cpu_ratio\": " << (r.cpu_ratio > 0 ? json_num(r.cpu_ratio) : "null")
+      << ", \"limit\": " << (r.limit > 0 ? json_num(r.limit) : "null")
+      << ", \"limit_ratio\": " << (r.limit_ratio > 0 ? json_num(r.limit_ratio) : "null")
+      << ", \"limit_basis\": " << json_str(limit_basis(c)) << ", \"verdict\": "
       << (r.verdict == 1 ? "\"PASS\"" : r.verdict == 0 ? "\"MISS\"" : "null") << ",\n      \"backends\": {";
     bool first = true;
     for (const char* vn : kVariants) {
@@ -249,7 +264,7 @@ bool write_json(const std::string& path, const RunInfo& info, const std::vector<
 bool write_csv(const std::string& path, const std::vector<CaseResult>& results) {
   std::ofstream f(path);
   if (!f) return false;
-  f << "scenario,group,case,x_name,x,unit,backend,ran,reps,median,min,max,q1,q3,ratio_uepoll_linux,target,verdict,"
+  f << "scenario,group,case,x_name,x,unit,backend,ran,reps,median,min,max,q1,q3,ratio_uepoll_linux,ratio_uepoll_limit,target,verdict,"
        "extra,note\n";
   for (const auto& r : results) {
     const Case& c = *r.c;
@@ -265,7 +280,8 @@ bool write_csv(const std::string& path, const std::vector<CaseResult>& results) 
           << json_num(v.stats.q1) << ',' << json_num(v.stats.q3) << ',';
       else
         f << ",,,,,";
-      f << (r.ratio > 0 ? json_num(r.ratio) : "") << ',' << csv_field(c.target) << ','
+      f << (r.ratio > 0 ? json_num(r.ratio) : "") << ',' << (r.limit_ratio > 0 ? json_num(r.limit_ratio) : "") << ','
+        << csv_field(c.target) << ','
         << (r.verdict == 1 ? "PASS" : r.verdict == 0 ? "MISS" : "") << ',' << csv_field(extras_text(v.extra))
         << ',' << csv_field(v.ran ? v.note : v.error) << '\n';
     }

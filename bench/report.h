@@ -4,6 +4,7 @@
 #pragma once
 
 #include "harness.h"
+#include "floors.h"
 
 #include <cstdio>
 #include <string>
@@ -24,6 +25,7 @@ struct RunInfo {
   std::string load_start, load_end;  // /proc/loadavg (1, 5, 15 min) around the run
   double seconds = 0;                // wall time of the whole run
   double syscall_ns = 0;             // CPU ns of one null system call (getppid)
+  Limits limits;                     // the physical floors, measured at start (floors.cpp)
 };
 
 // Variant names in display order.

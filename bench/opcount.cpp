@@ -1,0 +1,89 @@
+// opcount.cpp - uepoll-opcount: runs one uepoll operation N times in a tight
+// loop, for instruction counts per operation under callgrind:
+//   valgrind --tool=callgrind --callgrind-out-file=/dev/null uepoll-opcount OP 0
+//   valgrind --tool=callgrind --callgrind-out-file=/dev/null uepoll-opcount OP 100000
+// and (Ir(N) - Ir(0)) / N is the cost of one operation (bench/opcount.sh does
+// exactly that for every OP).  OPs: ctl-pair, ctl-pair-nested, wait0,
+// wait0-nested, eventfd-rw, pipe-rw.  Takes no lock of its own.
+#include <uepoll/uepoll.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <fcntl.h>
+
+namespace {
+
+[[noreturn]] void die(const char* what) {
+  std::perror(what);
+  std::exit(1);
+}
+
+int must(int r, const char* what) {
+  if (r < 0) die(what);
+  return r;
+}
+
+void add(int ep, int fd) {
+  struct epoll_event ev {};
+  ev.events = EPOLLIN;
+  must(uep_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), "uep_epoll_ctl(ADD)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: uepoll-opcount ctl-pair|ctl-pair-nested|wait0|wait0-nested|eventfd-rw|pipe-rw N\n");
+    return 2;
+  }
+  const char* op = argv[1];
+  const long n = std::atol(argv[2]);
+  // Set-up common to every op (so that N=0 pays it too).
+  int ep = must(uep_epoll_create1(0), "uep_epoll_create1");
+  int top = must(uep_epoll_create1(0), "uep_epoll_create1");
+  int efd = must(uep_eventfd(0, EFD_NONBLOCK), "uep_eventfd");
+  int ready = must(uep_eventfd(1, EFD_NONBLOCK), "uep_eventfd");
+  int p[2];
+  must(uep_pipe2(p, O_NONBLOCK), "uep_pipe2");
+  struct epoll_event evs[4];
+  uint64_t v = 1;
+  char byte = 'x';
+  if (std::strcmp(op, "ctl-pair") == 0 || std::strcmp(op, "ctl-pair-nested") == 0) {
+    if (op[8] == '-') add(top, ep);
+    struct epoll_event ev {};
+    ev.events = EPOLLIN;
+    for (long i = 0; i < n; ++i) {
+      must(uep_epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev), "ADD");
+      must(uep_epoll_ctl(ep, EPOLL_CTL_DEL, efd, nullptr), "DEL");
+    }
+  } else if (std::strcmp(op, "wait0") == 0 || std::strcmp(op, "wait0-nested") == 0) {
+    add(ep, ready);
+    int w = ep;
+    if (op[5] == '-') {
+      add(top, ep);
+      w = top;
+    }
+    for (long i = 0; i < n; ++i)
+      if (uep_epoll_wait(w, evs, 4, 0) != 1) die("uep_epoll_wait");
+  } else if (std::strcmp(op, "eventfd-rw") == 0) {
+    for (long i = 0; i < n; ++i) {
+      if (uep_write(efd, &v, sizeof v) != sizeof v) die("uep_write");
+      if (uep_read(efd, &v, sizeof v) != sizeof v) die("uep_read");
+      v = 1;
+    }
+  } else if (std::strcmp(op, "pipe-rw") == 0) {
+    for (long i = 0; i < n; ++i) {
+      if (uep_write(p[1], &byte, 1) != 1) die("uep_write");
+      if (uep_read(p[0], &byte, 1) != 1) die("uep_read");
+    }
+  } else {
+    std::fprintf(stderr, "uepoll-opcount: unknown op %s\n", op);
+    return 2;
+  }
+  return 0;
+}
