@@ -233,7 +233,12 @@ void uep_file_unref(struct uep_file *handle);
  * (never past its timeout), with the CPU's pause hint and no system call;
  * an event queued meanwhile is returned at once, and the thread that queued
  * it makes no wakeup call (the spinner is not on the sleeper queue).  Only
- * then does the wait queue itself and sleep.  Signals stay blocked during
+ * then does the wait queue itself and sleep.  The window adapts: each spin
+ * that ends without an event halves the instance's next window (down to
+ * 1/4096 of busy_poll_usecs), each that finds one doubles it again, and
+ * while it is reduced one wait in 64 spins the whole busy_poll_usecs (so a
+ * machine with no spare CPU, where spinning only delays the producer, soon
+ * stops paying for it); EPIOCSPARAMS restores the whole window.  Signals stay blocked during
  * the spin of an epoll_pwait with a mask (delayed at most busy_poll_usecs).
  * Without a mask they are not blocked while spinning (that would cost two
  * system calls per wait): a handler that runs during the spin does not end

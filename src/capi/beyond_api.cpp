@@ -54,6 +54,7 @@ long params_ioctl(uepoll::epoll::Instance* ep, unsigned long req, void* arg) {
     bp.usecs.store(p.busy_poll_usecs, std::memory_order_relaxed);
     bp.budget.store(p.busy_poll_budget, std::memory_order_relaxed);
     bp.prefer.store(p.prefer_busy_poll, std::memory_order_relaxed);
+    bp.reset_adaptation();
     return 0;
   }
   std::memset(&p, 0, sizeof p);

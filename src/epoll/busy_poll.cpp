@@ -10,6 +10,15 @@
 // is read through the vDSO, ready_lock_ only with try_lock, never the
 // yielding lock()), the CPU pause hint between looks.
 //
+// The window adapts (BusyPoll::shift): a spin helps only when the thread
+// that will queue the event runs on another CPU meanwhile.  When it does
+// not (more runnable threads than CPUs, or a producer that is itself
+// waiting for this thread), every spin burns its whole window and delays
+// the producer: each window that ends without an event halves the next one
+// (down to usecs >> 12), each that finds an event doubles it again, and
+// while it is reduced one wait in 64 probes with the whole usecs (an event
+// then restores it at once).  So busy_poll_usecs is the most a wait spins.
+//
 // Locks: ready_lock_ (7), try_lock only, held for one read.
 #include "core/cpu_relax.h"
 #include "core/tuning.h"
@@ -32,15 +41,32 @@ bool before(const timespec& a, const timespec& b) noexcept {
 
 }  // namespace
 
+void Instance::spin_found_event(bool probe) noexcept {
+  const uint8_t shift = busy_.shift.load(std::memory_order_relaxed);
+  if (shift != 0) busy_.shift.store(probe ? 0 : static_cast<uint8_t>(shift - 1), std::memory_order_relaxed);
+}
+
+void Instance::spin_missed() noexcept {
+  const uint8_t shift = busy_.shift.load(std::memory_order_relaxed);
+  if (shift < BusyPoll::kMaxShift) busy_.shift.store(static_cast<uint8_t>(shift + 1), std::memory_order_relaxed);
+}
+
 bool Instance::busy_wait(const timespec* deadline, SpinWindow* win) noexcept {
   if (!win->started) {
     win->started = true;
     const uint32_t us = busy_.usecs.load(std::memory_order_relaxed);
-    if (us == 0) {
+    uint64_t ns = static_cast<uint64_t>(us) * 1000u;
+    if (const unsigned shift = busy_.shift.load(std::memory_order_relaxed); shift != 0 && ns != 0) {
+      if ((busy_.probe.fetch_add(1, std::memory_order_relaxed) & 63) == 63)
+        win->probe = true;
+      else
+        ns >>= shift;
+    }
+    if (ns == 0) {
       win->end = timespec{};
       return false;
     }
-    timespec rel{static_cast<time_t>(us / 1000000), static_cast<long>(us % 1000000) * 1000};
+    timespec rel{static_cast<time_t>(ns / 1000000000u), static_cast<long>(ns % 1000000000u)};
     win->end = core::deadline_after(rel);
     if (deadline && before(*deadline, win->end)) win->end = *deadline;
   }
@@ -50,7 +76,10 @@ bool Instance::busy_wait(const timespec* deadline, SpinWindow* win) noexcept {
     if (!ready_lock_.is_locked() && ready_lock_.try_lock()) {
       const bool ready = events_available_locked();
       ready_lock_.unlock();
-      if (ready) return true;
+      if (ready) {
+        spin_found_event(win->probe);
+        return true;
+      }
     }
     for (int k = 0; k < 16; ++k) core::cpu_relax();
     if ((i & 7) == 7) {
@@ -58,6 +87,7 @@ bool Instance::busy_wait(const timespec* deadline, SpinWindow* win) noexcept {
       clock_gettime(CLOCK_MONOTONIC, &now);  // vDSO: no system call
       if (!before(now, win->end)) {
         win->end = timespec{};
+        spin_missed();
         return false;
       }
     }

@@ -21,6 +21,18 @@ struct BusyPoll {
   std::atomic<uint32_t> usecs{default_busy_poll_usecs()};
   std::atomic<uint16_t> budget{0};
   std::atomic<uint8_t> prefer{0};
+  // Adaptive window (see busy_poll.cpp): a wait spins for usecs >> shift;
+  // a spin that ends without an event doubles the shift's effect (up to
+  // kMaxShift), one that finds an event halves it; while shift > 0 every
+  // 64th wait (probe) spins the whole usecs and resets shift on success.
+  // Relaxed: heuristics, no data guarded.  EPIOCSPARAMS resets both.
+  std::atomic<uint8_t> shift{0};
+  std::atomic<uint32_t> probe{0};
+  static constexpr uint8_t kMaxShift = 12;
+  void reset_adaptation() noexcept {
+    shift.store(0, std::memory_order_relaxed);
+    probe.store(0, std::memory_order_relaxed);
+  }
 };
 
 // One wait call's spin budget: set when the wait first finds nothing ready,
@@ -29,6 +41,7 @@ struct BusyPoll {
 struct SpinWindow {
   timespec end{};
   bool started = false;
+  bool probe = false;  // this window is the whole usecs although shift > 0
 };
 
 }  // namespace uepoll::epoll

@@ -177,6 +177,46 @@ TEST(BusyPollWait, EventDuringSpinNeedsNoSleep) {
   }
 }
 
+double thread_cpu_ms() {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+// Spins that keep ending without an event shrink the window (a machine
+// with no spare CPU stops paying for them); an event found by a spin, or
+// EPIOCSPARAMS, gives the whole window back.
+TEST(BusyPollWait, WindowShrinksWhileSpinsMissAndRecovers) {
+  uepoll::Epoll ep = uepoll::Epoll::create();
+  uepoll::EventFd ev = uepoll::EventFd::create(0, EFD_NONBLOCK);
+  ep.add(ev, EPOLLIN, 1);
+  ep.set_busy_poll({20000, 0, 0, 0});  // 20 ms
+  struct epoll_event out[1];
+  // A fresh instance spins its whole window: a 30 ms wait with no event
+  // burns up to 20 ms of CPU (less when the machine is loaded and the
+  // spinner is preempted: the checks below compare, with margins).
+  double c0 = thread_cpu_ms();
+  EXPECT_EQ(uep_epoll_wait(ep.get(), out, 1, 30), 0);
+  const double first = thread_cpu_ms() - c0;
+  // Twelve more misses: the window is down to 20 ms >> 12 (5 us).
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(uep_epoll_wait(ep.get(), out, 1, 1), 0);
+  c0 = thread_cpu_ms();
+  EXPECT_EQ(uep_epoll_wait(ep.get(), out, 1, 30), 0);
+  const double shrunk = thread_cpu_ms() - c0;
+  EXPECT_LT(shrunk, 1.5) << "the window did not shrink";
+  EXPECT_GT(first, 3 * shrunk) << "first wait " << first << " ms CPU, after 13 misses " << shrunk << " ms";
+  // EPIOCSPARAMS restores the whole window.
+  ep.set_busy_poll({20000, 0, 0, 0});
+  c0 = thread_cpu_ms();
+  EXPECT_EQ(uep_epoll_wait(ep.get(), out, 1, 30), 0);
+  const double restored = thread_cpu_ms() - c0;
+  EXPECT_GT(restored, 3 * shrunk) << "restored " << restored << " ms CPU, shrunk " << shrunk << " ms";
+  for (int i = 0; i < 13; ++i) EXPECT_EQ(uep_epoll_wait(ep.get(), out, 1, 1), 0);
+  struct epoll_params got;
+  ASSERT_EQ(uep_ioctl(ep.get(), EPIOCGPARAMS, &got), 0);
+  EXPECT_EQ(got.busy_poll_usecs, 20000U) << "adaptation never changes the reported parameter";
+}
+
 // The spin never outlasts the timeout, and after the spin the wait sleeps
 // and is woken as usual.
 TEST(BusyPollWait, SpinBoundedByTimeoutThenSleeps) {
