@@ -259,7 +259,17 @@ int WaiterEntry::wake(WaitEntry* e, uint32_t key) noexcept {
     return 0;
   }
   if (key && we->mask && !(key & we->mask)) return 0;
-  if (we->autoremove) WaitQueue::unlink_self(e);
+  if (we->autoremove) {
+    WaitQueue::unlink_self(e);
+  } else if (we->waiter->woken()) {
+    // Kicked already and not yet running its harvest: this wakeup is not
+    // taken, so an exclusive walk moves on to the next sleeper, as Linux's
+    // default_wake_function (try_to_wake_up on a task that is already
+    // runnable returns 0) did before the 2020 autoremove change.  Returning
+    // 1 here concentrated a burst's wakeups on one thread, which made
+    // exclusive_autoremove=0 look faster than Linux ever was.
+    return 0;
+  }
   we->waiter->kick();
   return 1;
 }
