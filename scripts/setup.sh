@@ -2,8 +2,9 @@
 # scripts/setup.sh - installs the Debian 12 packages uepoll needs to build and
 # test (compilers, CMake, GoogleTest, Google Benchmark, clang's libFuzzer and
 # sanitizer runtimes, valgrind, pkg-config, python3, the aarch64 cross
-# compiler and qemu-user for the aarch64 stage, and libuv and Boost for two
-# examples).
+# compiler and qemu-user for the aarch64 stage, libuv and Boost for two
+# examples, and nginx-light, redis-server, redis-tools, wrk, curl and procps
+# for the real programs run under uepoll-run by tests/realprograms/run.sh).
 #
 # Checks: each package's install state with dpkg-query; installs only what is
 # missing (one `apt-get update`, one `apt-get install`), and only as root.
@@ -35,7 +36,8 @@ packages=(
   redis-server        # key-value store (epoll, fork for BGSAVE)
   redis-tools         # redis-benchmark, redis-cli
   wrk                 # HTTP load generator
-  curl
+  curl                # tests/realprograms: fetches nginx's page to compare
+  procps              # tests/realprograms: pgrep finds nginx's worker to stop it
 )
 log() { printf 'setup: %s\n' "$*"; }
 
