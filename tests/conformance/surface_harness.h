@@ -144,7 +144,10 @@ class ST : public T {
     std::string s = "readv(" + n(fd) + "," + segs_str(segs) + ") = " + (errno = e, res(r));
     if (r > 0) {
       s += " [";
-      for (size_t i = 0; i < segs.size(); ++i) s += (i ? "|" : "") + std::string(bufs[i].data(), segs[i]);
+      for (size_t i = 0; i < segs.size(); ++i) {
+        if (i) s += '|';  // (two steps: see segs_str)
+        s.append(bufs[i].data(), segs[i]);
+      }
       s += "]";
     }
     log(s);
@@ -240,7 +243,12 @@ class ST : public T {
 
   static std::string segs_str(const std::vector<size_t>& segs) {
     std::string s = "[";
-    for (size_t i = 0; i < segs.size(); ++i) s += (i ? "," : "") + std::to_string(segs[i]);
+    for (size_t i = 0; i < segs.size(); ++i) {
+      // (appended in two steps: GCC 12 -O3 warns -Wrestrict, falsely, on
+      // `const char* + std::string&&`)
+      if (i) s += ',';
+      s += std::to_string(segs[i]);
+    }
     return s + "]";
   }
 };
