@@ -389,10 +389,14 @@ long syscall(long nr, ...) {
   for (int i = 0; i < 6; ++i) a[i] = va_arg(ap, long);
   va_end(ap);
   switch (nr) {
+#ifdef SYS_epoll_create /* the legacy calls: absent on aarch64 and other new ABIs */
     case SYS_epoll_create: return ret_long(epoll_create((int)a[0]));
+#endif
     case SYS_epoll_create1: return ret_long(epoll_create1((int)a[0]));
     case SYS_epoll_ctl: return ret_long(epoll_ctl((int)a[0], (int)a[1], (int)a[2], (struct epoll_event *)a[3]));
+#ifdef SYS_epoll_wait
     case SYS_epoll_wait: return ret_long(epoll_wait((int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3]));
+#endif
     case SYS_epoll_pwait:
       return ret_long(epoll_pwait((int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3], (const sigset_t *)a[4]));
 #ifdef SYS_epoll_pwait2
@@ -401,9 +405,13 @@ long syscall(long nr, ...) {
                                    (const sigset_t *)a[4]));
 #endif
     case SYS_eventfd2: return ret_long(eventfd((unsigned)a[0], (int)a[1]));
+#ifdef SYS_eventfd
     case SYS_eventfd: return ret_long(eventfd((unsigned)a[0], 0));
+#endif
     case SYS_pipe2: return ret_long(pipe2((int *)a[0], (int)a[1]));
+#ifdef SYS_pipe
     case SYS_pipe: return ret_long(pipe((int *)a[0]));
+#endif
     case SYS_timerfd_create: return ret_long(timerfd_create((int)a[0], (int)a[1]));
     case SYS_close:
     case SYS_read:

@@ -80,7 +80,11 @@ int main(int argc, char **argv) {
   uint64_t v = 5;
   say("write eventfd", write(efd, &v, sizeof v));
   struct epoll_event out[4];
+#ifdef SYS_epoll_wait
   int n = (int)syscall(SYS_epoll_wait, ep, out, 4, 1000);
+#else /* aarch64 and other new ABIs have only epoll_pwait (same output) */
+  int n = (int)syscall(SYS_epoll_pwait, ep, out, 4, 1000, NULL, 8);
+#endif
   say("syscall(epoll_wait)", n);
   if (n > 0) printf("  data %llu events %#x\n", (unsigned long long)out[0].data.u64, out[0].events);
   say("epoll_wait ET again", epoll_wait(ep, out, 4, 0));
