@@ -2,8 +2,9 @@
 # scripts/setup.sh - installs the Debian 12 packages uepoll needs to build and
 # test (compilers, CMake, GoogleTest, Google Benchmark, clang's libFuzzer and
 # sanitizer runtimes, valgrind, pkg-config, python3, the aarch64 cross
-# compiler and qemu-user for the aarch64 stage, and libuv and Boost for two
-# examples).
+# compiler and qemu-user for the aarch64 stage, libuv and Boost for two
+# examples, and nginx-light, redis-server, redis-tools, wrk, curl and procps
+# for the real programs run under uepoll-run by tests/realprograms/run.sh).
 #
 # Checks: each package's install state with dpkg-query; installs only what is
 # missing (one `apt-get update`, one `apt-get install`), and only as root.
@@ -30,6 +31,13 @@ packages=(
   qemu-user           # test.sh aarch64: runs the aarch64 tests (qemu-aarch64)
   libuv1-dev          # examples/libuv_embed.c
   libboost-dev        # examples/asio_embed.cpp (Boost.Asio, header-only)
+  # tests/realprograms/run.sh: unmodified servers and load tools under uepoll-run
+  nginx-light         # web server (master + worker processes, epoll)
+  redis-server        # key-value store (epoll, fork for BGSAVE)
+  redis-tools         # redis-benchmark, redis-cli
+  wrk                 # HTTP load generator
+  curl                # tests/realprograms: fetches nginx's page to compare
+  procps              # tests/realprograms: pgrep finds nginx's worker to stop it
 )
 log() { printf 'setup: %s\n' "$*"; }
 
@@ -66,15 +74,24 @@ apt-get update -qq || log "apt-get update failed: trying the cached package list
 # so that one unknown name does not stop the rest from installing.
 available=()
 for p in "${missing[@]}"; do
-  if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+  # (no grep -q: it would close the pipe early and pipefail would see SIGPIPE)
+  if apt-cache policy "$p" 2>/dev/null | grep 'Candidate: [^(]' >/dev/null; then
     available+=("$p")
   else
     log "no candidate for $p in the configured apt sources: skipped"
   fi
 done
 if ((${#available[@]})); then
+  # Servers (nginx, redis) must not be started as system services by their
+  # install scripts: the tests start their own instances.
+  policy=/usr/sbin/policy-rc.d
+  made_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && made_policy=1
+  fi
   apt-get install -y -qq --no-install-recommends "${available[@]}" </dev/null \
     || log "apt-get install failed"
+  if ((made_policy)); then rm -f "$policy"; fi
 fi
 
 still=()

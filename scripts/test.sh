@@ -6,6 +6,10 @@
 #   asan     build-asan/   Debug, ASan+UBSan, leak checking on, every test
 #                          (bench.smoke included: it drives many threads)
 #   tsan     build-tsan/   RelWithDebInfo, TSan, every test (bench.smoke too)
+#                          but the preload tests, which show as skipped (a
+#                          TSan library cannot be preloaded into nginx or sh;
+#                          the asan stage preloads libasan with it instead:
+#                          tests/preload/CMakeLists.txt)
 #   fuzz     build-fuzz/   clang, libFuzzer+ASan, only `ctest -L fuzz`
 #                          (skipped when clang or fuzz/ is absent)
 #   install  build-install/  tests/install/check.sh: install into a temporary
@@ -13,7 +17,8 @@
 #                          pkg-config and find_package(uepoll)
 #   release  build-release/  the README's install recipe as written (GCC,
 #                          Release, default options), every test, then
-#                          `cmake --install` into a temporary prefix
+#                          `cmake --install` into a temporary prefix (the
+#                          library, headers, libuepoll-preload.so, uepoll-run)
 #   clang    build-clang/  clang 14, MinSizeRel, every test (-Wthread-safety
 #                          and every other clang warning fatal)
 #   aarch64  build-aarch64/  cross build (cmake/aarch64-linux-gnu.cmake) of
@@ -201,7 +206,8 @@ stage_install() {
 # prefix (a temporary one) and UEPOLL_WERROR=ON: a plain Release build with
 # every default option (tests, bench and examples on), which a user may run
 # with any CMAKE_BUILD_TYPE.  Then the whole suite on that build, and the
-# installed tree must hold the library and headers and no program.
+# installed tree must hold the library, headers, libuepoll-preload.so and no
+# program but uepoll-run.
 stage_release() {
   local d="$PREFIX-release" prefix rc=0
   prefix="$(mktemp -d "${TMPDIR:-/tmp}/uepoll-release.XXXXXX")"
@@ -212,8 +218,12 @@ stage_release() {
      || ! compgen -G "$prefix/lib*/libuepoll.a" >/dev/null; then
     echo "release: the install is missing the headers or libuepoll.a" >&2; rc=1
   fi
-  if [[ -e "$prefix/bin" ]]; then
+  # The only program installed is the launcher uepoll-run (issue 9).
+  if [[ -e "$prefix/bin" && "$(ls "$prefix/bin")" != uepoll-run ]]; then
     echo "release: programs installed by default: $(ls "$prefix/bin")" >&2; rc=1
+  fi
+  if [[ ! -x "$prefix/bin/uepoll-run" ]] || ! compgen -G "$prefix/lib*/libuepoll-preload.so" >/dev/null; then
+    echo "release: the install is missing uepoll-run or libuepoll-preload.so" >&2; rc=1
   fi
   rm -rf "$prefix"
   ctest_run "$d" || rc=1

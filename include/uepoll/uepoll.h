@@ -8,11 +8,13 @@
  *
  * Descriptors.  uepoll descriptors are plain ints taken from a range that the
  * kernel never hands out (UEP_FD_BASE and up, see below), so they can live in
- * the same int variables as kernel descriptors.  uep_read, uep_write,
- * uep_close, uep_dup, uep_poll, uep_shutdown and (for kernel epoll instances)
- * uep_epoll_ctl / uep_epoll_wait forward to the kernel when handed a kernel
+ * the same int variables as kernel descriptors.  Every descriptor call here
+ * (uep_read, uep_write, uep_close, uep_dup, uep_poll, uep_shutdown, the rest
+ * of the descriptor surface below, and uep_epoll_ctl / uep_epoll_wait for
+ * kernel epoll instances) forwards to the kernel when handed a kernel
  * descriptor, so a program can route all of its descriptor calls through
- * uepoll.
+ * uepoll.  <uepoll/compat.h> does that for a source file unchanged, and
+ * libuepoll-preload.so (uepoll-run) for an unmodified binary.
  *
  * Thread safety: every function is thread-safe, exactly as its Linux
  * counterpart is.  Blocking calls (waits, blocking read/write) sleep in the
@@ -40,9 +42,12 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/eventfd.h>
+#include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include <uepoll/export.h>
@@ -121,6 +126,62 @@ int uep_close(int fd);
 int uep_dup(int oldfd);
 int uep_poll(struct pollfd *fds, nfds_t nfds, int timeout);
 
+/* ---- the rest of the descriptor surface ----------------------------- *
+ * Same contract as the libc function of the name, for each uepoll object
+ * type as Linux answers for the kernel's object (docs/linux-deviations.md
+ * lists the differences); kernel descriptors are passed to the kernel.
+ *   fcntl: F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_SETFL
+ *          (O_NONBLOCK, O_APPEND, O_ASYNC, O_DIRECT for pipes, O_NOATIME),
+ *          F_GETPIPE_SZ, F_SETOWN/F_GETOWN (recorded, no signal sent);
+ *          other commands EINVAL.
+ *   ioctl: FIONBIO, FIOASYNC, FIOCLEX, FIONCLEX, FIONREAD (pipes, sockets),
+ *          TIOCOUTQ (sockets); on an epoll instance EPIOCSPARAMS and
+ *          EPIOCGPARAMS (busy-poll waits, below), EINVAL for others;
+ *          ENOTTY otherwise.
+ *   dup2/dup3: atomically replace an open uepoll descriptor.  A uepoll file
+ *          cannot be put at a kernel descriptor number nor a kernel file at
+ *          a uepoll number: EBADF (as for a newfd out of range).
+ *   pread/pwrite: ESPIPE; lseek: ESPIPE (pipes, sockets), 0 (anonymous
+ *          inodes: epoll, eventfd, timerfd), as Linux.
+ *   fstat: S_IFIFO|0600 (pipes), S_IFSOCK|0777 (sockets), 0600 without a
+ *          type (epoll, eventfd, timerfd: an anonymous inode).
+ *   select/pselect: an fd_set cannot hold a uepoll descriptor (they lie
+ *          far above FD_SETSIZE): these are the kernel's calls, for kernel
+ *          descriptors only.  Use uep_poll/uep_ppoll for uepoll ones.
+ *   Socket calls on uepoll socket pairs: MSG_DONTWAIT, MSG_NOSIGNAL,
+ *          MSG_PEEK, MSG_WAITALL; no control messages (EOPNOTSUPP). */
+int uep_fcntl(int fd, int cmd, ... /* arg */);
+int uep_ioctl(int fd, unsigned long request, ... /* arg */);
+int uep_dup2(int oldfd, int newfd);
+int uep_dup3(int oldfd, int newfd, int flags);
+ssize_t uep_readv(int fd, const struct iovec *iov, int iovcnt);
+ssize_t uep_writev(int fd, const struct iovec *iov, int iovcnt);
+ssize_t uep_pread(int fd, void *buf, size_t count, off_t offset);
+ssize_t uep_pwrite(int fd, const void *buf, size_t count, off_t offset);
+off_t uep_lseek(int fd, off_t offset, int whence);
+int uep_fstat(int fd, struct stat *statbuf);
+int uep_ppoll(struct pollfd *fds, nfds_t nfds, const struct timespec *tmo,
+              const sigset_t *sigmask);
+int uep_select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
+               struct timeval *timeout);
+int uep_pselect(int nfds, fd_set *readfds, fd_set *writefds,
+                fd_set *exceptfds, const struct timespec *timeout,
+                const sigset_t *sigmask);
+ssize_t uep_send(int sockfd, const void *buf, size_t len, int flags);
+ssize_t uep_recv(int sockfd, void *buf, size_t len, int flags);
+ssize_t uep_sendto(int sockfd, const void *buf, size_t len, int flags,
+                   const struct sockaddr *dest_addr, socklen_t addrlen);
+ssize_t uep_recvfrom(int sockfd, void *buf, size_t len, int flags,
+                     struct sockaddr *src_addr, socklen_t *addrlen);
+ssize_t uep_sendmsg(int sockfd, const struct msghdr *msg, int flags);
+ssize_t uep_recvmsg(int sockfd, struct msghdr *msg, int flags);
+int uep_getsockopt(int sockfd, int level, int optname, void *optval,
+                   socklen_t *optlen);
+int uep_setsockopt(int sockfd, int level, int optname, const void *optval,
+                   socklen_t optlen);
+int uep_getsockname(int sockfd, struct sockaddr *addr, socklen_t *addrlen);
+int uep_getpeername(int sockfd, struct sockaddr *addr, socklen_t *addrlen);
+
 /* Extension: 1 if fd is an open uepoll descriptor, 0 otherwise. */
 int uep_is_uepoll_fd(int fd);
 
@@ -175,8 +236,8 @@ int uep_is_uepoll_fd(int fd);
  * uep_file_open(ops, ctx, flags, &handle): a new descriptor (lowest free)
  *   for a new file with the callbacks in *ops (copied) and ctx, and in
  *   *handle one reference to it.  flags: O_NONBLOCK (the descriptor's
- *   status flag), O_CLOEXEC (accepted; uepoll descriptors are not
- *   inherited by exec).  Calls ops->poll once before returning.  Errors,
+ *   status flag), O_CLOEXEC (the descriptor's FD_CLOEXEC; uepoll
+ *   descriptors are not inherited by exec in any case).  Calls ops->poll once before returning.  Errors,
  *   in this order: EINVAL (other flags), EFAULT (ops or handle NULL or not
  *   user memory), EINVAL (ops->poll NULL), ENOMEM, EMFILE.  On error
  *   *handle is untouched and release is never called (poll may have
@@ -211,7 +272,6 @@ int uep_file_open(const struct uep_file_ops *ops, void *ctx, int flags,
                   struct uep_file **handle);
 void uep_file_wake(struct uep_file *handle, uint32_t events);
 void uep_file_unref(struct uep_file *handle);
-
 
 /* ---- beyond Linux: issue 10 ---------------------------------------------
  * Extensions that Linux's eventpoll was offered on LKML but does not have
@@ -258,9 +318,7 @@ struct epoll_params {
 #define EPIOCSPARAMS _IOW(EPOLL_IOC_TYPE, 0x01, struct epoll_params)
 #define EPIOCGPARAMS _IOR(EPOLL_IOC_TYPE, 0x02, struct epoll_params)
 #endif
-/* ioctl(2) over uepoll and kernel descriptors (see above for the requests
- * uepoll instances answer). */
-int uep_ioctl(int fd, unsigned long request, void *arg);
+/* (uep_ioctl itself is declared with the descriptor surface above.) */
 
 /* Round-robin exclusive wakeups (Jason Baron, "epoll: introduce round robin
  * wakeup mode", 2015 RFC).  An event flag that takes effect only together
@@ -317,8 +375,8 @@ int uep_epoll_ctl_batch(int epfd, struct uep_ctl_cmd *cmds, int ncmds);
 
 /* fdinfo: what /proc/self/fdinfo/FD shows for fd, in Linux 6.18's format
  * (snprintf-like: writes at most len bytes including the NUL, returns the
- * full length, or -1/EBADF).  Lines: "pos:", "flags:" (octal, always with
- * O_CLOEXEC: uepoll descriptors do not survive exec), "mnt_id:" (0: uepoll
+ * full length, or -1/EBADF).  Lines: "pos:", "flags:" (octal, with
+ * O_CLOEXEC when the descriptor has FD_CLOEXEC, as Linux), "mnt_id:" (0: uepoll
  * files are on no mount), "ino:" (the file's uepoll id), then per type:
  * instances one "tfd: %8d events: %8x data: %16llx  pos:0 ino:%lx sdev:%x"
  * line per registration (ino: the target's uepoll id, sdev: 0), sorted by

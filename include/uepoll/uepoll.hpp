@@ -422,6 +422,38 @@ inline std::size_t read(BorrowedFd fd, std::span<std::byte> buf) {
   return detail::value_or_throw(try_read(fd, buf));
 }
 
+// fcntl(F_SETFL) of O_NONBLOCK alone (the other status flags kept), on a
+// uepoll or kernel descriptor.  Errors: EBADF.  Contract: thread-safe;
+// never blocks; never allocates.
+inline Result<void> try_set_nonblocking(BorrowedFd fd, bool on) noexcept {
+  const long fl = detail::fcntl(fd.get(), F_GETFL, 0);
+  if (fl < 0) return detail::errc_from(fl);
+  const unsigned long nfl = on ? (static_cast<unsigned long>(fl) | O_NONBLOCK) : (static_cast<unsigned long>(fl) & ~static_cast<unsigned long>(O_NONBLOCK));
+  return detail::void_result_of(detail::fcntl(fd.get(), F_SETFL, nfl));
+}
+// As try_set_nonblocking(); throws std::system_error on failure.
+inline void set_nonblocking(BorrowedFd fd, bool on) { detail::value_or_throw(try_set_nonblocking(fd, on)); }
+
+// fcntl(F_SETFD, FD_CLOEXEC or 0).  Errors: EBADF.  Contract: as above.
+inline Result<void> try_set_cloexec(BorrowedFd fd, bool on) noexcept {
+  return detail::void_result_of(detail::fcntl(fd.get(), F_SETFD, on ? FD_CLOEXEC : 0));
+}
+// As try_set_cloexec(); throws std::system_error on failure.
+inline void set_cloexec(BorrowedFd fd, bool on) { detail::value_or_throw(try_set_cloexec(fd, on)); }
+
+// dup3(2): makes `newfd` (same range as fd: uepoll or kernel) refer to fd's
+// object, atomically replacing what was open there; flags 0 or O_CLOEXEC.
+// Returns newfd, owned.  Errors: EINVAL (same descriptor, bad flags),
+// EBADF (fd not open, newfd out of range or in the other range).
+// Contract: thread-safe; never blocks; the engine may allocate a table chunk.
+inline Result<Fd> try_dup_to(BorrowedFd fd, int newfd, int flags = 0) noexcept {
+  const long r = detail::dup3(fd.get(), newfd, flags);
+  if (r < 0) return detail::errc_from(r);
+  return Fd(static_cast<int>(r));
+}
+// As try_dup_to(); throws std::system_error on failure.
+inline Fd dup_to(BorrowedFd fd, int newfd, int flags = 0) { return detail::value_or_throw(try_dup_to(fd, newfd, flags)); }
+
 // write(2): writes up to buf.size() bytes; returns the count.  Errors as
 // Linux for the object: EAGAIN, EBADF, EPIPE (no reader / peer shut down;
 // SIGPIPE is raised as Linux does), EINVAL (eventfd buffer < 8 or value

@@ -1,6 +1,6 @@
 // beyond_api.cpp - the C edge of issue 10's extensions (uepoll.h "beyond
-// Linux"): the epoll ioctls (EPIOCSPARAMS / EPIOCGPARAMS), uep_ioctl,
-// uep_epoll_ctl_batch and uep_fdinfo.  Argument checks in Linux 6.18's order
+// Linux"): the epoll ioctls (EPIOCSPARAMS / EPIOCGPARAMS, reached through
+// uep_ioctl's capi::epoll_ioctl hook), uep_epoll_ctl_batch and uep_fdinfo.  Argument checks in Linux 6.18's order
 // where Linux has the call.
 //
 // Locks: none here; ctl_on and the instance take their own.
@@ -9,6 +9,7 @@
 
 #include "capi/ctl.h"
 #include "capi/edge.h"
+#include "capi/epoll_ioctl.h"
 #include "core/reclaim.h"
 #include "core/user_memory.h"
 #include "epoll/fdinfo.h"
@@ -69,12 +70,23 @@ long params_ioctl(uepoll::epoll::Instance* ep, unsigned long req, void* arg) {
 
 }  // namespace
 
+namespace uepoll::capi {
+
+// An instance's own ioctls (capi/epoll_ioctl.h; Linux ep_eventpoll_ioctl).
+long epoll_ioctl(core::File* ep, unsigned long req, void* arg) noexcept {
+  if (req != EPIOCSPARAMS && req != EPIOCGPARAMS) return -EINVAL;  // ep_eventpoll_ioctl
+  return params_ioctl(static_cast<uepoll::epoll::Instance*>(ep), req, arg);
+}
+
+}  // namespace uepoll::capi
+
 namespace uepoll::detail {
 
 // The file-specific part of ioctl(2) (Linux vfs_ioctl -> f_op->unlocked_ioctl)
-// for uepoll descriptors, and the whole call for kernel ones.  Requests the
-// VFS answers for every file (FIONBIO, FIOCLEX, ...) are the caller's to
-// handle first (uep_ioctl, issue 9).  0 or -errno.
+// for uepoll descriptors, and the whole call for kernel ones: the C++ API's
+// Epoll::set_busy_poll/busy_poll.  The requests the VFS answers for every
+// file (FIONBIO, FIOCLEX, ...) are uep_ioctl's (capi/fd_surface_api.cpp),
+// which calls capi::epoll_ioctl for the rest on an instance.  0 or -errno.
 long epoll_ioctl(int fd, unsigned long req, void* arg) noexcept {
   if (!uepoll::fd::in_range(fd)) {
     int r = ::ioctl(fd, req, arg);
@@ -83,8 +95,7 @@ long epoll_ioctl(int fd, unsigned long req, void* arg) noexcept {
   uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
   if (!f) return -EBADF;
   if (!f->is_epoll()) return -ENOTTY;  // no unlocked_ioctl, or -ENOIOCTLCMD
-  if (req != EPIOCSPARAMS && req != EPIOCGPARAMS) return -EINVAL;  // ep_eventpoll_ioctl
-  return params_ioctl(static_cast<uepoll::epoll::Instance*>(f.get()), req, arg);
+  return uepoll::capi::epoll_ioctl(f.get(), req, arg);
 }
 
 long epoll_ctl_batch(int epfd, struct uep_ctl_cmd* cmds, int ncmds) noexcept {
@@ -131,7 +142,7 @@ long fdinfo(int fd, char* buf, unsigned long len) noexcept {
   } else {
     uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
     if (!f) return -EBADF;
-    text = uepoll::epoll::fdinfo_text(f.get());
+    text = uepoll::epoll::fdinfo_text(f.get(), uepoll::fd::get_cloexec(fd));
   }
   if (buf && len) {
     const size_t n = text.size() < len - 1 ? text.size() : len - 1;

@@ -15,6 +15,9 @@ inline int to_c(long r) noexcept {
   return static_cast<int>(r);
 }
 
+// A kernel call's result (-1 + errno) in the engine's form (-errno).
+inline long from_kernel(long r) noexcept { return r < 0 ? -errno : r; }
+
 inline ssize_t to_c_ssize(ssize_t r) noexcept {
   if (r < 0) {
     errno = static_cast<int>(-r);

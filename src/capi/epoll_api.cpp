@@ -41,7 +41,7 @@ int create(int flags) {
   if (!ep) return -ENOMEM;
   int fd = uepoll::fd::install(ep);
   if (fd < 0) ep->put();
-  return fd;
+  return static_cast<int>(uepoll::fd::cloexec_if(fd, flags & EPOLL_CLOEXEC));
 }
 
 // Linux do_epoll_ctl() steps 1-7 (kernel-epoll-spec.md section 3), then the

@@ -12,6 +12,7 @@
 #include <uepoll/detail/ops.hpp>
 
 #include "capi/edge.h"
+#include "capi/rw_check.h"
 #include "core/deferred.h"
 #include "core/lock_state.h"
 #include "core/user_memory.h"
@@ -39,30 +40,26 @@ using uepoll::fd::FileRef;
 namespace {
 
 using uepoll::core::user_range_ok;
+using uepoll::core::user_readable;
 
-// Linux MAX_RW_COUNT: reads and writes are clamped to INT_MAX & PAGE_MASK.
-constexpr size_t kMaxRwCount = static_cast<size_t>(INT_MAX) & ~static_cast<size_t>(4095);
+using uepoll::capi::kMaxRwCount;
+using uepoll::capi::rw_mode_check;
 
-// Linux vfs_read()/vfs_write() before access_ok(): a file not open for that
-// direction is EBADF (a pipe's other end), a file without the operation is
-// EINVAL (an epoll instance; a timerfd has no write).
-long rw_mode_check(const uepoll::core::File* f, bool write) {
-  using uepoll::core::FileKind;
-  switch (f->kind()) {
-    case FileKind::kEpoll:
-      return -EINVAL;
-    case FileKind::kPipeRead:
-      return write ? -EBADF : 0;
-    case FileKind::kPipeWrite:
-      return write ? 0 : -EBADF;
-    case FileKind::kTimer:
-      return write ? -EINVAL : 0;
-    case FileKind::kEventFd:
-    case FileKind::kSocket:
-    case FileKind::kUser:  // a missing callback is EINVAL (objects/user_file.h)
-      return 0;
-  }
-  return 0;
+// Linux do_sys_poll(): more entries than RLIMIT_NOFILE is EINVAL before
+// anything is read.
+bool too_many_fds(nfds_t nfds) {
+  rlimit rl{};
+  return getrlimit(RLIMIT_NOFILE, &rl) == 0 && nfds > rl.rlim_cur;
+}
+
+// True when a readable pollfd array names a uepoll descriptor (otherwise the
+// whole call goes to the kernel, which also makes its pointer checks).
+bool any_uepoll_fd(const struct pollfd* fds, nfds_t nfds) {
+  if (!nfds || reinterpret_cast<uintptr_t>(fds) < 4096 || !user_range_ok(fds, nfds * sizeof(struct pollfd)))
+    return false;
+  for (nfds_t i = 0; i < nfds; ++i)
+    if (fds[i].fd >= 0 && uepoll::fd::in_range(fds[i].fd)) return true;
+  return false;
 }
 
 struct PollSlot {
@@ -71,11 +68,10 @@ struct PollSlot {
   bool queued = false;
 };
 
-int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
-  // Linux do_sys_poll(): more entries than RLIMIT_NOFILE -> EINVAL.
-  rlimit rl{};
-  getrlimit(RLIMIT_NOFILE, &rl);
-  if (nfds > rl.rlim_cur) return -EINVAL;
+// deadline: absolute CLOCK_MONOTONIC, nullptr = forever; `nonblock`: a zero
+// timeout; sigmask (ppoll): the mask in force while sleeping.
+int do_poll(struct pollfd* fds, nfds_t nfds, const timespec* deadline, bool nonblock, const sigset_t* sigmask) {
+  if (too_many_fds(nfds)) return -EINVAL;
   if (nfds && !user_range_ok(fds, nfds * sizeof(struct pollfd))) return -EFAULT;
   if (nfds && reinterpret_cast<uintptr_t>(fds) < 4096) return -EFAULT;
 
@@ -142,12 +138,7 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
     }
   } cleanup{slots};
 
-  timespec deadline{};
-  const timespec* dp = nullptr;
-  if (timeout > 0) {
-    deadline = uepoll::core::deadline_after_ms(timeout);
-    dp = &deadline;
-  }
+  const timespec* dp = deadline;
   uepoll::core::ThreadWaiter* w = nullptr;
   std::optional<uepoll::core::SignalBlock> blocked;
   for (;;) {
@@ -182,8 +173,8 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
         if (kfds[k].revents) ++count;
       }
     }
-    if (count > 0 || timeout == 0) return count;
-    if (dp && uepoll::core::deadline_passed(deadline)) return 0;
+    if (count > 0 || nonblock) return count;
+    if (dp && uepoll::core::deadline_passed(*dp)) return 0;
 
     if (!w) {
       int err = 0;
@@ -206,10 +197,10 @@ int do_poll(struct pollfd* fds, nfds_t nfds, int timeout) {
     }
     int s;
     if (kfds.empty()) {
-      s = w->sleep(dp, &blocked->saved());
+      s = w->sleep(dp, sigmask ? sigmask : &blocked->saved());
     } else {
       // Sleep on the kernel descriptors and our waiter at once.
-      s = w->sleep_with(kfds.data(), kfds.size(), dp, &blocked->saved());
+      s = w->sleep_with(kfds.data(), kfds.size(), dp, sigmask ? sigmask : &blocked->saved());
     }
     if (s == -EINTR) return -EINTR;
   }
@@ -292,20 +283,31 @@ long dup(int oldfd) noexcept {
 }
 
 long poll(struct pollfd* fds, nfds_t nfds, int timeout) noexcept {
-  // Linux do_sys_poll(): more entries than RLIMIT_NOFILE is EINVAL before
-  // anything is read.
-  rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && nfds > rl.rlim_cur) return -EINVAL;
-  bool any_uepoll = false;
-  if (nfds && reinterpret_cast<uintptr_t>(fds) >= 4096 && user_range_ok(fds, nfds * sizeof(struct pollfd))) {
-    for (nfds_t i = 0; i < nfds; ++i)
-      if (fds[i].fd >= 0 && uepoll::fd::in_range(fds[i].fd)) any_uepoll = true;
-  }
-  if (!any_uepoll) {
+  if (too_many_fds(nfds)) return -EINVAL;
+  if (!any_uepoll_fd(fds, nfds)) {
     int r = ::poll(fds, nfds, timeout);
     return r < 0 ? -errno : r;
   }
-  return do_poll(fds, nfds, timeout);
+  timespec deadline{};
+  if (timeout > 0) deadline = uepoll::core::deadline_after_ms(timeout);
+  return do_poll(fds, nfds, timeout > 0 ? &deadline : nullptr, timeout == 0, nullptr);
+}
+
+long ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* tmo, const sigset_t* sigmask) noexcept {
+  // Linux ppoll: the timeout is copied (EFAULT) and checked (EINVAL), then
+  // the mask (EFAULT), then do_sys_poll as poll().
+  if (tmo && !user_readable(tmo, sizeof *tmo)) return -EFAULT;
+  if (tmo && (tmo->tv_sec < 0 || static_cast<unsigned long>(tmo->tv_nsec) >= 1000000000UL)) return -EINVAL;
+  if (sigmask && !user_readable(sigmask, 8)) return -EFAULT;
+  if (too_many_fds(nfds)) return -EINVAL;
+  if (!any_uepoll_fd(fds, nfds)) {
+    int r = ::ppoll(fds, nfds, tmo, sigmask);
+    return r < 0 ? -errno : r;
+  }
+  const bool nonblock = tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0;
+  timespec deadline{};
+  if (tmo) deadline = uepoll::core::deadline_after(*tmo);
+  return do_poll(fds, nfds, tmo ? &deadline : nullptr, nonblock, sigmask);
 }
 
 long shutdown(int sockfd, int how) noexcept {

@@ -53,7 +53,7 @@ namespace uepoll::detail {
 long eventfd(unsigned int initval, int flags) noexcept {
   // Linux do_eventfd: flags & ~EFD_FLAGS_SET -> EINVAL, then ENOMEM, EMFILE.
   if (flags & ~(EFD_SEMAPHORE | EFD_CLOEXEC | EFD_NONBLOCK)) return -EINVAL;
-  return uepoll::objects::make_eventfd(initval, flags);
+  return uepoll::fd::cloexec_if(uepoll::objects::make_eventfd(initval, flags), flags & EFD_CLOEXEC);
 }
 
 long pipe2(int pipefd[2], int flags) noexcept {
@@ -69,6 +69,8 @@ long pipe2(int pipefd[2], int flags) noexcept {
     uninstall_pair(fds);
     return -EFAULT;
   }
+  uepoll::fd::cloexec_if(fds[0], flags & O_CLOEXEC);
+  uepoll::fd::cloexec_if(fds[1], flags & O_CLOEXEC);
   pipefd[0] = fds[0];
   pipefd[1] = fds[1];
   return 0;
@@ -110,6 +112,8 @@ long socketpair(int domain, int type, int protocol, int sv[2]) noexcept {
   int fds[2];
   const int err = uepoll::objects::make_socketpair(O_RDWR | ((flags & SOCK_NONBLOCK) ? O_NONBLOCK : 0), fds);
   if (err < 0) return err;
+  uepoll::fd::cloexec_if(fds[0], flags & SOCK_CLOEXEC);
+  uepoll::fd::cloexec_if(fds[1], flags & SOCK_CLOEXEC);
   sv[0] = fds[0];
   sv[1] = fds[1];
   return 0;
@@ -120,7 +124,7 @@ long timerfd_create(int clockid, int flags) noexcept {
   // clocks without CAP_WAKE_ALARM -> EPERM (the kernel timerfd we create
   // makes the clock checks itself).
   if (flags & ~(TFD_NONBLOCK | TFD_CLOEXEC)) return -EINVAL;
-  return uepoll::objects::make_timerfd(clockid, flags);
+  return uepoll::fd::cloexec_if(uepoll::objects::make_timerfd(clockid, flags), flags & TFD_CLOEXEC);
 }
 
 long timerfd_settime(int fd, int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept {

@@ -42,6 +42,7 @@ long file_open(const uep_file_ops* ops, void* ctx, int flags, uep_file** handle)
     f->discard();
     return fd;
   }
+  uepoll::fd::cloexec_if(fd, (flags & O_CLOEXEC) != 0);
   *handle = to_handle(f);
   return fd;
 }

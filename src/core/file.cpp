@@ -4,6 +4,7 @@
 #include "core/file.h"
 
 #include "core/alloc.h"
+#include "core/call_flags.h"
 #include "core/lock_state.h"
 #include "core/lockdep.h"
 #include "epoll/release.h"
@@ -22,7 +23,11 @@ File::File(FileKind kind, int status_flags) noexcept
       kind_(kind),
       id_(g_next_file_id.fetch_add(1, std::memory_order_relaxed)) {}
 
-bool File::nonblocking() const noexcept { return (status_flags() & O_NONBLOCK) != 0; }
+bool File::nonblocking() const noexcept {
+  return (status_flags() & O_NONBLOCK) != 0 || call_flags().dontwait;  // MSG_DONTWAIT
+}
+
+void File::set_status_flags(int flags) noexcept { status_flags_.store(flags, std::memory_order_relaxed); }
 
 bool File::tryget() noexcept {
   long r = refs_.load(std::memory_order_relaxed);

@@ -43,7 +43,14 @@ class alignas(64) File {
 
   // O_NONBLOCK (and other F_GETFL bits) of the open description.
   int status_flags() const noexcept { return status_flags_.load(std::memory_order_relaxed); }
+  // O_NONBLOCK, or a send/recv with MSG_DONTWAIT in progress on this thread.
   bool nonblocking() const noexcept;
+  // F_SETFL / FIONBIO (the caller computes Linux's new flag word).
+  void set_status_flags(int flags) noexcept;
+  // F_SETOWN / F_GETOWN (Linux's f_owner): recorded and reported only, no
+  // SIGIO/SIGURG is ever sent.  0: none.
+  int owner() const noexcept { return owner_.load(std::memory_order_relaxed); }
+  void set_owner(int pid) noexcept { owner_.store(pid, std::memory_order_relaxed); }
 
   // True for kinds whose poll() reads only state that stays valid until the
   // memory itself is freed (an epoll instance, an eventfd): inside a
@@ -94,6 +101,9 @@ class alignas(64) File {
   void remove_watcher_locked() noexcept {
     watchers.store(watchers.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
   }
+
+ private:
+  std::atomic<int> owner_{0};  // next to watchers: fills the padding before wq_
 
  protected:
   // Object teardown after the last reference; no uepoll lock held.

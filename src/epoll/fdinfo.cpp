@@ -59,12 +59,13 @@ void kernel_timer_lines(std::string& out, int kfd) {
 
 }  // namespace
 
-std::string fdinfo_text(core::File* f) {
+std::string fdinfo_text(core::File* f, bool cloexec) {
   std::string out;
-  // Linux seq_show(): "pos:\t%lli\nflags:\t0%o\nmnt_id:\t%i\nino:\t%lu\n".
-  // uepoll descriptors never survive exec: always close-on-exec.
+  // Linux seq_show(): "pos:\t%lli\nflags:\t0%o\nmnt_id:\t%i\nino:\t%lu\n",
+  // flags with O_CLOEXEC when the descriptor has FD_CLOEXEC.
   append(out, "pos:\t%lli\nflags:\t0%o\nmnt_id:\t%i\nino:\t%lu\n", 0LL,
-         static_cast<unsigned>(f->status_flags() | O_CLOEXEC), 0, static_cast<unsigned long>(f->id()));
+         static_cast<unsigned>(f->status_flags() | (cloexec ? O_CLOEXEC : 0)), 0,
+         static_cast<unsigned long>(f->id()));
   switch (f->kind()) {
     case core::FileKind::kEpoll:
       for (const Registration& r : registrations(static_cast<Instance*>(f)))

@@ -23,7 +23,8 @@ struct Registration {
 // Every registration of ep, sorted by (target_id, fd).
 std::vector<Registration> registrations(Instance* ep);
 
-// Linux 6.18's fdinfo text for f (see uep_fdinfo in uepoll.h).
-std::string fdinfo_text(core::File* f);
+// Linux 6.18's fdinfo text for f (see uep_fdinfo in uepoll.h); `cloexec`:
+// the descriptor's FD_CLOEXEC (shown as O_CLOEXEC in flags:).
+std::string fdinfo_text(core::File* f, bool cloexec);
 
 }  // namespace uepoll::epoll

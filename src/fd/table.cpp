@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <new>
 #include <vector>
 
@@ -29,8 +28,9 @@ constexpr long kChunks = kHardMax / kChunk;
 struct Table {
   std::atomic<std::atomic<core::File*>*> chunks[kChunks] = {};
   core::Mutex mutex{core::lock_class::kFdTable};  // install / remove / bitmap (a leaf, 9)
-  std::vector<uint64_t> used UEP_GUARDED_BY(mutex);  // bit i: index i allocated
-  std::vector<uint64_t> full UEP_GUARDED_BY(mutex);  // bit j: used[j] == ~0
+  std::vector<uint64_t> used UEP_GUARDED_BY(mutex);     // bit i: index i allocated
+  std::vector<uint64_t> full UEP_GUARDED_BY(mutex);     // bit j: used[j] == ~0
+  std::vector<uint64_t> cloexec UEP_GUARDED_BY(mutex);  // bit i: index i has FD_CLOEXEC
   std::atomic<long> max{1L << 20};  // "max_fds" knob
   std::atomic<long> open{0};
 };
@@ -90,7 +90,9 @@ void mark_locked(Table& t, long idx, bool on) UEP_REQUIRES(t.mutex) {
   if (w >= t.used.size()) {
     t.used.resize(w + 1, 0);
     t.full.resize(t.used.size() / 64 + 1, 0);
+    t.cloexec.resize(w + 1, 0);
   }
+  t.cloexec[w] &= ~(1ULL << (idx % 64));  // a slot's flag starts (and ends) clear
   if (on)
     t.used[w] |= 1ULL << (idx % 64);
   else
@@ -124,6 +126,7 @@ bool reserve_bits_locked(Table& t, long idx) noexcept UEP_REQUIRES(t.mutex) {
     if (w >= t.used.size()) {
       t.used.reserve(w + 1);
       t.full.reserve((w + 1) / 64 + 1);
+      t.cloexec.reserve(w + 1);
     }
   } catch (const std::bad_alloc&) {
     return false;
@@ -131,9 +134,24 @@ bool reserve_bits_locked(Table& t, long idx) noexcept UEP_REQUIRES(t.mutex) {
   return true;
 }
 
+// Preconditions: t.mutex held.  Lowest free index >= from, or -1.
+long find_free_from_locked(Table& t, long from, long limit) UEP_REQUIRES(t.mutex) {
+  if (from == 0) return find_free_locked(t, limit);
+  for (long idx = from; idx < limit; ++idx) {
+    size_t w = static_cast<size_t>(idx / 64);
+    if (w >= t.used.size()) return idx;
+    if (t.used[w] == ~0ULL) {
+      idx = static_cast<long>(w * 64 + 63);
+      continue;
+    }
+    if (!(t.used[w] & (1ULL << (idx % 64)))) return idx;
+  }
+  return -1;
+}
+
 // Preconditions: t.mutex held.
-int install_locked(Table& t, core::File* f) UEP_REQUIRES(t.mutex) {
-  long idx = find_free_locked(t, t.max.load(std::memory_order_relaxed));
+int install_locked(Table& t, core::File* f, long from = 0) UEP_REQUIRES(t.mutex) {
+  long idx = find_free_from_locked(t, from, t.max.load(std::memory_order_relaxed));
   if (idx < 0) return -EMFILE;
   if (!reserve_bits_locked(t, idx)) return -ENOMEM;
   std::atomic<core::File*>* s = slot_locked(t, idx);
@@ -186,6 +204,59 @@ int install_pair(core::File* a, core::File* b, int out[2]) noexcept {
   out[0] = fa;
   out[1] = fb;
   return 0;
+}
+
+int install_from(core::File* f, long min_index) noexcept {
+  Table& t = table();
+  core::MutexLock g(t.mutex);
+  return install_locked(t, f, min_index);
+}
+
+int install_at(int fd, core::File* f, bool cloexec, core::File** old) noexcept {
+  const long idx = fd - UEP_FD_BASE;
+  Table& t = table();
+  core::MutexLock g(t.mutex);
+  if (!reserve_bits_locked(t, idx)) return -ENOMEM;
+  std::atomic<core::File*>* s = slot_locked(t, idx);
+  if (!s) return -ENOMEM;
+  const bool was_used = static_cast<size_t>(idx / 64) < t.used.size() && (t.used[idx / 64] & (1ULL << (idx % 64)));
+  // seq_cst: as install_locked; one store replaces the file (Linux
+  // do_dup2: rcu_assign_pointer of the slot, then filp_close of the old).
+  // An index in use with an empty slot is a signal handler's close whose
+  // index release is still deferred (remove_slot, lock-free): EBUSY, as
+  // Linux's do_dup2 for a descriptor allocated but not installed yet.
+  core::File* cur = s->load(std::memory_order_seq_cst);
+  do {
+    if (was_used && !cur) return -EBUSY;
+  } while (!s->compare_exchange_weak(cur, f, std::memory_order_seq_cst));
+  *old = cur;
+  mark_locked(t, idx, true);
+  if (cloexec) t.cloexec[idx / 64] |= 1ULL << (idx % 64);
+  if (!was_used) t.open.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+int set_cloexec(int fd, bool on) noexcept {
+  if (!in_range(fd)) return -EBADF;
+  const long idx = fd - UEP_FD_BASE;
+  Table& t = table();
+  core::MutexLock g(t.mutex);
+  const size_t w = static_cast<size_t>(idx / 64);
+  if (w >= t.used.size() || !(t.used[w] & (1ULL << (idx % 64)))) return -EBADF;
+  if (on)
+    t.cloexec[w] |= 1ULL << (idx % 64);
+  else
+    t.cloexec[w] &= ~(1ULL << (idx % 64));
+  return 0;
+}
+
+bool get_cloexec(int fd) noexcept {
+  if (!in_range(fd)) return false;
+  const long idx = fd - UEP_FD_BASE;
+  Table& t = table();
+  core::MutexLock g(t.mutex);
+  const size_t w = static_cast<size_t>(idx / 64);
+  return w < t.cloexec.size() && (t.cloexec[w] & (1ULL << (idx % 64)));
 }
 
 core::File* lookup(int fd) noexcept {

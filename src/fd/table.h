@@ -27,6 +27,28 @@ int install(core::File* f) noexcept;
 // neither.  Returns 0 and fills out[0], out[1], or a negative errno.
 int install_pair(core::File* a, core::File* b, int out[2]) noexcept;
 
+// F_DUPFD: installs f at the lowest free index >= min_index.  Returns the
+// descriptor, -EMFILE or -ENOMEM (the reference stays the caller's then).
+int install_from(core::File* f, long min_index) noexcept;
+// dup2/dup3 onto fd (in range, below max_fds()): installs f there with the
+// close-on-exec flag `cloexec`, atomically replacing what was open there.
+// Returns 0 and stores the replaced file's reference in *old (nullptr when
+// the slot was free; the caller put()s it), -ENOMEM, or -EBUSY (the index
+// is held by a signal handler's close whose release is still deferred).
+int install_at(int fd, core::File* f, bool cloexec, core::File** old) noexcept;
+
+// The close-on-exec flag of an open descriptor (FD_CLOEXEC): a property of
+// the slot, not of the file, as in Linux's fdtable.  A new slot starts
+// without it.  set_cloexec returns -EBADF if fd is not open.
+int set_cloexec(int fd, bool on) noexcept;
+bool get_cloexec(int fd) noexcept;
+// For constructors: sets FD_CLOEXEC on a just-installed fd (r >= 0) when
+// `on`; returns r unchanged.
+inline long cloexec_if(long r, bool on) noexcept {
+  if (r >= 0 && on) set_cloexec(static_cast<int>(r), true);
+  return r;
+}
+
 // A new reference to the file behind fd, or nullptr (fd not open).
 core::File* lookup(int fd) noexcept;
 

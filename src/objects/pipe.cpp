@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/block.h"
+#include "core/call_flags.h"
 #include "core/deferred.h"
 #include "core/lock_state.h"
 #include "core/lockdep.h"
@@ -23,7 +24,20 @@
 
 namespace uepoll::objects {
 
-void raise_sigpipe() noexcept { pthread_kill(pthread_self(), SIGPIPE); }
+void raise_sigpipe() noexcept {
+  if (core::call_flags().no_sigpipe) return;  // send(..., MSG_NOSIGNAL)
+  pthread_kill(pthread_self(), SIGPIPE);
+}
+
+int pipe_queued_bytes(const core::File* end) noexcept {
+  Pipe* p = end->kind() == core::FileKind::kPipeRead ? static_cast<const PipeReader*>(end)->pipe()
+                                                      : static_cast<const PipeWriter*>(end)->pipe();
+  int n = 0;
+  p->mu_.lock();
+  for (unsigned i = p->tail_; i != p->head_; ++i) n += static_cast<int>(p->slot_locked(i).len);
+  p->mu_.unlock();
+  return n;
+}
 
 // ---- Pipe ------------------------------------------------------------------
 

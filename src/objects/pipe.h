@@ -84,6 +84,7 @@ class Pipe {
   friend class PipeReader;
   friend class PipeWriter;
   friend int make_pipe(int flags, int out[2]) noexcept;
+  friend int pipe_queued_bytes(const core::File* end) noexcept;
 
   enum : uint8_t { kCanMerge = 1, kPacket = 2 };
   struct Buf {
@@ -143,6 +144,7 @@ class PipeReader final : public core::File {
   // Empty: 0 without writers, else -EAGAIN or sleeps (-EINTR on a signal).
   ssize_t read(void* buf, size_t count) noexcept override;
   ssize_t write(const void*, size_t) noexcept override { return -EBADF; }  // not FMODE_WRITE
+  Pipe* pipe() const noexcept { return pipe_; }
 
  protected:
   void on_release() noexcept override;
@@ -160,6 +162,7 @@ class PipeWriter final : public core::File {
   // SIGPIPE to the calling thread without readers, atomic up to PIPE_BUF,
   // partial counts for larger non-blocking writes, -EAGAIN when full.
   ssize_t write(const void* buf, size_t count) noexcept override;
+  Pipe* pipe() const noexcept { return pipe_; }
 
  protected:
   void on_release() noexcept override;
@@ -184,6 +187,10 @@ class PipeWriter final : public core::File {
 // answers O_NOTIFICATION_PIPE with ENOPKG, as a kernel without
 // CONFIG_WATCH_QUEUE does).  Returns 0 and fills out, or -ENOMEM / -EMFILE.
 int make_pipe(int flags, int out[2]) noexcept;
+
+// FIONREAD on either end (Linux pipe_ioctl): bytes queued in the ring.
+// Takes the ring's mu_ (leaf); `end` must be a PipeReader or PipeWriter.
+int pipe_queued_bytes(const core::File* end) noexcept;
 
 // Sends SIGPIPE to the calling thread (Linux send_sig(SIGPIPE, current, 0)).
 void raise_sigpipe() noexcept;

@@ -108,7 +108,10 @@ uint32_t UnixSocket::poll(int) noexcept {
 // What a read consumed under mu_, copied to the caller after dropping it:
 // the skbs it finished (taken off the queue, ours), then the part of the
 // skb it stopped in (still queued; iolock_ keeps other readers off it, and
-// nothing else frees or changes a queued skb's data).
+// nothing else frees or changes a queued skb's data).  A MSG_PEEK read
+// consumes nothing: it copies peek_len bytes from peek_head on, the skbs
+// left queued (iolock_ keeps them there; a writer only links a new skb
+// after the queue's tail, whose `next` the copy stops before reading).
 struct UnixSocket::ReadPlan {
   UnixConn::Skb* done_head = nullptr;  // in queue order
   UnixConn::Skb* done_tail = nullptr;
@@ -116,8 +119,15 @@ struct UnixSocket::ReadPlan {
   UnixConn::Skb* part = nullptr;
   uint32_t part_start = 0;
   uint32_t part_len = 0;
+  UnixConn::Skb* peek_head = nullptr;
+  uint32_t peek_start = 0;
+  size_t peek_len = 0;
 
   void copy_out(char* dst) const noexcept {
+    if (peek_head) {
+      copy_peeked(dst);
+      return;
+    }
     uint32_t start = first_start;
     for (UnixConn::Skb* k = done_head; k; k = k->next) {
       std::memcpy(dst, k->data + start, k->len - start);
@@ -126,15 +136,44 @@ struct UnixSocket::ReadPlan {
     }
     if (part) std::memcpy(dst, part->data + part_start, part_len);
   }
+  void copy_peeked(char* dst) const noexcept {
+    size_t left = peek_len;
+    uint32_t start = peek_start;
+    for (UnixConn::Skb* k = peek_head;; k = k->next) {
+      size_t n = k->len - start;
+      if (n > left) n = left;
+      std::memcpy(dst, k->data + start, n);
+      dst += n;
+      left -= n;
+      start = 0;
+      if (!left) break;
+    }
+  }
 };
 
-long UnixSocket::take(size_t count, bool fault, ReadPlan* plan, int* write_space_wakes) noexcept {
+long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes) noexcept {
   UnixConn& c = *conn_;
   long copied = 0;
   c.mu_.lock();
   UnixConn::Side& s = c.side_[me_];
   UnixConn::Side& w = c.side_[1 - me_];  // the writer of our queue
-  while (UnixConn::Skb* skb = s.head) {
+  if (peek && s.head) {
+    // MSG_PEEK: the bytes a read would take, left queued
+    // (unix_stream_read_generic with skip = the peek offset, here 0).
+    if (fault) {
+      copied = -EFAULT;
+    } else {
+      plan->peek_head = s.head;
+      plan->peek_start = s.head->consumed;
+      for (UnixConn::Skb* skb = s.head; skb && static_cast<size_t>(copied) < count; skb = skb->next) {
+        size_t chunk = skb->len - skb->consumed;
+        if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
+        copied += static_cast<long>(chunk);
+      }
+      plan->peek_len = static_cast<size_t>(copied);
+    }
+  }
+  while (UnixConn::Skb* skb = peek ? nullptr : s.head) {
     size_t chunk = skb->len - skb->consumed;
     if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
     if (fault) {  // skb_copy_datagram_msg fails
@@ -181,7 +220,7 @@ long UnixSocket::take(size_t count, bool fault, ReadPlan* plan, int* write_space
   return rcv_shut ? 0 : -EAGAIN;
 }
 
-ssize_t UnixSocket::read(void* buf, size_t count) noexcept {
+ssize_t UnixSocket::recv(void* buf, size_t count, bool peek) noexcept {
   if (count == 0) return 0;  // sock_read_iter: "Match SYS5 behaviour"
   UnixConn& c = *conn_;
   char* dst = static_cast<char*>(buf);
@@ -194,7 +233,7 @@ ssize_t UnixSocket::read(void* buf, size_t count) noexcept {
       // Linux u->iolock: one reader at a time, held across the copy (which
       // runs with no SpinLock held), never while sleeping.
       core::MutexLock io(iolock_);
-      r = take(count, fault, &plan, &write_space_wakes);
+      r = take(count, fault, peek, &plan, &write_space_wakes);
       if (r > 0) {
         core::lockdep_assert_no_spin("a copy to user memory");
         plan.copy_out(dst);
@@ -357,6 +396,29 @@ int make_socketpair(int status_flags, int out[2]) noexcept {
     return err;
   }
   return 0;
+}
+
+int UnixSocket::take_error() noexcept {
+  conn_->mu_.lock();
+  const int e = conn_->side_[me_].err;
+  conn_->side_[me_].err = 0;
+  conn_->mu_.unlock();
+  return e;
+}
+
+long UnixSocket::inq() noexcept {
+  long n = 0;
+  conn_->mu_.lock();
+  for (const UnixConn::Skb* skb = conn_->side_[me_].head; skb; skb = skb->next) n += skb->len - skb->consumed;
+  conn_->mu_.unlock();
+  return n;
+}
+
+long UnixSocket::outq() noexcept {
+  conn_->mu_.lock();
+  const long n = conn_->side_[me_].wmem;
+  conn_->mu_.unlock();
+  return n;
 }
 
 }  // namespace uepoll::objects

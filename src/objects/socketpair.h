@@ -97,13 +97,21 @@ class UnixSocket final : public core::File {
   // count 0: 0.  Returns queued bytes (across skbs) up to count; when empty:
   // a pending error (-ECONNRESET once, after the peer closed with unread
   // data), 0 after RCV_SHUTDOWN, else -EAGAIN or sleeps (-EINTR).
-  ssize_t read(void* buf, size_t count) noexcept override;
+  ssize_t read(void* buf, size_t count) noexcept override { return recv(buf, count, false); }
+  // read(), or with `peek` (MSG_PEEK) the same bytes left queued.
+  ssize_t recv(void* buf, size_t count, bool peek) noexcept;
   // SEND_SHUTDOWN: -EPIPE + SIGPIPE.  Peer gone or shut for reading while
   // sending: what was sent, else -EPIPE + SIGPIPE.  Full: partial count,
   // -EAGAIN, or sleeps until writable.
   ssize_t write(const void* buf, size_t count) noexcept override;
   // how outside SHUT_RD..SHUT_RDWR: -EINVAL.
   int shutdown(int how) noexcept override;
+  // getsockopt(SO_ERROR): the pending error, consumed (sock_error()).
+  int take_error() noexcept;
+  // ioctl SIOCINQ (FIONREAD): unread bytes queued; SIOCOUTQ (TIOCOUTQ):
+  // this socket's sk_wmem_alloc (truesize of its skbs not yet read).
+  long inq() noexcept;
+  long outq() noexcept;
 
  protected:
   void on_release() noexcept override;
@@ -112,7 +120,8 @@ class UnixSocket final : public core::File {
   struct ReadPlan;
   // Consumes up to count bytes of our queue into plan under mu_; returns
   // the count, -EFAULT, a pending error, 0 after RCV_SHUTDOWN, or -EAGAIN.
-  long take(size_t count, bool fault, ReadPlan* plan, int* write_space_wakes) noexcept;
+  // With `peek` nothing is consumed: the plan names the bytes to copy.
+  long take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes) noexcept;
 
   UnixConn* const conn_;
   const int me_;  // 0 or 1; the peer is 1 - me_

@@ -31,6 +31,8 @@ Outcome do_ioctl(int (*fn)(int, unsigned long, void*), int fd, unsigned long req
 }
 
 int kernel_ioctl(int fd, unsigned long req, void* arg) { return ::ioctl(fd, req, arg); }
+// uep_ioctl is variadic, as ioctl(2).
+int uepoll_ioctl(int fd, unsigned long req, void* arg) { return uep_ioctl(fd, req, arg); }
 
 TEST(BusyPollParams, ConstantsMatchLinux) {
   EXPECT_EQ(EPIOCSPARAMS, 0x40088a01UL);
@@ -52,12 +54,12 @@ TEST(BusyPollParams, ArgumentChecksMatchLinux) {
   ASSERT_GE(uep, 0);
   for (const auto& c : cases) {
     struct epoll_params a = c, b = c;
-    EXPECT_EQ(do_ioctl(kernel_ioctl, kep, EPIOCSPARAMS, &a), do_ioctl(uep_ioctl, uep, EPIOCSPARAMS, &b))
+    EXPECT_EQ(do_ioctl(kernel_ioctl, kep, EPIOCSPARAMS, &a), do_ioctl(uepoll_ioctl, uep, EPIOCSPARAMS, &b))
         << c.busy_poll_usecs << " " << c.busy_poll_budget << " " << int(c.prefer_busy_poll) << " " << int(c.__pad);
     struct epoll_params ga, gb;
     std::memset(&ga, 0xa5, sizeof ga);
     std::memset(&gb, 0xa5, sizeof gb);
-    EXPECT_EQ(do_ioctl(kernel_ioctl, kep, EPIOCGPARAMS, &ga), do_ioctl(uep_ioctl, uep, EPIOCGPARAMS, &gb));
+    EXPECT_EQ(do_ioctl(kernel_ioctl, kep, EPIOCGPARAMS, &ga), do_ioctl(uepoll_ioctl, uep, EPIOCGPARAMS, &gb));
     EXPECT_EQ(std::memcmp(&ga, &gb, sizeof ga), 0);
   }
   // Bad pointers: EFAULT, both ways; a read-only page is fine for SET only.
@@ -66,12 +68,12 @@ TEST(BusyPollParams, ArgumentChecksMatchLinux) {
   void* ptrs[] = {nullptr, reinterpret_cast<void*>(1), ro, reinterpret_cast<void*>(0x7ffffffff000ULL)};
   for (void* p : ptrs)
     for (unsigned long req : {EPIOCSPARAMS, EPIOCGPARAMS})
-      EXPECT_EQ(do_ioctl(kernel_ioctl, kep, req, p), do_ioctl(uep_ioctl, uep, req, p)) << p << " " << req;
+      EXPECT_EQ(do_ioctl(kernel_ioctl, kep, req, p), do_ioctl(uepoll_ioctl, uep, req, p)) << p << " " << req;
   ::munmap(ro, 4096);
   // Other requests on an instance: EINVAL.
   struct epoll_params p{};
   for (unsigned long req : {0x1234UL, (unsigned long)_IOW(0x8A, 0x03, struct epoll_params), (unsigned long)FIONREAD})
-    EXPECT_EQ(do_ioctl(kernel_ioctl, kep, req, &p), do_ioctl(uep_ioctl, uep, req, &p)) << req;
+    EXPECT_EQ(do_ioctl(kernel_ioctl, kep, req, &p), do_ioctl(uepoll_ioctl, uep, req, &p)) << req;
   ::close(kep);
   uep_close(uep);
 }
@@ -89,10 +91,10 @@ TEST(BusyPollParams, NotAnInstanceMatchesLinux) {
   for (const auto& pr : pairs)
     for (unsigned long req : {EPIOCSPARAMS, EPIOCGPARAMS})
       for (void* arg : {static_cast<void*>(&p), static_cast<void*>(nullptr)})
-        EXPECT_EQ(do_ioctl(kernel_ioctl, pr[0], req, arg), do_ioctl(uep_ioctl, pr[1], req, arg));
+        EXPECT_EQ(do_ioctl(kernel_ioctl, pr[0], req, arg), do_ioctl(uepoll_ioctl, pr[1], req, arg));
   // Closed descriptors: EBADF (a closed uepoll one, and a kernel one through uep_ioctl).
-  EXPECT_EQ(do_ioctl(kernel_ioctl, 99999, EPIOCSPARAMS, &p), do_ioctl(uep_ioctl, UEP_FD_BASE + 99999, EPIOCSPARAMS, &p));
-  EXPECT_EQ(do_ioctl(uep_ioctl, -1, EPIOCSPARAMS, &p), (Outcome{-1, EBADF}));
+  EXPECT_EQ(do_ioctl(kernel_ioctl, 99999, EPIOCSPARAMS, &p), do_ioctl(uepoll_ioctl, UEP_FD_BASE + 99999, EPIOCSPARAMS, &p));
+  EXPECT_EQ(do_ioctl(uepoll_ioctl, -1, EPIOCSPARAMS, &p), (Outcome{-1, EBADF}));
   for (int fd : {kp[0], kp[1], ks[0], ks[1], ke, kt}) ::close(fd);
   for (int fd : {up[0], up[1], us[0], us[1], ue, ut}) uep_close(fd);
 }

@@ -11,14 +11,17 @@
 #      tree has uepoll/uepoll.hpp;
 #   3. tests/install/cmake_consumer with find_package(uepoll REQUIRED) and
 #      uepoll::uepoll, as a C+C++ project and as a C-only project;
-#   4. the installed C header alone, as strict C99 with -Wpedantic -Werror.
+#   4. the installed C header alone, as strict C99 with -Wpedantic -Werror;
+#   5. tests/compat/epoll_program.c built with -include uepoll/compat.h
+#      through pkg-config, whose output must equal its plain build's.
 # Every binary is run and must print its "ok" line and exit 0.  Also checked:
 # the installed headers include version.h, export.h and testing.h; the
 # version in version.h, uep_version(), pkg-config --modversion and the CMake
 # package agree; nothing but the library, headers and package files is
-# installed (no uepoll-bench, no examples); and for the shared library, its
-# SONAME, and that it exports exactly the functions the installed headers
-# declare (nm -D: every uep_* and uepoll::detail:: function, nothing else).
+# installed (no uepoll-bench, no examples) but libuepoll-preload.so and
+# bin/uepoll-run, which must run a program and write UEPOLL_STATS; and for
+# the shared library, its SONAME, and that it exports exactly the functions
+# the installed headers declare (nm -D: every uep_* and uepoll::detail:: function, nothing else).
 #
 # Environment: BUILD_DIR (default <repo>/build-install), JOBS (default 2),
 #   UEPOLL_INSTALL_KINDS (default "static shared"), CC, CXX,
@@ -71,7 +74,9 @@ check_shared_exports() {
   got="$(nm -D --defined-only "$lib" | awk '{print $3}' | sort -u)"
   extra="$(grep -v -E '^(uep_[a-z0-9_]+|_ZN6uepoll6detail[A-Za-z0-9_]+)$' <<<"$got" || true)"
   [[ -z "$extra" ]] || fail "shared library exports internal symbols: $(tr '\n' ' ' <<<"$extra")"
-  want="$(cat "$prefix"/include/uepoll/*.h | grep -o -E '\buep_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u)"
+  # (static inline helpers, such as compat.h's, are not library functions)
+  want="$(cat "$prefix"/include/uepoll/*.h | grep -v -E '^[[:space:]]*static ' |
+    grep -o -E '\buep_[a-z0-9_]+ *\(' | tr -d ' (' | sort -u)"
   missing="$(comm -23 <(printf '%s\n' "$want") <(printf '%s\n' "$got"))"
   [[ -z "$missing" ]] || fail "declared in the installed headers but not exported: $(tr '\n' ' ' <<<"$missing")"
   grep -q '^_ZN6uepoll6detail' <<<"$got" || fail "uepoll::detail entry points (uepoll.hpp) not exported"
@@ -97,10 +102,13 @@ check_kind() {
   cfg="$(find "$prefix" -name uepollConfig.cmake | head -n1)"
   [[ -f "$prefix/include/uepoll/uepoll.h" ]] || fail "no include/uepoll/uepoll.h"
   local h
-  for h in tuning.h version.h export.h testing.h; do
+  for h in tuning.h version.h export.h testing.h compat.h; do
     [[ -f "$prefix/include/uepoll/$h" ]] || fail "no include/uepoll/$h"
   done
-  [[ ! -e "$prefix/bin" ]] || fail "programs installed by default: $(ls "$prefix/bin")"
+  # The only program installed is the preload's launcher (src/preload/).
+  local progs
+  progs="$(ls "$prefix/bin" 2>/dev/null | grep -v -x uepoll-run || true)"
+  [[ -z "$progs" ]] || fail "programs installed by default: $progs"
   [[ -n "$pc" ]] || fail "no pkgconfig/uepoll.pc"
   [[ -n "$cfg" ]] || fail "no cmake/uepoll/uepollConfig.cmake"
   [[ -f "$(dirname "$cfg")/uepollConfigVersion.cmake" ]] || fail "no uepollConfigVersion.cmake"
@@ -113,6 +121,11 @@ check_kind() {
   libdir="$(dirname "$lib")"
   step "installed: $(cd "$prefix" && find . -type f | sort | tr '\n' ' ')"
   [[ "$kind" == shared ]] && check_shared_exports "$prefix" "$lib"
+  # uepoll-run finds the installed libuepoll-preload.so by itself.
+  [[ -x "$prefix/bin/uepoll-run" ]] || fail "no bin/uepoll-run"
+  [[ -n "$(find "$prefix" -name libuepoll-preload.so)" ]] || fail "no libuepoll-preload.so"
+  run "$prefix/bin/uepoll-run" --stats "$out/preload-stats" true || fail "uepoll-run does not run a program"
+  grep -q '^uepoll-stats' "$out/preload-stats" || fail "uepoll-run: no UEPOLL_STATS written"
 
   # ---- pkg-config
   local pcdir pkc="pkg-config"
@@ -137,6 +150,16 @@ check_kind() {
     run "$CC" -Wall -Wextra -Werror "$HERE/consumer.c" -o "$out/consumer_pc_$m" \
         $flags "${rpath[@]}" || fail "C consumer does not build with pkg-config ($m)"
     expect_ok "C consumer (pkg-config, $m)" "$out/consumer_pc_$m"
+    # <uepoll/compat.h>: tests/compat's program, unchanged, built against the
+    # installed tree prints what its plain build prints.
+    run "$CC" -Wall -Wextra -Werror "$ROOT/tests/compat/epoll_program.c" -o "$out/compat_plain_$m" \
+        || fail "tests/compat/epoll_program.c does not build plainly"
+    # shellcheck disable=SC2086
+    run "$CC" -Wall -Wextra -Werror -include uepoll/compat.h "$ROOT/tests/compat/epoll_program.c" \
+        -o "$out/compat_pc_$m" $flags "${rpath[@]}" || fail "compat.h program does not build ($m)"
+    [[ "$("$out/compat_plain_$m")" == "$("$out/compat_pc_$m")" ]] \
+        || fail "compat.h program prints otherwise than its plain build ($m)"
+    step "compat.h program ($m): same output as the plain build"
     if [[ -f "$prefix/include/uepoll/uepoll.hpp" ]]; then
       # shellcheck disable=SC2086
       run "$CXX" -std=c++20 -Wall -Wextra -Werror "$HERE/consumer.cpp" \

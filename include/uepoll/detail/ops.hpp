@@ -13,6 +13,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/types.h>
 #include <time.h>
 #include <stdint.h>
@@ -51,6 +54,27 @@ long write(int fd, const void* buf, size_t count) noexcept;
 long close(int fd) noexcept;
 long dup(int fd) noexcept;
 long poll(struct pollfd* fds, nfds_t nfds, int timeout_ms) noexcept;
+long ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout, const sigset_t* sigmask) noexcept;
+
+// The descriptor surface (src/capi/fd_surface_api.cpp, socket_api.cpp).
+long fcntl(int fd, int cmd, unsigned long arg) noexcept;
+long ioctl(int fd, unsigned long request, void* arg) noexcept;
+long dup2(int oldfd, int newfd) noexcept;
+long dup3(int oldfd, int newfd, int flags) noexcept;
+long readv(int fd, const struct iovec* iov, int iovcnt) noexcept;
+long writev(int fd, const struct iovec* iov, int iovcnt) noexcept;
+long pread(int fd, void* buf, size_t count, off_t offset) noexcept;
+long pwrite(int fd, const void* buf, size_t count, off_t offset) noexcept;
+off_t lseek(int fd, off_t offset, int whence) noexcept;
+long fstat(int fd, struct stat* st) noexcept;
+long sendmsg(int fd, const struct msghdr* msg, int flags) noexcept;
+long recvmsg(int fd, struct msghdr* msg, int flags) noexcept;
+long send(int fd, const void* buf, size_t len, int flags) noexcept;
+long recv(int fd, void* buf, size_t len, int flags) noexcept;
+long getsockopt(int fd, int level, int optname, void* optval, socklen_t* optlen) noexcept;
+long setsockopt(int fd, int level, int optname, const void* optval, socklen_t optlen) noexcept;
+long getsockname(int fd, struct sockaddr* addr, socklen_t* len) noexcept;
+long getpeername(int fd, struct sockaddr* addr, socklen_t* len) noexcept;
 
 // User-defined files (uepoll.h: uep_file_open, uep_file_wake, uep_file_unref).
 long file_open(const uep_file_ops* ops, void* ctx, int flags, uep_file** handle) noexcept;

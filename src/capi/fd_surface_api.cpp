@@ -1,0 +1,474 @@
+// fd_surface_api.cpp - the rest of the descriptor surface on uepoll
+// descriptors: uep_fcntl, uep_ioctl, uep_dup2, uep_dup3, uep_readv,
+// uep_writev, uep_pread, uep_pwrite, uep_lseek, uep_fstat, uep_ppoll,
+// uep_select, uep_pselect.  Each mirrors what Linux 6.18 does for the object
+// type (fs/fcntl.c setfl/do_fcntl, fs/ioctl.c do_vfs_ioctl, fs/file.c
+// do_dup2/ksys_dup3, fs/read_write.c, fs/stat.c), checks in Linux's order;
+// kernel descriptors go to the kernel.  (Sockets' calls: socket_api.cpp.)
+//
+// Locks: one leaf mutex of its own (the warn-once list; core/lock_order.h
+// level 9), the fd table's mutex (fd::install_at, cloexec) and, inside the
+// objects, their wait-queue and leaf locks.
+#include <uepoll/uepoll.h>
+#include <uepoll/detail/ops.hpp>
+
+#include "capi/edge.h"
+#include "capi/epoll_ioctl.h"
+#include "capi/rw_check.h"
+#include "core/mutex.h"
+#include "core/user_memory.h"
+#include "fd/table.h"
+#include "objects/pipe.h"
+#include "objects/socketpair.h"
+#include "objects/user_ptr.h"
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <string>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+using uepoll::capi::to_c;
+using uepoll::capi::to_c_ssize;
+using uepoll::core::File;
+using uepoll::core::FileKind;
+using uepoll::fd::FileRef;
+
+namespace {
+
+using uepoll::core::user_range_ok;
+using uepoll::core::user_readable;
+
+// Linux include/linux/fcntl.h SETFL_MASK (O_NDELAY == O_NONBLOCK).
+constexpr int kSetflMask = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC;
+constexpr int kUioMaxIov = 1024;  // UIO_MAXIOV
+constexpr int kSeekMax = 4;       // SEEK_MAX (SEEK_HOLE)
+
+// Anonymous-inode files (a user-defined file, uep_file_open, is one too).
+bool is_anon(FileKind k) {
+  return k == FileKind::kEpoll || k == FileKind::kEventFd || k == FileKind::kTimer || k == FileKind::kUser;
+}
+
+// Linux setfl(): the bits of SETFL_MASK change, the rest stay.  O_DIRECT
+// needs ->direct_IO or a pipe (EINVAL otherwise); O_ASYNC is kept only by
+// files with ->fasync (pipes and sockets; uepoll records it but sends no
+// SIGIO, docs/linux-deviations.md); O_NOATIME needs the inode's owner
+// (anonymous inodes belong to root).
+long setfl(File* f, int arg) {
+  const int old = f->status_flags();
+  if ((arg & O_NOATIME) && !(old & O_NOATIME) && is_anon(f->kind()) && geteuid() != 0) return -EPERM;
+  if ((arg & O_DIRECT) && f->kind() != FileKind::kPipeRead && f->kind() != FileKind::kPipeWrite) return -EINVAL;
+  if (is_anon(f->kind())) arg &= ~O_ASYNC;
+  f->set_status_flags((arg & kSetflMask) | (old & ~kSetflMask));
+  return 0;
+}
+
+long dupfd(File* f, unsigned long arg, bool cloexec) {
+  // Linux f_dupfd: from >= RLIMIT_NOFILE -> EINVAL.  Here the limit is the
+  // table's: the lowest free uepoll descriptor at or above `arg`.
+  const long limit = UEP_FD_BASE + uepoll::fd::max_fds();
+  if (arg >= static_cast<unsigned long>(limit)) return -EINVAL;
+  const long from = static_cast<long>(arg) < UEP_FD_BASE ? 0 : static_cast<long>(arg) - UEP_FD_BASE;
+  f->get();
+  const int fd = uepoll::fd::install_from(f, from);
+  if (fd < 0) {
+    f->put();
+    return fd;
+  }
+  return uepoll::fd::cloexec_if(fd, cloexec);
+}
+
+void warn_once(const char* what) {
+  static uepoll::core::Mutex mu{uepoll::core::lock_class::kWarnOnce};
+  static std::vector<std::string>* seen = new std::vector<std::string>();
+  uepoll::core::MutexLock g(mu);
+  for (auto& s : *seen)
+    if (s == what) return;
+  seen->emplace_back(what);
+  std::fprintf(stderr, "uepoll: %s\n", what);
+}
+
+// ---- fstat ------------------------------------------------------------------
+// What Linux reports is taken from a real kernel object of the same kind,
+// fstat'ed once: an anonymous inode (epoll, eventfd, timerfd: mode 0600, no
+// type bits, one inode shared by all), pipefs (S_IFIFO|0600) and sockfs
+// (S_IFSOCK|0777).  Pipes and sockets get an inode number of their own
+// (unique while the object lives, not from the kernel's counter).
+struct StatTemplates {
+  struct stat anon {}, fifo{}, sock{};
+  int err = 0;
+};
+
+const StatTemplates& templates() {
+  static StatTemplates t;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int e = ::eventfd(0, EFD_CLOEXEC);
+    int p[2] = {-1, -1}, s[2] = {-1, -1};
+    if (e < 0 || ::pipe2(p, O_CLOEXEC) < 0 || ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s) < 0 ||
+        ::fstat(e, &t.anon) < 0 || ::fstat(p[0], &t.fifo) < 0 || ::fstat(s[0], &t.sock) < 0)
+      t.err = errno;
+    for (int fd : {e, p[0], p[1], s[0], s[1]})
+      if (fd >= 0) ::close(fd);
+  });
+  return t;
+}
+
+long stat_file(File* f, struct stat* st) {
+  const StatTemplates& t = templates();
+  if (t.err) return -t.err;
+  constexpr ino_t kInoBase = static_cast<ino_t>(1) << 40;  // far above pipefs/sockfs counters
+  switch (f->kind()) {
+    case FileKind::kPipeRead:
+    case FileKind::kPipeWrite: {
+      *st = t.fifo;
+      // Both ends share one inode, as in Linux: the ring's address.
+      const void* ring = f->kind() == FileKind::kPipeRead
+                             ? static_cast<const void*>(static_cast<uepoll::objects::PipeReader*>(f)->pipe())
+                             : static_cast<const void*>(static_cast<uepoll::objects::PipeWriter*>(f)->pipe());
+      st->st_ino = kInoBase + (reinterpret_cast<uintptr_t>(ring) >> 6);
+      break;
+    }
+    case FileKind::kSocket:
+      *st = t.sock;
+      st->st_ino = kInoBase + f->id();
+      break;
+    default:
+      *st = t.anon;
+      break;
+  }
+  return 0;
+}
+
+// ---- readv / writev -----------------------------------------------------------
+// Linux import_iovec: more than UIO_MAXIOV segments or a negative length is
+// EINVAL, an unreadable array EFAULT; the total is clamped to MAX_RW_COUNT.
+long check_iov(const struct iovec* iov, int iovcnt, size_t* total) {
+  if (iovcnt < 0 || iovcnt > kUioMaxIov) return -EINVAL;
+  if (iovcnt && !user_readable(iov, sizeof *iov * static_cast<size_t>(iovcnt))) return -EFAULT;
+  size_t sum = 0;
+  for (int i = 0; i < iovcnt; ++i) {
+    if (static_cast<ssize_t>(iov[i].iov_len) < 0) return -EINVAL;
+    sum += iov[i].iov_len;
+    if (sum > uepoll::capi::kMaxRwCount) sum = uepoll::capi::kMaxRwCount;
+  }
+  *total = sum;
+  return 0;
+}
+
+// Bytes moved per call through the bounce buffer: a pipe's atomic unit
+// (PIPE_BUF) always fits in one call; larger totals go in chunks.
+constexpr size_t kChunk = 1 << 20;
+
+long do_readv(File* f, const struct iovec* iov, int iovcnt, size_t total) {
+  // Every uepoll object has Linux's ->read_iter semantics for readv (pipe,
+  // socket, eventfd and timerfd read into the whole vector at once).
+  std::vector<char> buf(total < kChunk ? total : kChunk);
+  const long r = f->read(buf.data(), buf.size());
+  if (r <= 0) return r;
+  size_t done = 0;
+  for (int i = 0; i < iovcnt && done < static_cast<size_t>(r); ++i) {
+    size_t n = iov[i].iov_len;
+    if (n > static_cast<size_t>(r) - done) n = static_cast<size_t>(r) - done;
+    if (n && uepoll::objects::faulting_ptr(iov[i].iov_base)) return done ? static_cast<long>(done) : -EFAULT;
+    std::memcpy(iov[i].iov_base, buf.data() + done, n);
+    done += n;
+  }
+  return r;
+}
+
+long do_writev(File* f, const struct iovec* iov, int iovcnt, size_t total) {
+  if (f->kind() == FileKind::kEventFd || f->kind() == FileKind::kUser) {
+    // eventfd (and a user file) has ->write only: Linux loops over the segments
+    // (do_loop_readv_writev), stopping at the first error or short write.
+    long done = 0;
+    for (int i = 0; i < iovcnt; ++i) {
+      if (!iov[i].iov_len) continue;
+      const long r = f->write(iov[i].iov_base, iov[i].iov_len);
+      if (r < 0) return done ? done : r;
+      done += r;
+      if (static_cast<size_t>(r) != iov[i].iov_len) break;
+    }
+    return done;
+  }
+  // Pipes and sockets: one ->write_iter over the whole vector.
+  std::vector<char> buf(total < kChunk ? total : kChunk);
+  long done = 0;
+  int seg = 0;
+  size_t off = 0;
+  while (static_cast<size_t>(done) < total) {
+    size_t n = 0;
+    while (n < buf.size() && seg < iovcnt) {
+      size_t take = iov[seg].iov_len - off;
+      if (take > buf.size() - n) take = buf.size() - n;
+      if (take && uepoll::objects::faulting_ptr(iov[seg].iov_base)) break;
+      std::memcpy(buf.data() + n, static_cast<const char*>(iov[seg].iov_base) + off, take);
+      n += take;
+      off += take;
+      if (off == iov[seg].iov_len) {
+        ++seg;
+        off = 0;
+      }
+    }
+    if (n == 0) return done ? done : -EFAULT;
+    const long r = f->write(buf.data(), n);
+    if (r < 0) return done ? done : r;
+    done += r;
+    if (static_cast<size_t>(r) < n) break;
+  }
+  return done;
+}
+
+}  // namespace
+
+namespace uepoll::detail {
+
+long fcntl(int fd, int cmd, unsigned long arg) noexcept {
+  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::fcntl(fd, cmd, arg));
+  FileRef f(uepoll::fd::lookup(fd));
+  if (!f) return -EBADF;
+  switch (cmd) {
+    case F_DUPFD:
+    case F_DUPFD_CLOEXEC:
+      return dupfd(f.get(), arg, cmd == F_DUPFD_CLOEXEC);
+    case F_GETFD:
+      return uepoll::fd::get_cloexec(fd) ? FD_CLOEXEC : 0;
+    case F_SETFD:
+      return uepoll::fd::set_cloexec(fd, (arg & FD_CLOEXEC) != 0);
+    case F_GETFL:
+      return f->status_flags();
+    case F_SETFL:
+      return setfl(f.get(), static_cast<int>(arg));
+    case F_GETPIPE_SZ:
+    case F_SETPIPE_SZ:
+      if (f->kind() != FileKind::kPipeRead && f->kind() != FileKind::kPipeWrite) return -EBADF;
+      if (cmd == F_GETPIPE_SZ) return uepoll::objects::kPipeSlots * uepoll::objects::kPipePage;
+      if (arg <= uepoll::objects::kPipeSlots * uepoll::objects::kPipePage &&
+          arg > (uepoll::objects::kPipeSlots / 2) * uepoll::objects::kPipePage)
+        return uepoll::objects::kPipeSlots * uepoll::objects::kPipePage;  // the size it has
+      warn_once("fcntl(F_SETPIPE_SZ): uepoll pipes keep their 64 KiB ring (EPERM)");
+      return -EPERM;
+    case F_SETOWN:
+      // Recorded for F_GETOWN; no SIGIO/SIGURG is ever sent (O_ASYNC is
+      // not delivered, docs/linux-deviations.md).  Linux accepts it on any file.
+      f->set_owner(static_cast<int>(arg));
+      return 0;
+    case F_GETOWN:
+      return f->owner();
+    default:
+      // Record locks, leases, notify, seals, owners: not on uepoll files.
+      return -EINVAL;
+  }
+}
+
+long ioctl(int fd, unsigned long request, void* arg) noexcept {
+  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::ioctl(fd, request, arg));
+  FileRef f(uepoll::fd::lookup(fd));
+  if (!f) return -EBADF;
+  // Linux do_vfs_ioctl: the generic requests first, for every file.
+  switch (request) {
+    case FIOCLEX:
+      return uepoll::fd::set_cloexec(fd, true);
+    case FIONCLEX:
+      return uepoll::fd::set_cloexec(fd, false);
+    case FIONBIO:
+    case FIOASYNC: {
+      if (!user_readable(arg, sizeof(int))) return -EFAULT;
+      const int on = *static_cast<const int*>(arg);
+      const int bit = request == FIONBIO ? O_NONBLOCK : O_ASYNC;
+      if (request == FIOASYNC && is_anon(f->kind())) return 0;  // no ->fasync: nothing to change
+      const int old = f->status_flags();
+      f->set_status_flags(on ? (old | bit) : (old & ~bit));
+      return 0;
+    }
+    default:
+      break;
+  }
+  int value = 0;
+  switch (f->kind()) {
+    case FileKind::kEpoll:
+      return uepoll::capi::epoll_ioctl(f.get(), request, arg);
+    case FileKind::kPipeRead:
+    case FileKind::kPipeWrite:
+      if (request != FIONREAD) return -ENOTTY;  // pipe_ioctl
+      value = uepoll::objects::pipe_queued_bytes(f.get());
+      break;
+    case FileKind::kSocket: {
+      auto* s = static_cast<uepoll::objects::UnixSocket*>(f.get());
+      if (request == FIONREAD)  // SIOCINQ
+        value = static_cast<int>(s->inq());
+      else if (request == TIOCOUTQ)  // SIOCOUTQ
+        value = static_cast<int>(s->outq());
+      else
+        return -ENOTTY;  // sock_ioctl: ENOIOCTLCMD
+      break;
+    }
+    default:
+      return -ENOTTY;  // eventfd, timerfd: no ->unlocked_ioctl
+  }
+  if (!user_readable(arg, sizeof(int))) return -EFAULT;  // put_user
+  *static_cast<int*>(arg) = value;
+  return 0;
+}
+
+long dup3(int oldfd, int newfd, int flags) noexcept {
+  // Linux ksys_dup3: flags, oldfd == newfd, newfd's range (EBADF), oldfd.
+  if (flags & ~O_CLOEXEC) return -EINVAL;
+  if (oldfd == newfd) return -EINVAL;
+  const bool old_u = uepoll::fd::in_range(oldfd), new_u = uepoll::fd::in_range(newfd);
+  if (!old_u && !new_u) {
+    int r = ::dup3(oldfd, newfd, flags);
+    return r < 0 ? -errno : r;
+  }
+  // One side in each world: a uepoll file cannot sit at a kernel number nor
+  // a kernel file in uepoll's table (docs/linux-deviations.md): newfd is
+  // "out of range" for the file, EBADF as for newfd >= RLIMIT_NOFILE.
+  if (!new_u || newfd - UEP_FD_BASE >= uepoll::fd::max_fds()) return -EBADF;
+  if (!old_u) return -EBADF;
+  File* f = uepoll::fd::lookup(oldfd);  // this reference moves into newfd
+  if (!f) return -EBADF;
+  File* old = nullptr;
+  const int r = uepoll::fd::install_at(newfd, f, (flags & O_CLOEXEC) != 0, &old);
+  if (r < 0) {
+    f->put();
+    return r;
+  }
+  if (old) old->put();  // Linux do_dup2: filp_close of what was there
+  return newfd;
+}
+
+long dup2(int oldfd, int newfd) noexcept {
+  if (oldfd == newfd) {
+    // Linux ksys_dup2: oldfd must be open; returns it.
+    if (!uepoll::fd::in_range(oldfd)) {
+      int r = ::dup2(oldfd, newfd);
+      return r < 0 ? -errno : r;
+    }
+    FileRef f(uepoll::fd::lookup(oldfd));
+    return f ? newfd : -EBADF;
+  }
+  return dup3(oldfd, newfd, 0);
+}
+
+long readv(int fd, const struct iovec* iov, int iovcnt) noexcept {
+  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::readv(fd, iov, iovcnt));
+  FileRef f(uepoll::fd::lookup(fd));
+  if (!f) return -EBADF;
+  if (long r = uepoll::capi::rw_mode_check(f.get(), false)) return r;
+  size_t total = 0;
+  if (long r = check_iov(iov, iovcnt, &total)) return r;
+  if (total == 0) return 0;
+  return do_readv(f.get(), iov, iovcnt, total);
+}
+
+long writev(int fd, const struct iovec* iov, int iovcnt) noexcept {
+  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::writev(fd, iov, iovcnt));
+  FileRef f(uepoll::fd::lookup(fd));
+  if (!f) return -EBADF;
+  if (long r = uepoll::capi::rw_mode_check(f.get(), true)) return r;
+  size_t total = 0;
+  if (long r = check_iov(iov, iovcnt, &total)) return r;
+  if (total == 0) return 0;
+  return do_writev(f.get(), iov, iovcnt, total);
+}
+
+long pread(int fd, void* buf, size_t count, off_t offset) noexcept {
+  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::pread(fd, buf, count, offset));
+  // Linux ksys_pread64: a negative offset is EINVAL before the descriptor;
+  // no uepoll file has FMODE_PREAD: ESPIPE.
+  if (offset < 0) return -EINVAL;
+  FileRef f(uepoll::fd::lookup(fd));
+  return f ? -ESPIPE : -EBADF;
+}
+
+long pwrite(int fd, const void* buf, size_t count, off_t offset) noexcept {
+  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::pwrite(fd, buf, count, offset));
+  if (offset < 0) return -EINVAL;
+  FileRef f(uepoll::fd::lookup(fd));
+  return f ? -ESPIPE : -EBADF;
+}
+
+off_t lseek(int fd, off_t offset, int whence) noexcept {
+  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::lseek(fd, offset, whence));
+  FileRef f(uepoll::fd::lookup(fd));
+  if (!f) return -EBADF;
+  if (whence < 0 || whence > kSeekMax) return -EINVAL;
+  // Pipes and sockets: no_llseek; anonymous inodes: noop_llseek (position 0).
+  return is_anon(f->kind()) ? 0 : -ESPIPE;
+}
+
+long fstat(int fd, struct stat* st) noexcept {
+  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::fstat(fd, st));
+  FileRef f(uepoll::fd::lookup(fd));
+  if (!f) return -EBADF;
+  if (!user_readable(st, sizeof *st)) return -EFAULT;  // cp_new_stat's copy_to_user
+  struct stat tmp;
+  if (long r = stat_file(f.get(), &tmp)) return r;
+  *st = tmp;
+  return 0;
+}
+
+}  // namespace uepoll::detail
+
+extern "C" {
+
+int uep_fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  const unsigned long arg = va_arg(ap, unsigned long);  // every command passes at most one word
+  va_end(ap);
+  return to_c(uepoll::detail::fcntl(fd, cmd, arg));
+}
+
+int uep_ioctl(int fd, unsigned long request, ...) {
+  va_list ap;
+  va_start(ap, request);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  return to_c(uepoll::detail::ioctl(fd, request, arg));
+}
+
+int uep_dup2(int oldfd, int newfd) { return to_c(uepoll::detail::dup2(oldfd, newfd)); }
+int uep_dup3(int oldfd, int newfd, int flags) { return to_c(uepoll::detail::dup3(oldfd, newfd, flags)); }
+ssize_t uep_readv(int fd, const struct iovec* iov, int iovcnt) { return to_c_ssize(uepoll::detail::readv(fd, iov, iovcnt)); }
+ssize_t uep_writev(int fd, const struct iovec* iov, int iovcnt) {
+  return to_c_ssize(uepoll::detail::writev(fd, iov, iovcnt));
+}
+ssize_t uep_pread(int fd, void* buf, size_t count, off_t offset) {
+  return to_c_ssize(uepoll::detail::pread(fd, buf, count, offset));
+}
+ssize_t uep_pwrite(int fd, const void* buf, size_t count, off_t offset) {
+  return to_c_ssize(uepoll::detail::pwrite(fd, buf, count, offset));
+}
+off_t uep_lseek(int fd, off_t offset, int whence) {
+  const off_t r = uepoll::detail::lseek(fd, offset, whence);
+  if (r < 0) {
+    errno = static_cast<int>(-r);
+    return -1;
+  }
+  return r;
+}
+int uep_fstat(int fd, struct stat* st) { return to_c(uepoll::detail::fstat(fd, st)); }
+int uep_ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* tmo, const sigset_t* sigmask) {
+  return to_c(uepoll::detail::ppoll(fds, nfds, tmo, sigmask));
+}
+
+// select/pselect: an fd_set holds descriptors below FD_SETSIZE (1024), so it
+// can never name a uepoll descriptor: these are the kernel's calls, for
+// kernel descriptors only (uepoll.h).
+int uep_select(int nfds, fd_set* r, fd_set* w, fd_set* e, struct timeval* tmo) { return ::select(nfds, r, w, e, tmo); }
+int uep_pselect(int nfds, fd_set* r, fd_set* w, fd_set* e, const struct timespec* tmo, const sigset_t* mask) {
+  return ::pselect(nfds, r, w, e, tmo, mask);
+}
+
+}  // extern "C"

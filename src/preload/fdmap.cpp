@@ -1,0 +1,136 @@
+// fdmap.cpp - placeholders and the kernel-number -> uepoll-descriptor map
+// (see fdmap.h).  Locks: g_init (std::mutex) only to create the array and
+// the /dev/null O_PATH descriptor the placeholders are duplicated from.
+#include "preload/fdmap.h"
+
+#include "preload/real.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fcntl.h>
+#include <mutex>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+namespace uepoll::preload {
+
+namespace {
+
+struct Slot {
+  std::atomic<int> u{0};        // uepoll descriptor shown here, 0 = none
+  std::atomic<uint8_t> kind{0};  // Kind, written before u's release store
+};
+
+std::atomic<Slot*> g_slots{nullptr};  // acquire: pairs with the release in init()
+long g_nslots = 0;                    // immutable once g_slots is published
+int g_base = -1;                      // O_PATH /dev/null, CLOEXEC
+std::atomic<int> g_high{0};
+std::mutex g_init;
+
+Slot* slots() noexcept {
+  Slot* s = g_slots.load(std::memory_order_acquire);
+  if (s) return s;
+  std::lock_guard<std::mutex> g(g_init);
+  s = g_slots.load(std::memory_order_relaxed);
+  if (s) return s;
+  rlimit rl{};
+  long n = 1L << 20;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_max != RLIM_INFINITY && static_cast<long>(rl.rlim_max) > n)
+    n = static_cast<long>(rl.rlim_max);
+  void* mem = mmap(nullptr, sizeof(Slot) * static_cast<size_t>(n), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mem == MAP_FAILED) return nullptr;
+  g_base = UEP_REAL(open)("/dev/null", O_PATH | O_CLOEXEC);
+  if (g_base < 0) {
+    std::fprintf(stderr, "uepoll: cannot open /dev/null for descriptor placeholders\n");
+    std::abort();
+  }
+  g_nslots = n;
+  s = static_cast<Slot*>(mem);  // zero pages: every slot empty
+  g_slots.store(s, std::memory_order_release);
+  return s;
+}
+
+void publish(Slot* s, int n, int u, Kind k) noexcept {
+  s[n].kind.store(static_cast<uint8_t>(k), std::memory_order_relaxed);
+  s[n].u.store(u, std::memory_order_release);  // pairs with map()'s acquire
+  int h = g_high.load(std::memory_order_relaxed);
+  while (h < n + 1 && !g_high.compare_exchange_weak(h, n + 1, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+int map(int n) noexcept {
+  Slot* s = g_slots.load(std::memory_order_acquire);
+  if (!s || n < 0 || n >= g_nslots) return 0;
+  return s[n].u.load(std::memory_order_acquire);
+}
+
+Kind kind(int n) noexcept {
+  Slot* s = g_slots.load(std::memory_order_acquire);
+  if (!s || n < 0 || n >= g_nslots) return Kind::kNone;
+  return static_cast<Kind>(s[n].kind.load(std::memory_order_relaxed));
+}
+
+int bind_new(int u, Kind k, int min) noexcept {
+  Slot* s = slots();
+  if (!s) return -ENOMEM;
+  const int n = UEP_REAL(fcntl)(g_base, F_DUPFD_CLOEXEC, min);
+  if (n < 0) return -errno;
+  if (n >= g_nslots) {
+    UEP_REAL(close)(n);
+    return -EMFILE;
+  }
+  publish(s, n, u, k);
+  return n;
+}
+
+int bind_at(int n, int u, Kind k) noexcept {
+  Slot* s = slots();
+  if (!s) return -ENOMEM;
+  if (n < 0 || n >= g_nslots) return -EBADF;
+  if (UEP_REAL(dup3)(g_base, n, O_CLOEXEC) < 0) return -errno;
+  const int old = s[n].u.exchange(0, std::memory_order_acq_rel);
+  publish(s, n, u, k);
+  return old;
+}
+
+int unbind(int n) noexcept {
+  Slot* s = g_slots.load(std::memory_order_acquire);
+  if (!s || n < 0 || n >= g_nslots) return 0;
+  return s[n].u.exchange(0, std::memory_order_acq_rel);
+}
+
+int high_water() noexcept { return g_high.load(std::memory_order_relaxed); }
+
+void* resolve_optional(const char* name) noexcept { return dlsym(RTLD_NEXT, name); }
+
+void* resolve(const char* name) noexcept {
+  void* p = dlsym(RTLD_NEXT, name);
+  if (!p) {
+    std::fprintf(stderr, "uepoll: libc has no %s\n", name);
+    std::abort();
+  }
+  return p;
+}
+
+}  // namespace uepoll::preload
+
+// ---- the C side (preload.h) --------------------------------------------------
+#include "preload/preload.h"
+
+extern "C" {
+int uep_pl_map(int n) { return uepoll::preload::map(n); }
+int uep_pl_kind(int n) { return static_cast<int>(uepoll::preload::kind(n)); }
+int uep_pl_bind_new(int u, int k, int min) {
+  return uepoll::preload::bind_new(u, static_cast<uepoll::preload::Kind>(k), min);
+}
+int uep_pl_bind_at(int n, int u, int k) { return uepoll::preload::bind_at(n, u, static_cast<uepoll::preload::Kind>(k)); }
+int uep_pl_unbind(int n) { return uepoll::preload::unbind(n); }
+int uep_pl_high_water(void) { return uepoll::preload::high_water(); }
+void* uep_pl_resolve(const char* name) { return uepoll::preload::resolve(name); }
+void* uep_pl_resolve_optional(const char* name) { return uepoll::preload::resolve_optional(name); }
+}

@@ -1,0 +1,51 @@
+/* interpose.h - helpers shared by the C interposers (owned by src/preload/).
+ * No locks. */
+#ifndef UEPOLL_PRELOAD_INTERPOSE_H
+#define UEPOLL_PRELOAD_INTERPOSE_H
+
+#include "preload/preload.h"
+
+/* Depth of uepoll calls on this thread: > 0 while an interposer runs
+ * uepoll, so that the kernel objects uepoll makes for itself (its waiters'
+ * eventfds and epolls, kernel timerfds, fstat templates) are not turned into
+ * uepoll objects again. */
+extern __thread int uep_pl_depth;
+static inline int uep_pl_inside(void) { return uep_pl_depth > 0; }
+#define UEP_PL_ENTER() (++uep_pl_depth)
+#define UEP_PL_LEAVE() (--uep_pl_depth)
+
+int uep_pl_enabled(int kind);
+int uep_pl_show(int u, int kind);
+
+/* The libc function `name` (dlsym RTLD_NEXT, resolved once; relaxed atomics:
+ * every thread stores the same value). */
+#define UEP_PL_REAL(name)                                                        \
+  (__extension__({                                                               \
+    static __typeof__(&name) uep_fn_;                                            \
+    __typeof__(&name) f_ = __atomic_load_n(&uep_fn_, __ATOMIC_RELAXED);          \
+    if (!f_) {                                                                   \
+      f_ = (__typeof__(&name))uep_pl_resolve(#name);                             \
+      __atomic_store_n(&uep_fn_, f_, __ATOMIC_RELAXED);                          \
+    }                                                                            \
+    f_;                                                                          \
+  }))
+
+/* Body of a plain interposer: uep_<uname> uargs, with `u` the uepoll
+ * descriptor behind fd, or libc's kname kargs.  Keeps uepoll's errno. */
+#define UEP_PL_FORWARD2(fd, uname, uargs, kname, kargs) \
+  do {                                                   \
+    int u = uep_pl_map(fd);                              \
+    if (!u) {                                            \
+      uep_pl_count(UEP_PL_FORWARDED, 1);                 \
+      return UEP_PL_REAL(kname) kargs;                   \
+    }                                                    \
+    UEP_PL_ENTER();                                      \
+    __typeof__(uep_##uname uargs) r_ = uep_##uname uargs; \
+    int e_ = errno;                                      \
+    UEP_PL_LEAVE();                                      \
+    uep_pl_count(UEP_PL_UEPOLL_CALL, 1);                 \
+    errno = e_;                                          \
+    return r_;                                           \
+  } while (0)
+
+#endif

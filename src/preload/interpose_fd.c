@@ -1,0 +1,495 @@
+/*
+ * interpose_fd.c - libuepoll-preload.so's interposers for object creation,
+ * epoll, and the descriptor calls (owned by src/preload/).  Written in C so
+ * that each definition matches glibc's declaration exactly.
+ *
+ * Every interposer does one of two things:
+ *   - the descriptor is one the preload shows for a uepoll object (fdmap.h:
+ *     uep_pl_map(n) != 0): call uepoll's function of the same name on the
+ *     uepoll descriptor, inside an "in uepoll" section;
+ *   - otherwise: call the libc function (dlsym RTLD_NEXT), unchanged.
+ * Creation calls (epoll_create*, eventfd, pipe*, socketpair AF_UNIX
+ * SOCK_STREAM, timerfd_create) make uepoll objects, except when made by
+ * uepoll itself (inside the section: its own kernel eventfds, epolls and
+ * timerfds) or when UEPOLL_PRELOAD_KINDS leaves the kind out.
+ *
+ * Locks: none here.  Thread-safe: the map is lock-free (fdmap.h).
+ */
+#define _GNU_SOURCE
+#include "preload/preload.h"
+
+#include <uepoll/uepoll.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "preload/interpose.h"
+
+__thread int uep_pl_depth;
+
+/* ---- which kinds become uepoll objects ----------------------------------- */
+static int kinds_mask = -1; /* bit per UEP_PL_* kind; -1: not parsed yet */
+
+int uep_pl_enabled(int kind) {
+  int m = __atomic_load_n(&kinds_mask, __ATOMIC_RELAXED);
+  if (m < 0) {
+    const char *s = getenv("UEPOLL_PRELOAD_KINDS");
+    if (!s || !*s) {
+      m = (1 << UEP_PL_NKINDS) - 1;
+    } else {
+      static const char *names[] = {"", "epoll", "eventfd", "pipe", "socketpair", "timerfd"};
+      m = 0;
+      for (int k = 1; k < UEP_PL_NKINDS; ++k) {
+        const char *p = strstr(s, names[k]);
+        if (p) m |= 1 << k;
+      }
+    }
+    __atomic_store_n(&kinds_mask, m, __ATOMIC_RELAXED);
+  }
+  return (m >> kind) & 1;
+}
+
+/* UEPOLL_PRELOAD_KINDS is read once, at load: a program may replace its
+ * environment later (nginx's workers keep only TZ). */
+__attribute__((constructor)) static void parse_kinds_at_load(void) { (void)uep_pl_enabled(0); }
+
+/* Shows uepoll descriptor u (>= 0) under a new kernel number; -1 on error. */
+int uep_pl_show(int u, int kind) {
+  if (u < 0) return -1;
+  int n = uep_pl_bind_new(u, kind, 0);
+  if (n < 0) {
+    uep_close(u);
+    errno = -n;
+    return -1;
+  }
+  uep_pl_count_created(kind);
+  return n;
+}
+
+static int show_pair(int u[2], int out[2], int kind) {
+  int a = uep_pl_bind_new(u[0], kind, 0);
+  int b = a < 0 ? a : uep_pl_bind_new(u[1], kind, 0);
+  if (b < 0) {
+    if (a >= 0) {
+      uep_pl_unbind(a);
+      UEP_PL_REAL(close)(a);
+    }
+    uep_close(u[0]);
+    uep_close(u[1]);
+    errno = -b;
+    return -1;
+  }
+  uep_pl_count_created(kind);
+  out[0] = a;
+  out[1] = b;
+  return 0;
+}
+
+/* ---- creation ---------------------------------------------------------------- */
+int epoll_create(int size) {
+  if (uep_pl_inside() || !uep_pl_enabled(UEP_PL_EPOLL)) return UEP_PL_REAL(epoll_create)(size);
+  UEP_PL_ENTER();
+  int r = uep_pl_show(uep_epoll_create(size), UEP_PL_EPOLL);
+  UEP_PL_LEAVE();
+  return r;
+}
+
+int epoll_create1(int flags) {
+  if (uep_pl_inside() || !uep_pl_enabled(UEP_PL_EPOLL)) return UEP_PL_REAL(epoll_create1)(flags);
+  UEP_PL_ENTER();
+  int r = uep_pl_show(uep_epoll_create1(flags), UEP_PL_EPOLL);
+  UEP_PL_LEAVE();
+  return r;
+}
+
+int eventfd(unsigned int initval, int flags) {
+  if (uep_pl_inside() || !uep_pl_enabled(UEP_PL_EVENTFD)) return UEP_PL_REAL(eventfd)(initval, flags);
+  UEP_PL_ENTER();
+  int r = uep_pl_show(uep_eventfd(initval, flags), UEP_PL_EVENTFD);
+  UEP_PL_LEAVE();
+  return r;
+}
+
+int timerfd_create(int clockid, int flags) {
+  if (uep_pl_inside() || !uep_pl_enabled(UEP_PL_TIMER)) return UEP_PL_REAL(timerfd_create)(clockid, flags);
+  UEP_PL_ENTER();
+  int r = uep_pl_show(uep_timerfd_create(clockid, flags), UEP_PL_TIMER);
+  UEP_PL_LEAVE();
+  return r;
+}
+
+int pipe2(int fds[2], int flags) {
+  if (uep_pl_inside() || !uep_pl_enabled(UEP_PL_PIPE)) return UEP_PL_REAL(pipe2)(fds, flags);
+  UEP_PL_ENTER();
+  int u[2];
+  int r = uep_pipe2(u, flags);
+  if (r == 0) r = show_pair(u, fds, UEP_PL_PIPE);
+  UEP_PL_LEAVE();
+  return r;
+}
+
+int pipe(int fds[2]) {
+  if (uep_pl_inside() || !uep_pl_enabled(UEP_PL_PIPE)) return UEP_PL_REAL(pipe)(fds);
+  return pipe2(fds, 0);
+}
+
+int socketpair(int domain, int type, int protocol, int sv[2]) {
+  /* Only what uepoll implements (AF_UNIX SOCK_STREAM); the kernel keeps
+   * datagram and seqpacket pairs. */
+  if (uep_pl_inside() || !uep_pl_enabled(UEP_PL_SOCKET) || domain != AF_UNIX ||
+      (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) != SOCK_STREAM)
+    return UEP_PL_REAL(socketpair)(domain, type, protocol, sv);
+  UEP_PL_ENTER();
+  int u[2];
+  int r = uep_socketpair(domain, type, protocol, u);
+  if (r == 0) r = show_pair(u, sv, UEP_PL_SOCKET);
+  UEP_PL_LEAVE();
+  return r;
+}
+
+/* ---- epoll --------------------------------------------------------------------- */
+int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event) {
+  int ue = uep_pl_map(epfd);
+  if (!ue) {
+    if (uep_pl_map(fd)) {
+      /* A kernel epoll instance (UEPOLL_PRELOAD_KINDS without epoll) cannot
+       * watch a uepoll object; the kernel would see the placeholder. */
+      uep_pl_refuse("epoll_ctl() of a uepoll descriptor in a kernel epoll instance: not supported (EPERM); "
+                    "keep epoll in UEPOLL_PRELOAD_KINDS");
+      errno = EPERM;
+      return -1;
+    }
+    uep_pl_count(UEP_PL_FORWARDED, 1);
+    return UEP_PL_REAL(epoll_ctl)(epfd, op, fd, event);
+  }
+  int uf = uep_pl_map(fd);
+  UEP_PL_ENTER();
+  int r = uep_epoll_ctl(ue, op, uf ? uf : fd, event);
+  UEP_PL_LEAVE();
+  uep_pl_count(UEP_PL_CTL, 1);
+  if (r == 0 && op == EPOLL_CTL_ADD) uep_pl_count_registration(uf ? uep_pl_kind(fd) : UEP_PL_KERNEL);
+  return r;
+}
+
+static int counted_wait(int r) {
+  uep_pl_count(UEP_PL_WAIT, 1);
+  if (r > 0) uep_pl_count(UEP_PL_WAKEUP, (uint64_t)r);
+  return r;
+}
+
+int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout) {
+  int ue = uep_pl_map(epfd);
+  if (!ue) {
+    uep_pl_count(UEP_PL_FORWARDED, 1);
+    return UEP_PL_REAL(epoll_wait)(epfd, events, maxevents, timeout);
+  }
+  UEP_PL_ENTER();
+  int r = uep_epoll_wait(ue, events, maxevents, timeout);
+  UEP_PL_LEAVE();
+  return counted_wait(r);
+}
+
+int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask) {
+  int ue = uep_pl_map(epfd);
+  if (!ue) {
+    uep_pl_count(UEP_PL_FORWARDED, 1);
+    return UEP_PL_REAL(epoll_pwait)(epfd, events, maxevents, timeout, sigmask);
+  }
+  UEP_PL_ENTER();
+  int r = uep_epoll_pwait(ue, events, maxevents, timeout, sigmask);
+  UEP_PL_LEAVE();
+  return counted_wait(r);
+}
+
+int epoll_pwait2(int epfd, struct epoll_event *events, int maxevents, const struct timespec *timeout,
+                 const sigset_t *sigmask) {
+  int ue = uep_pl_map(epfd);
+  if (!ue) {
+    uep_pl_count(UEP_PL_FORWARDED, 1);
+    return UEP_PL_REAL(epoll_pwait2)(epfd, events, maxevents, timeout, sigmask);
+  }
+  UEP_PL_ENTER();
+  int r = uep_epoll_pwait2(ue, events, maxevents, timeout, sigmask);
+  UEP_PL_LEAVE();
+  return counted_wait(r);
+}
+
+int timerfd_settime(int fd, int flags, const struct itimerspec *new_value, struct itimerspec *old_value) {
+  UEP_PL_FORWARD2(fd, timerfd_settime, (u, flags, new_value, old_value), timerfd_settime, (fd, flags, new_value, old_value));
+}
+
+int timerfd_gettime(int fd, struct itimerspec *curr) {
+  UEP_PL_FORWARD2(fd, timerfd_gettime, (u, curr), timerfd_gettime, (fd, curr));
+}
+
+/* ---- read and write ------------------------------------------------------------- */
+ssize_t read(int fd, void *buf, size_t count) { UEP_PL_FORWARD2(fd, read, (u, buf, count), read, (fd, buf, count)); }
+ssize_t write(int fd, const void *buf, size_t count) { UEP_PL_FORWARD2(fd, write, (u, buf, count), write, (fd, buf, count)); }
+ssize_t readv(int fd, const struct iovec *iov, int n) { UEP_PL_FORWARD2(fd, readv, (u, iov, n), readv, (fd, iov, n)); }
+ssize_t writev(int fd, const struct iovec *iov, int n) { UEP_PL_FORWARD2(fd, writev, (u, iov, n), writev, (fd, iov, n)); }
+ssize_t pread(int fd, void *buf, size_t count, off_t off) { UEP_PL_FORWARD2(fd, pread, (u, buf, count, off), pread, (fd, buf, count, off)); }
+ssize_t pwrite(int fd, const void *buf, size_t count, off_t off) {
+  UEP_PL_FORWARD2(fd, pwrite, (u, buf, count, off), pwrite, (fd, buf, count, off));
+}
+ssize_t pread64(int fd, void *buf, size_t count, off64_t off) {
+  UEP_PL_FORWARD2(fd, pread, (u, buf, count, off), pread64, (fd, buf, count, off));
+}
+ssize_t pwrite64(int fd, const void *buf, size_t count, off64_t off) {
+  UEP_PL_FORWARD2(fd, pwrite, (u, buf, count, off), pwrite64, (fd, buf, count, off));
+}
+off_t lseek(int fd, off_t off, int whence) { UEP_PL_FORWARD2(fd, lseek, (u, off, whence), lseek, (fd, off, whence)); }
+off64_t lseek64(int fd, off64_t off, int whence) { UEP_PL_FORWARD2(fd, lseek, (u, off, whence), lseek64, (fd, off, whence)); }
+
+/* _FORTIFY_SOURCE entry points: the size check, then the call. */
+extern void __chk_fail(void) __attribute__((noreturn));
+ssize_t __read_chk(int fd, void *buf, size_t count, size_t buflen) {
+  if (count > buflen) __chk_fail();
+  return read(fd, buf, count);
+}
+ssize_t __pread_chk(int fd, void *buf, size_t count, off_t off, size_t buflen) {
+  if (count > buflen) __chk_fail();
+  return pread(fd, buf, count, off);
+}
+ssize_t __pread64_chk(int fd, void *buf, size_t count, off64_t off, size_t buflen) {
+  if (count > buflen) __chk_fail();
+  return pread64(fd, buf, count, off);
+}
+
+/* ---- close and dup --------------------------------------------------------------- */
+/* Kernel descriptors are closed (and replaced by dup2/dup3) through uepoll's
+ * own uep_close/uep_dup2/uep_dup3, which pass them on to the kernel (back
+ * through these interposers, inside the section: straight to libc), so that
+ * uepoll sees every kernel descriptor's end (a registration of a kernel file
+ * in a uepoll instance depends on it). */
+int close(int fd) {
+  int u = uep_pl_unbind(fd);
+  if (!u) {
+    if (uep_pl_inside()) return UEP_PL_REAL(close)(fd);
+    uep_pl_count(UEP_PL_FORWARDED, 1);
+    UEP_PL_ENTER();
+    int r = uep_close(fd);
+    UEP_PL_LEAVE();
+    return r;
+  }
+  UEP_PL_ENTER();
+  uep_close(u);
+  UEP_PL_LEAVE();
+  UEP_PL_REAL(close)(fd); /* the placeholder */
+  uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
+  return 0;
+}
+
+/* A copy of uepoll descriptor u (made by `dup_call`) shown at the lowest
+ * free number >= min. */
+static int show_dup(int fd, int u2, int min) {
+  if (u2 < 0) return -1;
+  int n = uep_pl_bind_new(u2, uep_pl_kind(fd), min);
+  if (n < 0) {
+    uep_close(u2);
+    errno = -n;
+    return -1;
+  }
+  return n;
+}
+
+int dup(int fd) {
+  int u = uep_pl_map(fd);
+  if (!u) return UEP_PL_REAL(dup)(fd);
+  UEP_PL_ENTER();
+  int r = show_dup(fd, uep_dup(u), 0);
+  UEP_PL_LEAVE();
+  return r;
+}
+
+int dup3(int oldfd, int newfd, int flags) {
+  int uo = uep_pl_map(oldfd);
+  if (!uo) {
+    if (!uep_pl_map(newfd)) {
+      if (uep_pl_inside()) return UEP_PL_REAL(dup3)(oldfd, newfd, flags);
+      UEP_PL_ENTER();
+      int r = uep_dup3(oldfd, newfd, flags);
+      UEP_PL_LEAVE();
+      return r;
+    }
+    /* A kernel file replaces a uepoll one shown at newfd. */
+    if (oldfd == newfd) return UEP_PL_REAL(dup3)(oldfd, newfd, flags);
+    int r = UEP_PL_REAL(dup3)(oldfd, newfd, flags);
+    if (r < 0) return r;
+    int prev = uep_pl_unbind(newfd);
+    if (prev) {
+      UEP_PL_ENTER();
+      uep_close(prev);
+      UEP_PL_LEAVE();
+    }
+    return r;
+  }
+  if (flags & ~O_CLOEXEC) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (oldfd == newfd) {
+    errno = EINVAL;
+    return -1;
+  }
+  UEP_PL_ENTER();
+  int r = -1;
+  int u2 = uep_fcntl(uo, (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+  if (u2 >= 0) {
+    int prev = uep_pl_bind_at(newfd, u2, uep_pl_kind(oldfd));
+    if (prev < 0) {
+      uep_close(u2);
+      errno = -prev;
+    } else {
+      if (prev) uep_close(prev); /* Linux do_dup2: the old file closes after the swap */
+      r = newfd;
+    }
+  }
+  UEP_PL_LEAVE();
+  return r;
+}
+
+int dup2(int oldfd, int newfd) {
+  if (oldfd == newfd) {
+    if (uep_pl_map(oldfd)) return newfd;
+    return UEP_PL_REAL(dup2)(oldfd, newfd);
+  }
+  if (!uep_pl_map(oldfd) && !uep_pl_map(newfd)) {
+    if (uep_pl_inside()) return UEP_PL_REAL(dup2)(oldfd, newfd);
+    UEP_PL_ENTER();
+    int r = uep_dup2(oldfd, newfd);
+    UEP_PL_LEAVE();
+    return r;
+  }
+  return dup3(oldfd, newfd, 0);
+}
+
+/* ---- fcntl and ioctl --------------------------------------------------------------- */
+static int do_fcntl(int fd, int cmd, unsigned long arg, int (*real)(int, int, ...)) {
+  int u = uep_pl_map(fd);
+  if (!u) {
+    uep_pl_count(UEP_PL_FORWARDED, 1);
+    return real(fd, cmd, arg);
+  }
+  UEP_PL_ENTER();
+  int r;
+  if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+    /* The number is the kernel's (>= arg); the uepoll side only copies. */
+    r = show_dup(fd, uep_fcntl(u, cmd, 0UL), (int)arg);
+  } else {
+    r = uep_fcntl(u, cmd, arg);
+  }
+  UEP_PL_LEAVE();
+  uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
+  return r;
+}
+
+int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  unsigned long arg = va_arg(ap, unsigned long);
+  va_end(ap);
+  return do_fcntl(fd, cmd, arg, UEP_PL_REAL(fcntl));
+}
+
+int fcntl64(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  unsigned long arg = va_arg(ap, unsigned long);
+  va_end(ap);
+  static int (*real)(int, int, ...);
+  int (*f)(int, int, ...) = __atomic_load_n(&real, __ATOMIC_RELAXED);
+  if (!f) {
+    f = (int (*)(int, int, ...))uep_pl_resolve_optional("fcntl64");
+    if (!f) f = UEP_PL_REAL(fcntl);
+    __atomic_store_n(&real, f, __ATOMIC_RELAXED);
+  }
+  return do_fcntl(fd, cmd, arg, f);
+}
+
+int ioctl(int fd, unsigned long request, ...) {
+  va_list ap;
+  va_start(ap, request);
+  void *arg = va_arg(ap, void *);
+  va_end(ap);
+  UEP_PL_FORWARD2(fd, ioctl, (u, request, arg), ioctl, (fd, request, arg));
+}
+
+/* ---- stat --------------------------------------------------------------------------- */
+int fstat(int fd, struct stat *st) { UEP_PL_FORWARD2(fd, fstat, (u, st), fstat, (fd, st)); }
+int fstat64(int fd, struct stat64 *st) { UEP_PL_FORWARD2(fd, fstat, (u, (struct stat *)st), fstat64, (fd, st)); }
+
+static int empty_path_at(int dirfd, const char *path, int flags) {
+  return (flags & AT_EMPTY_PATH) && path && !*path && uep_pl_map(dirfd);
+}
+
+int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
+  if (!empty_path_at(dirfd, path, flags)) return UEP_PL_REAL(fstatat)(dirfd, path, st, flags);
+  return fstat(dirfd, st);
+}
+
+int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags) {
+  if (!empty_path_at(dirfd, path, flags)) return UEP_PL_REAL(fstatat64)(dirfd, path, st, flags);
+  return fstat(dirfd, (struct stat *)st);
+}
+
+int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *sx) {
+  if (!empty_path_at(dirfd, path, flags)) return UEP_PL_REAL(statx)(dirfd, path, flags, mask, sx);
+  struct stat st;
+  if (fstat(dirfd, &st) < 0) return -1;
+  memset(sx, 0, sizeof *sx);
+  sx->stx_mask = STATX_BASIC_STATS;
+  sx->stx_blksize = (uint32_t)st.st_blksize;
+  sx->stx_nlink = (uint32_t)st.st_nlink;
+  sx->stx_uid = st.st_uid;
+  sx->stx_gid = st.st_gid;
+  sx->stx_mode = (uint16_t)st.st_mode;
+  sx->stx_ino = st.st_ino;
+  sx->stx_size = (uint64_t)st.st_size;
+  sx->stx_blocks = (uint64_t)st.st_blocks;
+  sx->stx_atime.tv_sec = st.st_atim.tv_sec;
+  sx->stx_atime.tv_nsec = (uint32_t)st.st_atim.tv_nsec;
+  sx->stx_mtime.tv_sec = st.st_mtim.tv_sec;
+  sx->stx_mtime.tv_nsec = (uint32_t)st.st_mtim.tv_nsec;
+  sx->stx_ctime.tv_sec = st.st_ctim.tv_sec;
+  sx->stx_ctime.tv_nsec = (uint32_t)st.st_ctim.tv_nsec;
+  sx->stx_dev_major = major(st.st_dev);
+  sx->stx_dev_minor = minor(st.st_dev);
+  return 0;
+}
+
+/* Binaries built against glibc < 2.33 call these instead of fstat; newer
+ * glibc keeps them only as versioned compatibility symbols. */
+static void *compat_fn(const char *name) {
+  void *p = uep_pl_resolve_optional(name);
+  if (!p) p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+  return p;
+}
+int __fxstat(int ver, int fd, struct stat *st) {
+  if (uep_pl_map(fd)) return fstat(fd, st);
+  int (*real)(int, int, struct stat *) = (int (*)(int, int, struct stat *))compat_fn("__fxstat");
+  if (!real) return errno = ENOSYS, -1;
+  return real(ver, fd, st);
+}
+int __fxstat64(int ver, int fd, struct stat64 *st) {
+  if (uep_pl_map(fd)) return fstat(fd, (struct stat *)st);
+  int (*real)(int, int, struct stat64 *) = (int (*)(int, int, struct stat64 *))compat_fn("__fxstat64");
+  if (!real) return errno = ENOSYS, -1;
+  return real(ver, fd, st);
+}

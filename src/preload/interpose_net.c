@@ -1,0 +1,455 @@
+/*
+ * interpose_net.c - libuepoll-preload.so's interposers for poll/select,
+ * the socket calls, syscall(2), and the calls uepoll does not implement on
+ * its descriptors (owned by src/preload/; see interpose_fd.c for the rules).
+ *
+ * Calls uepoll cannot serve on a uepoll descriptor get Linux's answer when
+ * Linux has a fixed one for that object type (mmap: ENODEV; fsync,
+ * ftruncate: EINVAL; listen/accept/connect on a connected pair: EINVAL,
+ * EINVAL, EISCONN; isatty: ENOTTY), otherwise an error and a one-line
+ * warning naming the call (splice, sendfile, tee, copy_file_range, fstatfs,
+ * flock, bind).  Anything else reaches the kernel with the placeholder
+ * descriptor (fdmap.h), which answers EBADF.
+ *
+ * Locks: none.
+ */
+#define _GNU_SOURCE
+#include "preload/preload.h"
+
+#include <uepoll/uepoll.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/select.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "preload/interpose.h"
+
+/* ---- poll and select ------------------------------------------------------------ */
+/* Runs `call` on a copy of fds with uepoll descriptors translated, then
+ * copies revents back.  Only when some entry is a uepoll descriptor. */
+static int any_mapped(const struct pollfd *fds, nfds_t n) {
+  if (!fds) return 0;
+  for (nfds_t i = 0; i < n; ++i)
+    if (uep_pl_map(fds[i].fd)) return 1;
+  return 0;
+}
+
+static int translated_poll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask,
+                           int timeout_ms, int is_ppoll) {
+  struct pollfd small[64];
+  struct pollfd *t = n <= 64 ? small : malloc(n * sizeof *t);
+  if (!t) {
+    errno = ENOMEM;
+    return -1;
+  }
+  for (nfds_t i = 0; i < n; ++i) {
+    t[i] = fds[i];
+    int u = uep_pl_map(fds[i].fd);
+    if (u) t[i].fd = u;
+  }
+  UEP_PL_ENTER();
+  int r = is_ppoll ? uep_ppoll(t, n, tmo, mask) : uep_poll(t, n, timeout_ms);
+  int e = errno;
+  UEP_PL_LEAVE();
+  for (nfds_t i = 0; i < n; ++i) fds[i].revents = t[i].revents;
+  if (t != small) free(t);
+  uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
+  errno = e;
+  return r;
+}
+
+static int do_poll(struct pollfd *fds, nfds_t n, int timeout) {
+  if (!any_mapped(fds, n)) return UEP_PL_REAL(poll)(fds, n, timeout);
+  return translated_poll(fds, n, NULL, NULL, timeout, 0);
+}
+
+static int do_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask) {
+  if (!any_mapped(fds, n)) return UEP_PL_REAL(ppoll)(fds, n, tmo, mask);
+  return translated_poll(fds, n, tmo, mask, 0, 1);
+}
+
+int poll(struct pollfd *fds, nfds_t n, int timeout) { return do_poll(fds, n, timeout); }
+int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask) {
+  return do_ppoll(fds, n, tmo, mask);
+}
+
+extern void __chk_fail(void) __attribute__((noreturn));
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
+  if (fdslen / sizeof *fds < n) __chk_fail();
+  return do_poll(fds, n, timeout);
+}
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask, size_t fdslen) {
+  if (fdslen / sizeof *fds < n) __chk_fail();
+  return do_ppoll(fds, n, tmo, mask);
+}
+
+/* select/pselect over sets that name uepoll descriptors (shown at ordinary
+ * numbers, so they fit in an fd_set): one poll with Linux's select bits
+ * (POLLIN_SET, POLLOUT_SET, POLLEX_SET of fs/select.c). */
+static int select_mapped(int nfds, fd_set *r, fd_set *w, fd_set *x) {
+  for (int fd = 0; fd < nfds && fd < FD_SETSIZE; ++fd)
+    if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (x && FD_ISSET(fd, x))) && uep_pl_map(fd)) return 1;
+  return 0;
+}
+
+static int select_by_poll(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *tmo, const sigset_t *mask) {
+  if (nfds > FD_SETSIZE) nfds = FD_SETSIZE;
+  struct pollfd p[FD_SETSIZE];
+  nfds_t n = 0;
+  for (int fd = 0; fd < nfds; ++fd) {
+    short ev = 0;
+    if (r && FD_ISSET(fd, r)) ev |= POLLIN | POLLRDNORM | POLLRDBAND | POLLHUP | POLLERR;
+    if (w && FD_ISSET(fd, w)) ev |= POLLOUT | POLLWRNORM | POLLWRBAND | POLLERR;
+    if (x && FD_ISSET(fd, x)) ev |= POLLPRI;
+    if (ev) p[n++] = (struct pollfd){fd, ev, 0};
+  }
+  int rc = do_ppoll(p, n, tmo, mask);
+  if (rc < 0) return rc;
+  for (nfds_t i = 0; i < n; ++i)
+    if (p[i].revents & POLLNVAL) {
+      errno = EBADF;
+      return -1;
+    }
+  int count = 0;
+  for (nfds_t i = 0; i < n; ++i) {
+    int fd = p[i].fd;
+    short re = p[i].revents;
+    if (r && FD_ISSET(fd, r)) {
+      if (re & (POLLIN | POLLRDNORM | POLLRDBAND | POLLHUP | POLLERR)) ++count;
+      else FD_CLR(fd, r);
+    }
+    if (w && FD_ISSET(fd, w)) {
+      if (re & (POLLOUT | POLLWRNORM | POLLWRBAND | POLLERR)) ++count;
+      else FD_CLR(fd, w);
+    }
+    if (x && FD_ISSET(fd, x)) {
+      if (re & POLLPRI) ++count;
+      else FD_CLR(fd, x);
+    }
+  }
+  return count;
+}
+
+int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv) {
+  if (nfds < 0 || !select_mapped(nfds, r, w, x)) return UEP_PL_REAL(select)(nfds, r, w, x, tv);
+  struct timespec ts, *tp = NULL;
+  if (tv) {
+    if (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000) {
+      errno = EINVAL;
+      return -1;
+    }
+    ts.tv_sec = tv->tv_sec;
+    ts.tv_nsec = tv->tv_usec * 1000;
+    tp = &ts;
+  }
+  return select_by_poll(nfds, r, w, x, tp, NULL);
+}
+
+int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *tmo, const sigset_t *mask) {
+  if (nfds < 0 || !select_mapped(nfds, r, w, x)) return UEP_PL_REAL(pselect)(nfds, r, w, x, tmo, mask);
+  return select_by_poll(nfds, r, w, x, tmo, mask);
+}
+
+/* ---- sockets -------------------------------------------------------------------- */
+ssize_t send(int fd, const void *buf, size_t len, int flags) {
+  UEP_PL_FORWARD2(fd, send, (u, buf, len, flags), send, (fd, buf, len, flags));
+}
+ssize_t recv(int fd, void *buf, size_t len, int flags) {
+  UEP_PL_FORWARD2(fd, recv, (u, buf, len, flags), recv, (fd, buf, len, flags));
+}
+ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a, socklen_t alen) {
+  UEP_PL_FORWARD2(fd, sendto, (u, buf, len, flags, a, alen), sendto, (fd, buf, len, flags, a, alen));
+}
+ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, socklen_t *alen) {
+  UEP_PL_FORWARD2(fd, recvfrom, (u, buf, len, flags, a, alen), recvfrom, (fd, buf, len, flags, a, alen));
+}
+ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
+  UEP_PL_FORWARD2(fd, sendmsg, (u, m, flags), sendmsg, (fd, m, flags));
+}
+ssize_t recvmsg(int fd, struct msghdr *m, int flags) {
+  UEP_PL_FORWARD2(fd, recvmsg, (u, m, flags), recvmsg, (fd, m, flags));
+}
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags) {
+  if (len > buflen) __chk_fail();
+  return recv(fd, buf, len, flags);
+}
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags, struct sockaddr *a, socklen_t *alen) {
+  if (len > buflen) __chk_fail();
+  return recvfrom(fd, buf, len, flags, a, alen);
+}
+int getsockopt(int fd, int level, int name, void *val, socklen_t *len) {
+  UEP_PL_FORWARD2(fd, getsockopt, (u, level, name, val, len), getsockopt, (fd, level, name, val, len));
+}
+int setsockopt(int fd, int level, int name, const void *val, socklen_t len) {
+  UEP_PL_FORWARD2(fd, setsockopt, (u, level, name, val, len), setsockopt, (fd, level, name, val, len));
+}
+int getsockname(int fd, struct sockaddr *a, socklen_t *len) {
+  UEP_PL_FORWARD2(fd, getsockname, (u, a, len), getsockname, (fd, a, len));
+}
+int getpeername(int fd, struct sockaddr *a, socklen_t *len) {
+  UEP_PL_FORWARD2(fd, getpeername, (u, a, len), getpeername, (fd, a, len));
+}
+int shutdown(int fd, int how) { UEP_PL_FORWARD2(fd, shutdown, (u, how), shutdown, (fd, how)); }
+
+/* Linux's answer for a connected AF_UNIX stream pair, ENOTSOCK for the
+ * other uepoll objects; -2 when fd is a kernel descriptor. */
+static int pair_answer(int fd, int err_for_pair) {
+  if (!uep_pl_map(fd)) return -2;
+  errno = uep_pl_kind(fd) == UEP_PL_SOCKET ? err_for_pair : ENOTSOCK;
+  return -1;
+}
+
+int listen(int fd, int backlog) {
+  int r = pair_answer(fd, EINVAL); /* unix_listen: an unbound socket */
+  return r == -2 ? UEP_PL_REAL(listen)(fd, backlog) : r;
+}
+int accept(int fd, struct sockaddr *a, socklen_t *len) {
+  int r = pair_answer(fd, EINVAL); /* not listening */
+  return r == -2 ? UEP_PL_REAL(accept)(fd, a, len) : r;
+}
+int accept4(int fd, struct sockaddr *a, socklen_t *len, int flags) {
+  int r = pair_answer(fd, EINVAL);
+  return r == -2 ? UEP_PL_REAL(accept4)(fd, a, len, flags) : r;
+}
+int connect(int fd, const struct sockaddr *a, socklen_t len) {
+  int r = pair_answer(fd, EISCONN);
+  return r == -2 ? UEP_PL_REAL(connect)(fd, a, len) : r;
+}
+int bind(int fd, const struct sockaddr *a, socklen_t len) {
+  if (uep_pl_map(fd) && uep_pl_kind(fd) == UEP_PL_SOCKET) {
+    uep_pl_refuse("bind() on a uepoll socket pair: not supported (EOPNOTSUPP)");
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  int r = pair_answer(fd, 0);
+  return r == -2 ? UEP_PL_REAL(bind)(fd, a, len) : r;
+}
+
+/* ---- calls uepoll does not implement --------------------------------------------- */
+static int refuse(const char *call, int err) {
+  char msg[160];
+  snprintf(msg, sizeof msg, "%s() on a uepoll descriptor: not supported (%s)", call, strerrorname_np(err));
+  uep_pl_refuse(msg);
+  errno = err;
+  return -1;
+}
+
+/* Linux do_mmap on a file without ->mmap (pipes, sockets, anonymous
+ * inodes): the open mode is checked first (EACCES), then ENODEV. */
+static int mmap_errno(int fd, int prot, int flags) {
+  UEP_PL_ENTER();
+  int fl = uep_fcntl(uep_pl_map(fd), F_GETFL);
+  UEP_PL_LEAVE();
+  int acc = fl < 0 ? O_RDWR : (fl & O_ACCMODE);
+  int readable = acc == O_RDONLY || acc == O_RDWR, writable = acc == O_WRONLY || acc == O_RDWR;
+  if (!readable) return EACCES;
+  if ((flags & MAP_TYPE) != MAP_PRIVATE && (prot & PROT_WRITE) && !writable) return EACCES;
+  return ENODEV;
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+  if (!(flags & MAP_ANONYMOUS) && uep_pl_map(fd)) {
+    errno = mmap_errno(fd, prot, flags);
+    return MAP_FAILED;
+  }
+  return UEP_PL_REAL(mmap)(addr, len, prot, flags, fd, off);
+}
+void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
+  if (!(flags & MAP_ANONYMOUS) && uep_pl_map(fd)) {
+    errno = mmap_errno(fd, prot, flags);
+    return MAP_FAILED;
+  }
+  return UEP_PL_REAL(mmap64)(addr, len, prot, flags, fd, off);
+}
+
+int fsync(int fd) {
+  if (uep_pl_map(fd)) return errno = EINVAL, -1;
+  return UEP_PL_REAL(fsync)(fd);
+}
+int fdatasync(int fd) {
+  if (uep_pl_map(fd)) return errno = EINVAL, -1;
+  return UEP_PL_REAL(fdatasync)(fd);
+}
+int ftruncate(int fd, off_t len) {
+  if (uep_pl_map(fd)) return errno = EINVAL, -1;
+  return UEP_PL_REAL(ftruncate)(fd, len);
+}
+int ftruncate64(int fd, off64_t len) {
+  if (uep_pl_map(fd)) return errno = EINVAL, -1;
+  return UEP_PL_REAL(ftruncate64)(fd, len);
+}
+int isatty(int fd) {
+  if (uep_pl_map(fd)) return errno = ENOTTY, 0;
+  return UEP_PL_REAL(isatty)(fd);
+}
+
+ssize_t sendfile(int out, int in, off_t *off, size_t n) {
+  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("sendfile", EINVAL);
+  return UEP_PL_REAL(sendfile)(out, in, off, n);
+}
+ssize_t sendfile64(int out, int in, off64_t *off, size_t n) {
+  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("sendfile", EINVAL);
+  return UEP_PL_REAL(sendfile64)(out, in, off, n);
+}
+ssize_t splice(int in, off64_t *oin, int out, off64_t *oout, size_t n, unsigned int flags) {
+  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("splice", EINVAL);
+  return UEP_PL_REAL(splice)(in, oin, out, oout, n, flags);
+}
+ssize_t tee(int in, int out, size_t n, unsigned int flags) {
+  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("tee", EINVAL);
+  return UEP_PL_REAL(tee)(in, out, n, flags);
+}
+ssize_t vmsplice(int fd, const struct iovec *iov, size_t n, unsigned int flags) {
+  if (uep_pl_map(fd)) return refuse("vmsplice", EINVAL);
+  return UEP_PL_REAL(vmsplice)(fd, iov, n, flags);
+}
+ssize_t copy_file_range(int in, off64_t *oin, int out, off64_t *oout, size_t n, unsigned int flags) {
+  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("copy_file_range", EINVAL);
+  return UEP_PL_REAL(copy_file_range)(in, oin, out, oout, n, flags);
+}
+int fstatfs(int fd, struct statfs *st) {
+  if (uep_pl_map(fd)) return refuse("fstatfs", ENOSYS);
+  return UEP_PL_REAL(fstatfs)(fd, st);
+}
+int fstatfs64(int fd, struct statfs64 *st) {
+  if (uep_pl_map(fd)) return refuse("fstatfs", ENOSYS);
+  return UEP_PL_REAL(fstatfs64)(fd, st);
+}
+int flock(int fd, int op) {
+  if (uep_pl_map(fd)) return refuse("flock", EINVAL);
+  return UEP_PL_REAL(flock)(fd, op);
+}
+
+/* ---- stdio on a uepoll descriptor: a FILE whose I/O goes through uepoll ---------- */
+static ssize_t cookie_read(void *c, char *buf, size_t n) { return read((int)(intptr_t)c, buf, n); }
+static ssize_t cookie_write(void *c, const char *buf, size_t n) { return write((int)(intptr_t)c, buf, n); }
+static int cookie_seek(void *c, off64_t *pos, int whence) {
+  (void)c;
+  (void)pos;
+  (void)whence;
+  errno = ESPIPE;
+  return -1;
+}
+static int cookie_close(void *c) { return close((int)(intptr_t)c); }
+
+FILE *fdopen(int fd, const char *mode) {
+  if (!uep_pl_map(fd)) return UEP_PL_REAL(fdopen)(fd, mode);
+  cookie_io_functions_t io = {cookie_read, cookie_write, cookie_seek, cookie_close};
+  return fopencookie((void *)(intptr_t)fd, mode, io);
+}
+
+/* ---- closing ranges ---------------------------------------------------------------- */
+static void close_mapped(unsigned first, unsigned last) {
+  unsigned hw = (unsigned)uep_pl_high_water();
+  for (unsigned n = first; n <= last && n < hw; ++n) {
+    int u = uep_pl_unbind((int)n);
+    if (u) {
+      UEP_PL_ENTER();
+      uep_close(u);
+      UEP_PL_LEAVE();
+    }
+  }
+}
+
+int close_range(unsigned int first, unsigned int last, int flags) {
+  if (!(flags & CLOSE_RANGE_CLOEXEC)) close_mapped(first, last);
+  return UEP_PL_REAL(close_range)(first, last, flags);
+}
+
+void closefrom(int lowfd) {
+  close_mapped(lowfd < 0 ? 0 : (unsigned)lowfd, ~0u);
+  UEP_PL_REAL(closefrom)(lowfd);
+}
+
+/* ---- syscall(2) -------------------------------------------------------------------- */
+/* The epoll family and the object constructors by number go to the
+ * interposers above; everything else to libc's syscall(). */
+static long ret_long(long r) { return r; }
+
+long syscall(long nr, ...) {
+  va_list ap;
+  va_start(ap, nr);
+  long a[6];
+  for (int i = 0; i < 6; ++i) a[i] = va_arg(ap, long);
+  va_end(ap);
+  switch (nr) {
+#ifdef SYS_epoll_create /* the legacy calls: absent on aarch64 and other new ABIs */
+    case SYS_epoll_create: return ret_long(epoll_create((int)a[0]));
+#endif
+    case SYS_epoll_create1: return ret_long(epoll_create1((int)a[0]));
+    case SYS_epoll_ctl: return ret_long(epoll_ctl((int)a[0], (int)a[1], (int)a[2], (struct epoll_event *)a[3]));
+#ifdef SYS_epoll_wait
+    case SYS_epoll_wait: return ret_long(epoll_wait((int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3]));
+#endif
+    case SYS_epoll_pwait:
+      return ret_long(epoll_pwait((int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3], (const sigset_t *)a[4]));
+#ifdef SYS_epoll_pwait2
+    case SYS_epoll_pwait2:
+      return ret_long(epoll_pwait2((int)a[0], (struct epoll_event *)a[1], (int)a[2], (const struct timespec *)a[3],
+                                   (const sigset_t *)a[4]));
+#endif
+    case SYS_eventfd2: return ret_long(eventfd((unsigned)a[0], (int)a[1]));
+#ifdef SYS_eventfd
+    case SYS_eventfd: return ret_long(eventfd((unsigned)a[0], 0));
+#endif
+    case SYS_pipe2: return ret_long(pipe2((int *)a[0], (int)a[1]));
+#ifdef SYS_pipe
+    case SYS_pipe: return ret_long(pipe((int *)a[0]));
+#endif
+    case SYS_timerfd_create: return ret_long(timerfd_create((int)a[0], (int)a[1]));
+    case SYS_close:
+    case SYS_read:
+    case SYS_write:
+    case SYS_dup:
+      if (uep_pl_map((int)a[0])) {
+        if (nr == SYS_close) return close((int)a[0]);
+        if (nr == SYS_read) return read((int)a[0], (void *)a[1], (size_t)a[2]);
+        if (nr == SYS_write) return write((int)a[0], (const void *)a[1], (size_t)a[2]);
+        return dup((int)a[0]);
+      }
+      break;
+    default:
+      break;
+  }
+  return UEP_PL_REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+/* ---- fork ---------------------------------------------------------------------------- */
+/* A forked child has its own copy of every uepoll object: a pipe or socket
+ * pair made before fork does not connect parent and child (they are memory,
+ * not kernel objects).  Say so once in the child when that can matter. */
+static void child_after_fork(void) {
+  int hw = uep_pl_high_water(), shared = 0;
+  for (int n = 0; n < hw; ++n) {
+    int k = uep_pl_kind(n);
+    if (uep_pl_map(n) && (k == UEP_PL_PIPE || k == UEP_PL_SOCKET)) ++shared;
+  }
+  if (shared) {
+    char msg[200];
+    snprintf(msg, sizeof msg,
+             "fork(): %d uepoll pipe/socket-pair descriptor(s) are copies in the child, not shared with the "
+             "parent (UEPOLL_PRELOAD_KINDS=epoll,eventfd,timerfd keeps pipes and pairs in the kernel)",
+             shared);
+    uep_pl_refuse(msg);
+  }
+}
+
+__attribute__((constructor)) static void register_fork_handler(void) {
+  pthread_atfork(NULL, NULL, child_after_fork);
+}

@@ -1,0 +1,38 @@
+/* preload.h - what the C interposers (interpose_*.c) use from the C++ side
+ * of the preload (fdmap.cpp, stats.cpp).  Owned by src/preload/. */
+#ifndef UEPOLL_PRELOAD_H
+#define UEPOLL_PRELOAD_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Kinds, as uepoll::preload::Kind. */
+enum { UEP_PL_KERNEL = 0, UEP_PL_EPOLL, UEP_PL_EVENTFD, UEP_PL_PIPE, UEP_PL_SOCKET, UEP_PL_TIMER, UEP_PL_NKINDS };
+
+int uep_pl_map(int n);                        /* uepoll fd shown as n, or 0 */
+int uep_pl_kind(int n);
+int uep_pl_bind_new(int u, int kind, int min); /* n or -errno */
+int uep_pl_bind_at(int n, int u, int kind);    /* previous uepoll fd (0) or -errno */
+int uep_pl_unbind(int n);                      /* uepoll fd that was shown as n, or 0 */
+int uep_pl_high_water(void);
+void *uep_pl_resolve(const char *name);        /* aborts if absent */
+void *uep_pl_resolve_optional(const char *name);
+
+/* Counters (stats.h). */
+enum {
+  UEP_PL_CTL, UEP_PL_WAIT, UEP_PL_WAKEUP, UEP_PL_UEPOLL_CALL, UEP_PL_FORWARDED
+};
+void uep_pl_count(int which, uint64_t n);
+void uep_pl_count_created(int kind);
+void uep_pl_count_registration(int kind);
+/* "uepoll: MESSAGE" once on stderr; counts a refused call every time. */
+void uep_pl_refuse(const char *message);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
