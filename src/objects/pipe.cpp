@@ -339,6 +339,11 @@ bool PipeWriter::fill_locked(Call& c) noexcept {
       c.staged = n;
     }
     pipe_->mu_.lock();
+    // While the lock was dropped, readers may have emptied the pipe and
+    // gone to sleep: this write must then wake them as a write into an
+    // empty pipe does (Linux keeps pipe->mutex across its allocation, so
+    // its was_empty cannot go stale).
+    if (pipe_->empty_locked()) c.was_empty = true;
     if (!c.spare) {
       if (!c.ret) c.ret = -ENOMEM;
       return true;
