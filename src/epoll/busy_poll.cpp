@@ -41,16 +41,6 @@ bool before(const timespec& a, const timespec& b) noexcept {
 
 }  // namespace
 
-void Instance::spin_found_event(bool probe) noexcept {
-  const uint8_t shift = busy_.shift.load(std::memory_order_relaxed);
-  if (shift != 0) busy_.shift.store(probe ? 0 : static_cast<uint8_t>(shift - 1), std::memory_order_relaxed);
-}
-
-void Instance::spin_missed() noexcept {
-  const uint8_t shift = busy_.shift.load(std::memory_order_relaxed);
-  if (shift < BusyPoll::kMaxShift) busy_.shift.store(static_cast<uint8_t>(shift + 1), std::memory_order_relaxed);
-}
-
 bool Instance::busy_wait(const timespec* deadline, SpinWindow* win) noexcept {
   if (!win->started) {
     win->started = true;
@@ -77,7 +67,7 @@ bool Instance::busy_wait(const timespec* deadline, SpinWindow* win) noexcept {
       const bool ready = events_available_locked();
       ready_lock_.unlock();
       if (ready) {
-        spin_found_event(win->probe);
+        busy_.spin_found_event(win->probe);
         return true;
       }
     }
@@ -87,7 +77,7 @@ bool Instance::busy_wait(const timespec* deadline, SpinWindow* win) noexcept {
       clock_gettime(CLOCK_MONOTONIC, &now);  // vDSO: no system call
       if (!before(now, win->end)) {
         win->end = timespec{};
-        spin_missed();
+        busy_.spin_missed();
         return false;
       }
     }

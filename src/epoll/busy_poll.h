@@ -22,16 +22,25 @@ struct BusyPoll {
   std::atomic<uint16_t> budget{0};
   std::atomic<uint8_t> prefer{0};
   // Adaptive window (see busy_poll.cpp): a wait spins for usecs >> shift;
-  // a spin that ends without an event doubles the shift's effect (up to
-  // kMaxShift), one that finds an event halves it; while shift > 0 every
-  // 64th wait (probe) spins the whole usecs and resets shift on success.
-  // Relaxed: heuristics, no data guarded.  EPIOCSPARAMS resets both.
+  // a spin that ends without an event adds one to shift (up to kMaxShift:
+  // half the window), one that finds an event takes one off (twice the
+  // window); while shift > 0 every 64th wait (probe) spins the whole usecs
+  // and clears shift if it finds an event.  Relaxed: heuristics, no data
+  // guarded.  EPIOCSPARAMS resets both.
   std::atomic<uint8_t> shift{0};
   std::atomic<uint32_t> probe{0};
   static constexpr uint8_t kMaxShift = 12;
   void reset_adaptation() noexcept {
     shift.store(0, std::memory_order_relaxed);
     probe.store(0, std::memory_order_relaxed);
+  }
+  void spin_found_event(bool was_probe) noexcept {
+    const uint8_t s = shift.load(std::memory_order_relaxed);
+    if (s != 0) shift.store(was_probe ? 0 : static_cast<uint8_t>(s - 1), std::memory_order_relaxed);
+  }
+  void spin_missed() noexcept {
+    const uint8_t s = shift.load(std::memory_order_relaxed);
+    if (s < kMaxShift) shift.store(static_cast<uint8_t>(s + 1), std::memory_order_relaxed);
   }
 };
 

@@ -151,8 +151,6 @@ class Instance final : public core::File {
   // Spins up to busy_poll_usecs for events (epoll/busy_poll.cpp); true if
   // some are available.  Preconditions: no lock held.
   bool busy_wait(const timespec* deadline, SpinWindow* win) noexcept;
-  void spin_found_event(bool probe) noexcept;  // the adaptive window (busy_poll.cpp)
-  void spin_missed() noexcept;
 
   // Harvest (Linux ep_send_events) and readiness scan (__ep_eventpoll_poll).
   int send_events(struct epoll_event* evs, int maxevents) noexcept;

@@ -572,6 +572,11 @@ std::string ms_range(double v, double lo, double hi) {
   return v >= lo && v <= hi ? "in range" : "out of range (" + std::to_string(v) + ")";
 }
 double ts_ms(const struct timespec& ts) { return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6; }
+long long monotonic_ns() {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * 1000000000LL + now.tv_nsec;
+}
 
 TEST(Timerfd, RelativeOneShotAndGettime) {
   auto r = conf::differential([](T& t) {
@@ -617,9 +622,7 @@ TEST(Timerfd, AbsoluteAndInterval) {
     int ep = t.epoll_create1();
     int tm = t.timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
     t.ctl(ep, EPOLL_CTL_ADD, tm, EPOLLIN | EPOLLET, 1);
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long long now_ns = now.tv_sec * 1000000000LL + now.tv_nsec;
+    const long long now_ns = monotonic_ns();
     t.timerfd_settime(tm, TFD_TIMER_ABSTIME, now_ns + 30 * 1000000LL, 0, nullptr, "now+30ms");
     double t0 = conf::now_ms();
     t.wait(ep, 4, 2000);
@@ -678,9 +681,7 @@ TEST(Timerfd, OneWakeupPerExpiryAndGettimeRearms) {
     int ep = t.epoll_create1();
     int tm = t.timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
     t.ctl(ep, EPOLL_CTL_ADD, tm, EPOLLIN | EPOLLET, 1);
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long long now_ns = now.tv_sec * 1000000000LL + now.tv_nsec;
+    const long long now_ns = monotonic_ns();
     t.timerfd_settime(tm, TFD_TIMER_ABSTIME, now_ns - 1000000LL, 0, nullptr, "in the past");
     t.wait(ep, 4, 0);
     usleep(30 * 1000);  // the service thread has seen the expiry by now
