@@ -346,6 +346,14 @@ int UnixSocket::shutdown(int how) noexcept {
   return 0;
 }
 
+int UnixSocket::shutdown_bits() noexcept {
+  UnixConn& c = *conn_;
+  c.mu_.lock();
+  const int bits = c.side_[me_].shutdown;
+  c.mu_.unlock();
+  return bits;
+}
+
 void UnixSocket::on_release() noexcept {
   UnixConn& c = *conn_;
   const int peer = 1 - me_;

@@ -112,6 +112,12 @@ class UnixSocket final : public core::File {
   // this socket's sk_wmem_alloc (truesize of its skbs not yet read).
   long inq() noexcept;
   long outq() noexcept;
+  // For the preload's conversion at fork (capi/preload_support.h): which
+  // connection and side this is, and this side's sk_shutdown bits
+  // (RCV_SHUTDOWN 1, SEND_SHUTDOWN 2, as Linux's).  Takes mu_ (leaf).
+  const void* conn_id() const noexcept { return conn_; }
+  int side() const noexcept { return me_; }
+  int shutdown_bits() noexcept;
 
  protected:
   void on_release() noexcept override;

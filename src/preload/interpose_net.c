@@ -431,20 +431,33 @@ long syscall(long nr, ...) {
 }
 
 /* ---- fork ---------------------------------------------------------------------------- */
-/* A forked child has its own copy of every uepoll object: a pipe or socket
- * pair made before fork does not connect parent and child (they are memory,
- * not kernel objects).  Say so once in the child when that can matter. */
+/* fork(), vfork() and posix_spawn[p]() turn uepoll pipes and socket pairs
+ * into kernel ones first (fork_convert.c).  What is left after that (an
+ * object a thread was blocked on, or a fork libc made internally, as
+ * system() does) is a copy in the child: say so once there.  daemon()'s
+ * parent exits at once, so its child is the only owner: nothing to say. */
+static __thread int in_daemon;
+
+int daemon(int nochdir, int noclose) {
+  in_daemon = 1;
+  int r = UEP_PL_REAL(daemon)(nochdir, noclose);
+  in_daemon = 0;
+  return r;
+}
+
 static void child_after_fork(void) {
+  if (in_daemon) return;
   int hw = uep_pl_high_water(), shared = 0;
   for (int n = 0; n < hw; ++n) {
     int k = uep_pl_kind(n);
     if (uep_pl_map(n) && (k == UEP_PL_PIPE || k == UEP_PL_SOCKET)) ++shared;
   }
   if (shared) {
-    char msg[200];
+    char msg[320];
     snprintf(msg, sizeof msg,
-             "fork(): %d uepoll pipe/socket-pair descriptor(s) are copies in the child, not shared with the "
-             "parent (UEPOLL_PRELOAD_KINDS=epoll,eventfd,timerfd keeps pipes and pairs in the kernel)",
+             "fork(): %d uepoll pipe/socket-pair descriptor(s) could not be made kernel ones before the fork "
+             "(a thread was blocked on them, or libc forked internally) and are copies in the child "
+             "(UEPOLL_PRELOAD_KINDS=epoll,eventfd,timerfd keeps pipes and pairs in the kernel)",
              shared);
     uep_pl_refuse(msg);
   }

@@ -75,6 +75,7 @@ void write_stats() {
   line("uepoll_calls", s.uepoll_calls.load());
   line("forwarded_to_kernel", s.forwarded.load());
   line("refused", s.refused.load());
+  line("converted_at_fork", s.converted.load());
   const int fd = UEP_REAL(open)(name.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return;
   ssize_t unused = UEP_REAL(write)(fd, out.data(), out.size());
@@ -106,6 +107,7 @@ void uep_pl_count(int which, uint64_t n) {
     case UEP_PL_WAIT: count(stats().waits, n); break;
     case UEP_PL_WAKEUP: count(stats().wakeups); count(stats().events, n); break;
     case UEP_PL_UEPOLL_CALL: count(stats().uepoll_calls, n); break;
+    case UEP_PL_CONVERTED: count(stats().converted, n); break;
     default: count(stats().forwarded, n); break;
   }
 }

@@ -20,6 +20,7 @@ struct Stats {
   std::atomic<uint64_t> uepoll_calls{0};  // other interposed calls served by uepoll
   std::atomic<uint64_t> forwarded{0};     // interposed calls passed to the kernel
   std::atomic<uint64_t> refused{0};       // calls refused with a warning
+  std::atomic<uint64_t> converted{0};     // pipes/pairs made kernel ones before fork
 };
 
 Stats& stats() noexcept;

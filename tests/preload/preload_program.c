@@ -32,12 +32,18 @@ static void say(const char *what, long r) {
 }
 
 static int exec_check(void) {
-  /* Does an exec'd child see a descriptor at this number?  A kernel pipe
-   * without O_CLOEXEC is inherited; a uepoll one cannot be. */
+  /* Does an exec'd child see a descriptor at these numbers?  Without
+   * O_CLOEXEC Linux passes both on.  Under the preload a pipe is made a
+   * kernel one at fork (fork_convert.c) and is passed on too; an eventfd
+   * stays a uepoll object, which an exec'd program cannot inherit. */
   int p[2];
   if (pipe(p) < 0) return 1;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "if [ -e /proc/self/fd/%d ]; then echo inherited; else echo not-inherited; fi", p[0]);
+  int e = eventfd(0, 0);
+  if (e < 0) return 1;
+  char cmd[256];
+  snprintf(cmd, sizeof cmd,
+           "for n in %d %d; do if [ -e /proc/self/fd/$n ]; then printf 'inherited '; else printf 'not-inherited '; fi; done",
+           p[0], e);
   pid_t pid = fork();
   if (pid == 0) {
     unsetenv("LD_PRELOAD");

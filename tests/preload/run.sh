@@ -17,6 +17,11 @@ for prog in "$@"; do
     if [ "$(get $k)" -lt 1 ]; then echo "FAIL $prog: UEPOLL_STATS $k is 0"; cat "$tmp/stats"; exit 1; fi
   done
   if [ "$(get refused)" -ne 0 ]; then echo "FAIL $prog: refused calls"; cat "$tmp/stats"; exit 1; fi
-  echo "ok $prog ($(wc -l < "$tmp/pre.out") lines equal; $(get epoll_instances) instances, $(get waits) waits, $(get events) events)"
+  # UEPOLL_EXPECT_CONVERTED=1: the program forks with uepoll pipes or pairs
+  # open, which must have been made kernel ones (src/preload/fork_convert.c).
+  if [ "${UEPOLL_EXPECT_CONVERTED:-0}" = 1 ] && [ "$(get converted_at_fork)" -lt 1 ]; then
+    echo "FAIL $prog: UEPOLL_STATS converted_at_fork is 0"; cat "$tmp/stats"; exit 1
+  fi
+  echo "ok $prog ($(wc -l < "$tmp/pre.out") lines equal; $(get epoll_instances) instances, $(get waits) waits, $(get events) events, $(get converted_at_fork) converted at fork)"
   rm -f "$tmp/stats"
 done

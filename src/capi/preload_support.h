@@ -1,0 +1,36 @@
+/* preload_support.h - library entry points that only libuepoll-preload.so
+ * calls (src/preload/fork_convert.c).  They are exported from a shared
+ * libuepoll (the preload then links against it) but declared in no
+ * installed header: they are not part of uepoll's API and may change with
+ * any release.  The double underscore marks them private.
+ *
+ * Owned by src/capi/preload_support_api.cpp.  Locks: see there. */
+#ifndef UEPOLL_CAPI_PRELOAD_SUPPORT_H
+#define UEPOLL_CAPI_PRELOAD_SUPPORT_H
+
+#include <uepoll/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What the conversion of a uepoll pipe or socket pair into a kernel one
+ * (before fork) needs to know about one end. */
+struct uep__stream_state {
+  unsigned long long conn; /* the same for both ends of one pipe or pair */
+  int side;                /* pipe: 0 read end, 1 write end; pair: 0 or 1 */
+  int shutdown;            /* pair: this side's RCV (1) / SEND (2) shutdown bits; pipe: 0 */
+  int blocked;             /* 1 if a call is blocked on this end (read, write,
+                              uep_poll, select): not an epoll registration */
+  int is_socket;
+};
+
+/* 0 and *out filled; -1 with EBADF (fd not open) or EINVAL (not a uepoll
+ * pipe end or socket of a pair). */
+UEP_EXPORT int uep__stream_state(int fd, struct uep__stream_state *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,65 @@
+// preload_support_api.cpp - uep__stream_state (capi/preload_support.h):
+// what libuepoll-preload.so reads from a pipe end or a socket of a pair to
+// turn it into a kernel one before fork().
+//
+// Locks: the end's wait-queue lock (6) to look for blocked callers, then,
+// for a socket, its connection's leaf lock (8); never both at once.
+#include "capi/preload_support.h"
+
+#include "core/file.h"
+#include "fd/table.h"
+#include "objects/pipe.h"
+#include "objects/socketpair.h"
+
+#include <cerrno>
+#include <cstdint>
+
+namespace {
+
+using uepoll::core::File;
+using uepoll::core::FileKind;
+using uepoll::core::WaitEntry;
+
+// True if something other than an epoll item waits on f: a thread asleep in
+// a read or write of it, or in uep_poll/select over it.
+bool has_blocked_caller(File* f) noexcept {
+  f->wq().lock();
+  const bool found = f->wq().find_locked([](WaitEntry* e) { return (e->flags & WaitEntry::kItem) == 0; }) != nullptr;
+  f->wq().unlock();
+  return found;
+}
+
+}  // namespace
+
+extern "C" int uep__stream_state(int fd, struct uep__stream_state* out) {
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  if (!f) {
+    errno = EBADF;
+    return -1;
+  }
+  struct uep__stream_state st {};
+  switch (f->kind()) {
+    case FileKind::kPipeRead:
+      st.conn = reinterpret_cast<uintptr_t>(static_cast<uepoll::objects::PipeReader*>(f.get())->pipe());
+      st.side = 0;
+      break;
+    case FileKind::kPipeWrite:
+      st.conn = reinterpret_cast<uintptr_t>(static_cast<uepoll::objects::PipeWriter*>(f.get())->pipe());
+      st.side = 1;
+      break;
+    case FileKind::kSocket: {
+      auto* s = static_cast<uepoll::objects::UnixSocket*>(f.get());
+      st.conn = reinterpret_cast<uintptr_t>(s->conn_id());
+      st.side = s->side();
+      st.shutdown = s->shutdown_bits();
+      st.is_socket = 1;
+      break;
+    }
+    default:
+      errno = EINVAL;
+      return -1;
+  }
+  st.blocked = has_blocked_caller(f.get()) ? 1 : 0;
+  *out = st;
+  return 0;
+}

@@ -1,0 +1,347 @@
+/*
+ * fork_convert.c - before a process forks, its uepoll pipes and socket
+ * pairs become kernel ones (owned by src/preload/).
+ *
+ * A uepoll object is process memory: after fork() each process would have
+ * its own copy, and a pipe or pair made before the fork would no longer
+ * connect parent and child (nginx's master/worker channel, Redis's BGSAVE
+ * child-info pipe).  So fork(), vfork() and posix_spawn[p]() first turn
+ * every uepoll pipe and socket pair the program shows into a kernel pipe or
+ * AF_UNIX stream pair, under the same descriptor numbers:
+ *
+ *   1. the kernel object is made (pipe2, with O_DIRECT when the write end
+ *      is packetized; socketpair AF_UNIX SOCK_STREAM);
+ *   2. the bytes queued in the uepoll object are moved, in order: a pipe's
+ *      ring is read from its read end and written to the kernel write end
+ *      (packet by packet in O_DIRECT mode); each socket's receive queue is
+ *      read and written through the kernel peer;
+ *   3. shutdown() state, O_NONBLOCK/O_ASYNC and F_SETOWN are carried over;
+ *      an end that no descriptor shows any more (closed) is closed in the
+ *      kernel too, after its bytes were written (so the reader sees them,
+ *      then end of file, or the writer gets EPIPE, as it did);
+ *   4. each kernel end is dup3()'d onto the numbers that showed the uepoll
+ *      end (replacing the placeholder; FD_CLOEXEC from the uepoll slot), so
+ *      that the number is an ordinary kernel descriptor from now on;
+ *   5. every registration of the uepoll end in every uepoll instance the
+ *      program shows (read from uep_fdinfo: events, including a disabled
+ *      EPOLLONESHOT's, and data) is deleted and made again, same events and
+ *      data, on the kernel descriptor, which uepoll instances watch like any
+ *      other kernel descriptor;
+ *   6. the uepoll ends are closed.
+ *
+ * An object with a thread blocked on it (read, write, uep_poll, select:
+ * uep__stream_state's `blocked`) is left as it is: the child then has a
+ * copy and says so once (interpose_net.c).  So is a registration made under
+ * a descriptor number the program has closed since (a dup'd number):
+ * nothing could show it in the kernel; it is dropped with a warning.
+ * What differs from Linux is listed in docs/linux-deviations.md (fork).
+ *
+ * Not atomic with respect to other threads using the same descriptors at the
+ * same moment (as nothing in user space can be); runs in the forking thread
+ * before the real fork, never from the fork handlers.
+ *
+ * Locks: none of its own; uepoll's calls take theirs.
+ */
+#define _GNU_SOURCE
+#include "preload/preload.h"
+
+#include <uepoll/uepoll.h>
+
+#include "capi/preload_support.h"
+#include "preload/interpose.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* One descriptor number showing a uepoll pipe end or socket. */
+struct shown {
+  int n, u, kind;
+  struct uep__stream_state st;
+  int done; /* converted (or skipped) with its group */
+};
+
+/* One registration of a uepoll end in a uepoll instance (uep_fdinfo line). */
+struct reg {
+  int ue;  /* the instance's uepoll descriptor */
+  int tfd; /* the registered uepoll descriptor */
+  struct epoll_event ev;
+};
+
+static int write_all(int fd, const char *p, size_t len) {
+  while (len) {
+    ssize_t w = UEP_PL_REAL(write)(fd, p, len);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += w;
+    len -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Moves what is queued for reading at uepoll descriptor u (FIONREAD) to
+ * kernel descriptor k, one read at a time (a read of an O_DIRECT pipe gives
+ * one packet, written as one). */
+static int move_queued(int u, int k) {
+  enum { kChunk = 65536 };
+  char *buf = malloc(kChunk);
+  if (!buf) return -1;
+  int rc = 0;
+  for (;;) {
+    int avail = 0;
+    if (uep_ioctl(u, FIONREAD, &avail) < 0 || avail <= 0) break;
+    ssize_t r = uep_read(u, buf, avail < kChunk ? (size_t)avail : kChunk);
+    if (r <= 0) break; /* another thread took them, or an error is pending */
+    if (write_all(k, buf, (size_t)r) < 0) {
+      rc = -1;
+      break;
+    }
+  }
+  free(buf);
+  return rc;
+}
+
+/* Every registration of a uepoll descriptor (>= UEP_FD_BASE) in the uepoll
+ * instances the program shows; *count set, malloc'd array (NULL if none). */
+static struct reg *collect_registrations(int hw, int *count) {
+  struct reg *regs = NULL;
+  int nregs = 0, cap = 0;
+  char *text = NULL;
+  long text_cap = 0;
+  for (int n = 0; n < hw; ++n) {
+    if (uep_pl_kind(n) != UEP_PL_EPOLL) continue;
+    int ue = uep_pl_map(n);
+    if (!ue) continue;
+    long len = uep_fdinfo(ue, text, (unsigned long)text_cap);
+    if (len < 0) continue;
+    if (len >= text_cap) {
+      char *t = realloc(text, (size_t)len + 1);
+      if (!t) continue;
+      text = t;
+      text_cap = len + 1;
+      if (uep_fdinfo(ue, text, (unsigned long)text_cap) < 0) continue;
+    }
+    for (char *line = strstr(text, "tfd:"); line; line = strstr(line + 4, "tfd:")) {
+      int tfd;
+      unsigned events;
+      unsigned long long data;
+      if (sscanf(line, "tfd: %d events: %x data: %llx", &tfd, &events, &data) != 3) continue;
+      if (tfd < UEP_FD_BASE) continue; /* a kernel descriptor's registration */
+      if (nregs == cap) {
+        int ncap = cap ? cap * 2 : 16;
+        struct reg *r = realloc(regs, (size_t)ncap * sizeof *regs);
+        if (!r) break;
+        regs = r;
+        cap = ncap;
+      }
+      regs[nregs].ue = ue;
+      regs[nregs].tfd = tfd;
+      regs[nregs].ev.events = events;
+      regs[nregs].ev.data.u64 = data;
+      ++nregs;
+    }
+  }
+  free(text);
+  *count = nregs;
+  return regs;
+}
+
+/* The descriptor number showing uepoll descriptor u among the group, or -1. */
+static int number_of(const struct shown *s, int ns, unsigned long long conn, int u) {
+  for (int i = 0; i < ns; ++i)
+    if (s[i].st.conn == conn && s[i].u == u) return s[i].n;
+  return -1;
+}
+
+/* One pipe or pair being converted: its shown ends (s[first..] with this
+ * conn) and, per side, one uepoll descriptor showing it (0: none, the end
+ * is closed), its status flags and owner, and the kernel end. */
+struct group {
+  struct shown *s;
+  int ns, first;
+  unsigned long long conn;
+  int is_socket;
+  int end_u[2], fl[2], owner[2], k[2];
+};
+
+static int in_group(const struct group *g, int i) { return g->s[i].st.conn == g->conn; }
+
+/* Fills end_u, fl, owner; 0 if a call is blocked on an end (left alone). */
+static int inspect(struct group *g) {
+  int blocked = 0;
+  for (int i = g->first; i < g->ns; ++i) {
+    if (!in_group(g, i)) continue;
+    g->s[i].done = 1;
+    blocked |= g->s[i].st.blocked;
+    if (!g->end_u[g->s[i].st.side]) g->end_u[g->s[i].st.side] = g->s[i].u;
+  }
+  for (int side = 0; side < 2; ++side) {
+    if (!g->end_u[side]) continue;
+    g->fl[side] = uep_fcntl(g->end_u[side], F_GETFL);
+    g->owner[side] = uep_fcntl(g->end_u[side], F_GETOWN);
+    if (g->fl[side] < 0) g->fl[side] = 0;
+    if (g->owner[side] < 0) g->owner[side] = 0;
+  }
+  return !blocked;
+}
+
+/* Steps 1-2: the kernel object, with the queued bytes moved into it: what
+ * is readable at a side went through the other side (a pipe's read end 0 is
+ * fed by write end 1).  0, or -1 when no kernel object could be made. */
+static int make_kernel_object(struct group *g) {
+  const int packet = !g->is_socket && (g->fl[1] & O_DIRECT);
+  int r = g->is_socket ? UEP_PL_REAL(socketpair)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g->k)
+                       : UEP_PL_REAL(pipe2)(g->k, O_CLOEXEC | (packet ? O_DIRECT : 0));
+  if (r < 0) return -1;
+  int ok = 1;
+  if (g->is_socket) {
+    for (int side = 0; side < 2 && ok; ++side)
+      if (g->end_u[side] && move_queued(g->end_u[side], g->k[1 - side]) < 0) ok = 0;
+  } else if (g->end_u[0]) {
+    ok = move_queued(g->end_u[0], g->k[1]) == 0;
+  }
+  /* Cannot happen with Linux's capacities (uepoll's are the same); the
+   * bytes already read would be lost, so say so. */
+  if (!ok) uep_pl_refuse("fork(): could not move the bytes of a uepoll pipe/socket pair into a kernel one");
+  return 0;
+}
+
+/* Step 3: shutdown state, status flags, owner. */
+static void carry_state(const struct group *g) {
+  for (int side = 0; side < 2; ++side) {
+    if (!g->end_u[side]) continue;
+    const int k = g->k[side];
+    if (g->is_socket) {
+      int bits = 0;
+      for (int i = g->first; i < g->ns; ++i)
+        if (in_group(g, i) && g->s[i].st.side == side) bits |= g->s[i].st.shutdown;
+      static const int how[4] = {-1, SHUT_RD, SHUT_WR, SHUT_RDWR};
+      if (bits) UEP_PL_REAL(shutdown)(k, how[bits & 3]);
+    }
+    if (g->owner[side]) UEP_PL_REAL(fcntl)(k, F_SETOWN, g->owner[side]);
+    int kfl = UEP_PL_REAL(fcntl)(k, F_GETFL);
+    if (kfl >= 0)
+      UEP_PL_REAL(fcntl)(k, F_SETFL, (kfl & ~(O_NONBLOCK | O_ASYNC)) | (g->fl[side] & (O_NONBLOCK | O_ASYNC)));
+  }
+}
+
+/* Step 4: each number showing an end becomes that kernel end. */
+static void place_numbers(const struct group *g) {
+  for (int i = g->first; i < g->ns; ++i) {
+    if (!in_group(g, i)) continue;
+    const struct shown *e = &g->s[i];
+    int fdfl = uep_fcntl(e->u, F_GETFD);
+    if (UEP_PL_REAL(dup3)(g->k[e->st.side], e->n, fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+      /* Out of kernel memory: this number keeps its placeholder and shows
+       * nothing; the program sees EBADF on it. */
+      uep_pl_refuse("fork(): could not place a converted pipe/socket pair end (dup3 failed)");
+    uep_pl_unbind(e->n);
+  }
+}
+
+/* Step 5: registrations of the uepoll ends move to the kernel numbers. */
+static void move_registrations(const struct group *g, const struct reg *regs, int nregs) {
+  for (int j = 0; j < nregs; ++j) {
+    struct uep__stream_state st;
+    if (uep__stream_state(regs[j].tfd, &st) < 0 || st.conn != g->conn) continue;
+    uep_epoll_ctl(regs[j].ue, EPOLL_CTL_DEL, regs[j].tfd, NULL);
+    int n = number_of(g->s, g->ns, g->conn, regs[j].tfd);
+    struct epoll_event ev = regs[j].ev;
+    if (n < 0 || uep_epoll_ctl(regs[j].ue, EPOLL_CTL_ADD, n, &ev) < 0)
+      uep_pl_refuse("fork(): a registration of a uepoll pipe/socket pair could not be moved to its kernel "
+                    "descriptor (registered under a number since closed, or out of memory)");
+  }
+}
+
+/* Converts the pipe or pair that s[first] shows (steps 1-6 above).
+ * Returns 1 if converted, 0 if left as a uepoll object. */
+static int convert_group(struct shown *s, int ns, int first, const struct reg *regs, int nregs) {
+  struct group g = {.s = s, .ns = ns, .first = first, .conn = s[first].st.conn, .is_socket = s[first].st.is_socket};
+  if (!inspect(&g) || make_kernel_object(&g) < 0) return 0;
+  carry_state(&g);
+  place_numbers(&g);
+  move_registrations(&g, regs, nregs);
+  /* Step 6: the uepoll ends and the spare kernel ones (an end no number
+   * shows closes here, after its bytes were written). */
+  for (int i = first; i < ns; ++i)
+    if (in_group(&g, i)) uep_close(s[i].u);
+  UEP_PL_REAL(close)(g.k[0]);
+  UEP_PL_REAL(close)(g.k[1]);
+  return 1;
+}
+
+/* Converts every uepoll pipe and socket pair the program shows. */
+static void convert_streams(void) {
+  const int hw = uep_pl_high_water();
+  struct shown *s = NULL;
+  int ns = 0, cap = 0;
+  for (int n = 0; n < hw; ++n) {
+    int kind = uep_pl_kind(n);
+    if (kind != UEP_PL_PIPE && kind != UEP_PL_SOCKET) continue;
+    int u = uep_pl_map(n);
+    if (!u) continue;
+    if (ns == cap) {
+      int ncap = cap ? cap * 2 : 16;
+      struct shown *t = realloc(s, (size_t)ncap * sizeof *s);
+      if (!t) break;
+      s = t;
+      cap = ncap;
+    }
+    UEP_PL_ENTER();
+    int r = uep__stream_state(u, &s[ns].st);
+    UEP_PL_LEAVE();
+    if (r < 0) continue;
+    s[ns].n = n;
+    s[ns].u = u;
+    s[ns].kind = kind;
+    s[ns].done = 0;
+    ++ns;
+  }
+  if (!ns) {
+    free(s);
+    return;
+  }
+  UEP_PL_ENTER();
+  int nregs = 0;
+  struct reg *regs = collect_registrations(hw, &nregs);
+  int converted = 0;
+  for (int i = 0; i < ns; ++i)
+    if (!s[i].done) converted += convert_group(s, ns, i, regs, nregs);
+  UEP_PL_LEAVE();
+  uep_pl_count(UEP_PL_CONVERTED, (uint64_t)converted);
+  free(regs);
+  free(s);
+}
+
+pid_t fork(void) {
+  if (!uep_pl_inside()) convert_streams();
+  return UEP_PL_REAL(fork)();
+}
+
+/* vfork's child shares the parent's memory, uepoll's objects and the
+ * preload's map included, until it execs: a close() or dup2() the child
+ * makes on a uepoll descriptor before exec would change the parent's.  So
+ * under the preload vfork is fork (which POSIX allows). */
+pid_t vfork(void) { return fork(); }
+
+int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+  if (!uep_pl_inside()) convert_streams();
+  return UEP_PL_REAL(posix_spawn)(pid, path, actions, attr, argv, envp);
+}
+
+int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+  if (!uep_pl_inside()) convert_streams();
+  return UEP_PL_REAL(posix_spawnp)(pid, file, actions, attr, argv, envp);
+}
