@@ -393,7 +393,9 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
   if (target_is_ep || !core::knob(k.rcu_ctl))
     mode = topology::Mode::kExclusive;
   else if (parent_count() > 0 || watch_hold.load(std::memory_order_seq_cst) > 0)
-    mode = core::knob(k.parallel_nested_add) ? topology::Mode::kShared : topology::Mode::kExclusive;
+    mode = !core::knob(k.parallel_nested_add) ? topology::Mode::kExclusive
+           : topology::leaf_profile_ok(this)  ? topology::Mode::kSharedCached
+                                              : topology::Mode::kShared;
 
   for (;;) {
     // Declared before the topology guard so that the leaf references are
@@ -406,7 +408,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
         for (core::File* f : v) f->put();
       }
     } leaf_refs{leaves};
-    topology::Guard tg(mode, tf);
+    topology::Guard tg(mode, tf, this);
     struct Hold {
       Instance* c;
       ~Hold() {
@@ -475,6 +477,18 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     }
 
     tf->wq().lock();
+    if (tg.mode() == topology::Mode::kSharedCached && tf->watchers.load(std::memory_order_relaxed) != 0) {
+      // tf is watched by another instance too: its paths are not ours
+      // alone, and checking them needs tf's target mutex, which is taken
+      // before the shard lock.  Undo (nothing saw the item) and retry.
+      tf->wq().unlock();
+      unhash_locked(s, h, it);
+      it->registered.store(false, std::memory_order_relaxed);
+      item_unref(it);
+      watches::unreserve();
+      mode = topology::Mode::kShared;
+      continue;
+    }
     if (events & EPOLLEXCLUSIVE)
       tf->wq().add_exclusive_locked(&it->wait);
     else
@@ -482,9 +496,13 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     it->wait.flags |= core::WaitEntry::kItem;
     if ((events & EPOLLEXCLUSIVE) && (events & kRoundRobin)) it->wait.flags |= core::WaitEntry::kRotate;  // beyond Linux
     tf->add_watcher_locked();
+    if (target_is_ep) topology::edges_changed();
     tf->wq().unlock();
 
-    if (mode != topology::Mode::kNone) {
+    // kSharedCached: the profile, current under the topology lock, says
+    // a leaf watched by this instance alone passes, and tf was watched by
+    // nobody else when the item was linked.
+    if (mode != topology::Mode::kNone && tg.mode() != topology::Mode::kSharedCached) {
       // Linux: reverse_path_check() over the files listed by the check
       // (-EINVAL; -ENOMEM when the check ran out of memory).
       int err = 0;
@@ -492,7 +510,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
         for (core::File* f : leaves)
           if (int r = topology::reverse_path_check(f); r != 0 && err != -EINVAL) err = r;
       } else {
-        err = topology::reverse_path_check(tf);
+        err = topology::leaf_path_check(this, tf);
       }
       if (err) {
         unhash_locked(s, h, it);
@@ -572,6 +590,7 @@ void Instance::detach_locked(Item* it) noexcept {
     f->wq().remove_locked(&it->wait);
     it->wq_unlinked = true;
     f->remove_watcher_locked();
+    if (f->is_epoll()) topology::edges_changed();
   }
   f->wq().unlock();
   // Nothing can put the item on a list any more: its wait entry is gone (no

@@ -93,6 +93,11 @@ class Instance final : public core::File {
   // Topology bookkeeping (guarded by the topology lock held exclusively).
   uint64_t topo_gen = 0;
   int topo_depth = 0;
+  // The path profile (topology::leaf_path_check): (edge generation << 1) |
+  // 1 if a leaf watched only by this instance passes Linux's path limits.
+  // Written and read by any ADD into this instance (relaxed: the word is
+  // self-contained; topology.cpp says what orders the generation).
+  std::atomic<uint64_t> path_ok_cache{0};
   // A topology check that will make this instance watched is in flight:
   // leaf ADDs must take the full path (Linux: ep->gen == loop_check_gen).
   std::atomic<int> watch_hold{0};

@@ -8,6 +8,7 @@
 #include "core/file.h"
 #include "epoll/instance.h"
 #include "epoll/item.h"
+#include "epoll/topology.h"
 
 namespace uepoll::epoll {
 
@@ -35,6 +36,7 @@ void release_file(core::File* f) noexcept {
     f->wq().remove_locked(e);
     it->wq_unlinked = true;
     f->remove_watcher_locked();
+    if (f->is_epoll()) topology::edges_changed();  // an edge into f goes
     f->wq().unlock();
     ep->remove_released(it);
     Instance::item_unref(it);

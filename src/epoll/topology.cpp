@@ -107,9 +107,18 @@ struct alignas(kCacheLine) PaddedGen {
   uint64_t value = 0;  // guarded by the topology lock held exclusively
 };
 
+// The edge generation (leaf_path_check's cache key).  Bumped with acq_rel
+// after an edge is linked or unlinked (under the target's wait-queue lock);
+// a check loads it with acquire before walking, so a walk that reads a
+// generation sees every edge change counted before it.
+struct alignas(kCacheLine) PaddedEdgeGen {
+  std::atomic<uint64_t> value{1};  // 1: no instance's cache word (0) is valid
+};
+
 struct State {
   PaddedTopologyLock lock;
   PaddedGen gen;
+  PaddedEdgeGen edge_gen;
   PaddedMutex targets[kTargetMutexes];
   PaddedNestedPollMutex nested_poll;  // only with lockless_nested_poll off
 };
@@ -303,9 +312,24 @@ long parents_of(core::File* f, std::vector<Instance*>* out) noexcept {
 
 // Not analysed: which locks are held depends on mode_ (a conditional
 // capability), and they are held from the constructor to the destructor.
-Guard::Guard(Mode mode, const core::File* tf) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS : mode_(mode), tf_(tf) {
+Guard::Guard(Mode mode, const core::File* tf, Instance* ep) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS
+    : mode_(mode), tf_(tf) {
   switch (mode_) {
     case Mode::kNone:
+      break;
+    case Mode::kSharedCached:
+      // Links of instance edges (which bump the generation) hold the lock
+      // exclusively: once it is held shared, a profile that is current now
+      // stays current until the guard ends, except for unlinks, which a
+      // concurrent ADD may see or not (see leaf_path_check).  The seq_cst
+      // load of `writer` in lock_shared() reads the store of the last
+      // writer's unlock, after its bump, so the generation read here is
+      // that writer's or later.
+      state().lock.m.lock_shared();
+      if (!leaf_profile_ok(ep)) {
+        target_mutex(tf_).lock();
+        mode_ = Mode::kShared;
+      }
       break;
     case Mode::kShared:
       state().lock.m.lock_shared();
@@ -320,6 +344,9 @@ Guard::Guard(Mode mode, const core::File* tf) noexcept UEP_NO_THREAD_SAFETY_ANAL
 Guard::~Guard() UEP_NO_THREAD_SAFETY_ANALYSIS {
   switch (mode_) {
     case Mode::kNone:
+      break;
+    case Mode::kSharedCached:
+      state().lock.m.unlock_shared();
       break;
     case Mode::kShared:
       target_mutex(tf_).unlock();
@@ -355,6 +382,41 @@ int reverse_path_check(core::File* f) noexcept {
   PathCheck pc;
   if (pc.ok(f, 0)) return 0;
   return pc.oom ? -ENOMEM : -EINVAL;
+}
+
+bool leaf_profile_ok(Instance* ep) noexcept {
+  const uint64_t gen = state().edge_gen.value.load(std::memory_order_acquire);
+  return ep->path_ok_cache.load(std::memory_order_relaxed) == ((gen << 1) | 1);
+}
+
+void edges_changed() noexcept { state().edge_gen.value.fetch_add(1, std::memory_order_acq_rel); }
+
+// Why the cache is exact.  With tf watched only by ep (our item: watchers
+// is written under tf's queue lock, where we just linked it), PathCheck::ok
+// (tf, 0) visits ep alone: nothing if ep is watched by nobody (a path of
+// length 1, always allowed), else ok(ep, 1), which reads only the edges
+// above ep and their parent counts.  Those change only when an item whose
+// target is an instance is linked or unlinked, and each such change bumps
+// the edge generation (edges_changed).  Links happen under the topology
+// lock held exclusively, which this caller holds shared (or exclusively):
+// none is concurrent.  Unlinks (DEL, close) take no topology lock, as in
+// Linux; one concurrent with this check may or may not be seen, as with the
+// walk itself.  Another ADD of tf itself is either a kShared/kExclusive one,
+// kept out by tf's target mutex or the topology lock, or a flat one into an
+// unwatched instance, whose path (length 1) never counts.  A cache word
+// stored late with an older generation only costs a recomputation.
+int leaf_path_check(Instance* ep, core::File* tf) noexcept {
+  if (tf->watchers.load(std::memory_order_acquire) != 1) return reverse_path_check(tf);
+  if (ep->parent_count() == 0) return 0;
+  const uint64_t gen = state().edge_gen.value.load(std::memory_order_acquire);
+  const uint64_t cached = ep->path_ok_cache.load(std::memory_order_relaxed);
+  if ((cached >> 1) == gen) return (cached & 1) ? 0 : -EINVAL;
+  core::reclaim::ReadGuard guard;
+  PathCheck pc;
+  const bool ok = pc.ok(ep, 1);
+  if (pc.oom) return -ENOMEM;
+  ep->path_ok_cache.store((gen << 1) | (ok ? 1 : 0), std::memory_order_relaxed);
+  return ok ? 0 : -EINVAL;
 }
 
 // Not analysed: a conditional capability held across constructor/destructor.

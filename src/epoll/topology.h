@@ -10,6 +10,13 @@
 //               the reverse path check for the target (2026 seed).
 //   kExclusive  target is an instance: the topology lock exclusive, the
 //               loop/depth check and path checks of every leaf below.
+//   kSharedCached  as kShared, when the instance's cached path profile says
+//               a leaf watched by it alone passes (beyond the 2026 seed):
+//               the topology lock shared only, no target mutex and no walk.
+//               The guard re-validates the profile under the lock and falls
+//               back to kShared (taking the target mutex) when it is stale;
+//               the ADD falls back to kShared when the target turns out to
+//               be watched by another instance already.
 //
 // Locks: Topology lock (level 1), target mutexes (level 2); the walks take
 // shard locks (4) and wait-queue locks (6) one at a time, never two at once.
@@ -29,12 +36,13 @@ class Instance;
 
 namespace uepoll::epoll::topology {
 
-enum class Mode { kNone, kShared, kExclusive };
+enum class Mode { kNone, kShared, kExclusive, kSharedCached };
 
-// RAII: takes what `mode` requires for target `tf`.
+// RAII: takes what `mode` requires for target `tf` (ADD into `ep`; needed
+// for kSharedCached only).  mode() is what was taken.
 class Guard {
  public:
-  Guard(Mode mode, const core::File* tf) noexcept;
+  Guard(Mode mode, const core::File* tf, Instance* ep = nullptr) noexcept;
   ~Guard();
   Guard(const Guard&) = delete;
   Guard& operator=(const Guard&) = delete;
@@ -57,6 +65,22 @@ int loop_check(Instance* ep, Instance* child, std::vector<core::File*>* leaves) 
 // than Linux allows (path_limits: 500, 100, 50, 10 for lengths 2..5) or a
 // path longer than EP_MAX_NESTS + 1.
 int reverse_path_check(core::File* f) noexcept;
+
+// reverse_path_check(tf) for a leaf ADD into `ep` (the item already linked
+// on tf's wait queue), from a cached per-instance path profile when tf's
+// only watcher is that item: the result then depends only on the paths
+// above ep, which change only with an instance-to-instance edge (counted by
+// edges_changed()).  Same preconditions and results as reverse_path_check.
+int leaf_path_check(Instance* ep, core::File* tf) noexcept;
+
+// True if ep's cached path profile is current and says that a leaf watched
+// by ep alone passes the path limits (kSharedCached may be tried).
+bool leaf_profile_ok(Instance* ep) noexcept;
+
+// Called under the target's wait-queue lock whenever an item whose target
+// is an instance is linked to or unlinked from it (an edge of the topology
+// appears or goes): invalidates every cached path profile.
+void edges_changed() noexcept;
 
 // Instances that watch `f` (items of theirs queued on f's wait queue),
 // appended to *out, each pinned with a struct reference (struct_get) the

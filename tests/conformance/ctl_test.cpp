@@ -626,6 +626,41 @@ TEST(CtlPathLimits, BottomUpLength5) {
                        "ctl(fd14,DEL,fd3,0,0) = 0", "ctl(fd0,ADD,fd15,IN,0) = 0", "wait(fd4,4,0) = 1 [IN:100]"});
 }
 
+// A leaf ADD into a watched instance reads a cached path profile of that
+// instance (topology::leaf_path_check); every edge change must invalidate
+// it: a root added (ADD of an instance), a root closed (no DEL), a DEL.
+//   r0 .. r9 (+ r10) -> m3 -> m2 -> m1 -> m0 -> efd
+TEST(CtlPathLimits, CachedProfileFollowsEdgeChanges) {
+  auto r = conf::differential([](T& t) {
+    int m[4];
+    for (int& x : m) x = t.epoll_create1();
+    for (int i = 1; i < 4; ++i) t.ctl(m[i], EPOLL_CTL_ADD, m[i - 1], IN, i);
+    for (int i = 0; i < 10; ++i) t.ctl(t.epoll_create1(), EPOLL_CTL_ADD, m[3], IN, 100 + i);
+    int e1 = t.eventfd(1), e2 = t.eventfd(1);
+    t.ctl(m[0], EPOLL_CTL_ADD, e1, IN, 1);  // 10 paths of 5: ok
+    t.ctl(m[0], EPOLL_CTL_DEL, e1, 0, 0);
+    t.ctl(m[0], EPOLL_CTL_ADD, e1, IN, 1);  // again: ok
+    t.ctl(m[0], EPOLL_CTL_DEL, e1, 0, 0);
+    int r10 = t.epoll_create1();
+    t.ctl(r10, EPOLL_CTL_ADD, m[3], IN, 110);  // a new edge, no leaf below
+    t.ctl(m[0], EPOLL_CTL_ADD, e2, IN, 2);     // 11 paths of 5: EINVAL
+    t.ctl(m[0], EPOLL_CTL_ADD, e1, IN, 1);     // EINVAL
+    t.close(r10);                              // the edge goes with the file
+    t.ctl(m[0], EPOLL_CTL_ADD, e2, IN, 2);     // 10 again: ok
+    int r11 = t.epoll_create1();
+    t.ctl(r11, EPOLL_CTL_ADD, m[3], IN, 111);  // 11 paths of 5 to e2: EINVAL
+    t.ctl(m[0], EPOLL_CTL_DEL, e2, 0, 0);
+    t.ctl(r11, EPOLL_CTL_ADD, m[3], IN, 111);  // no leaf below: ok
+    t.ctl(m[1], EPOLL_CTL_ADD, e1, IN, 1);     // 11 paths of 4: ok
+    t.ctl(r11, EPOLL_CTL_DEL, m[3], 0, 0);
+    t.ctl(m[0], EPOLL_CTL_ADD, e2, IN, 2);     // 10 paths of 5: ok
+    t.ctl(m[0], EPOLL_CTL_ADD, e1, IN, 1);     // e1 is in m1 too: 10 of 5 + 10 of 4: ok
+    t.ctl(t.epoll_create1(), EPOLL_CTL_ADD, m[3], IN, 112);  // 11 paths of 5: EINVAL
+  });
+  EXPECT_LINUX_HAS(r, "ctl(fd0,ADD,fd15,IN,2) = -1 EINVAL");
+  EXPECT_LINUX_HAS(r, "ctl(fd17,ADD,fd3,IN,111) = -1 EINVAL");
+}
+
 // Paths are counted per distinct route, through diamonds too: 2 middles
 // (a, b) over m, 50 roots over each: 100 paths of 3 instances (the limit);
 // one more root over a is refused.

@@ -631,11 +631,16 @@ TEST(Timerfd, AbsoluteAndInterval) {
     t.timerfd_settime(tm, TFD_TIMER_ABSTIME, now_ns - 1000000LL, 0, nullptr, "in the past");
     t.wait(ep, 4, 0);  // fires at once
     t.read_u64(tm);
-    // Interval: 10 ms period, read after ~55 ms: several expirations in one count.
+    // Interval: 40 ms period, read after ~130 ms: several expirations in one
+    // count.  The period leaves ~30 ms between the read and the next expiry
+    // for the gettime below: an expiry between them would let gettime
+    // re-arm the timer (Linux's timerfd_gettime restarts it) and give a
+    // second edge before the stall check, on Linux as on uepoll (seen with
+    // a 10 ms period on a loaded machine).
     double set_start = conf::now_ms();
-    t.timerfd_settime(tm, 0, 10 * 1000000LL, 10 * 1000000LL);
+    t.timerfd_settime(tm, 0, 40 * 1000000LL, 40 * 1000000LL);
     double set_end = conf::now_ms();
-    usleep(55 * 1000);
+    usleep(130 * 1000);
     uint64_t v = 0;
     double read_start = conf::now_ms();
     {
@@ -643,16 +648,16 @@ TEST(Timerfd, AbsoluteAndInterval) {
       t.read(tm, 8, &v);
     }
     double read_end = conf::now_ms();
-    // Expirations at 10, 20, ... ms after arming: the count must fit the
+    // Expirations at 40, 80, ... ms after arming: the count must fit the
     // time that really passed (the machine may be loaded).
-    long lo = static_cast<long>((read_start - set_end) / 10) - 1;
-    long hi = static_cast<long>((read_end - set_start) / 10) + 1;
+    long lo = static_cast<long>((read_start - set_end) / 40) - 1;
+    long hi = static_cast<long>((read_end - set_start) / 40) + 1;
     bool ok = static_cast<long>(v) >= std::max(lo, 1L) && static_cast<long>(v) <= hi;
     t.log("interval count " + std::string(ok ? "matches the elapsed time" : "off: " + std::to_string(v) + " not in [" +
                                                    std::to_string(lo) + "," + std::to_string(hi) + "]"));
     struct itimerspec cur;
     t.timerfd_gettime(tm, &cur);
-    t.log("interval " + std::to_string(ts_ms(cur.it_interval)) + ", remaining " + ms_range(ts_ms(cur.it_value), 0, 10));
+    t.log("interval " + std::to_string(ts_ms(cur.it_interval)) + ", remaining " + ms_range(ts_ms(cur.it_value), 0, 40));
     // The next expiry is an edge; after it, an interval timer whose count
     // is not read is not re-armed (Linux restarts the hrtimer in read()), so
     // no further edges come until the count is read.
@@ -668,7 +673,7 @@ TEST(Timerfd, AbsoluteAndInterval) {
   });
   EXPECT_LINUX_SEQ(r, {"wait(fd0,4,2000) = 1 [IN:1]", "absolute expiry after in range", "read(fd1,8) = 8 value=1",
                        "wait(fd0,4,0) = 1 [IN:1]", "read(fd1,8) = 8 value=1", "interval count matches the elapsed time",
-                       "interval 10.000000, remaining in range", "wait(fd0,4,2000) = 1 [IN:1]",
+                       "interval 40.000000, remaining in range", "wait(fd0,4,2000) = 1 [IN:1]",
                        "wait(fd0,4,60) = 0", "count read after the stall >= 1", "wait(fd0,4,2000) = 1 [IN:1]"});
 }
 
