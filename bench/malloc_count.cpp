@@ -7,6 +7,7 @@
 // Sanitizer builds bring their own allocator, so there it compiles to a stub
 // that reports itself unavailable.
 #include "harness.h"
+#include "support/libc_alloc.h"  // tests/support: glibc's __libc_* allocator
 
 #include <atomic>
 #include <cerrno>
@@ -46,12 +47,6 @@ uint64_t allocations() { return g_allocs.load(std::memory_order_seq_cst); }
 
 #ifndef UEPOLL_BENCH_NO_MALLOC_HOOK
 extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-void __libc_free(void*);
-
 void* malloc(size_t n) {
   note_alloc();
   return __libc_malloc(n);

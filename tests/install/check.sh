@@ -11,7 +11,9 @@
 #      tree has uepoll/uepoll.hpp;
 #   3. tests/install/cmake_consumer with find_package(uepoll REQUIRED) and
 #      uepoll::uepoll, as a C+C++ project and as a C-only project;
-#   4. the installed C header alone, as strict C99 with -Wpedantic -Werror;
+#   4. the installed C header alone, as strict C99 with -Wpedantic -Werror,
+#      and each installed C++ header alone (uepoll.hpp and the headers
+#      it includes), as C++20 with -Werror;
 #   5. tests/compat/epoll_program.c built with -include uepoll/compat.h
 #      through pkg-config, whose output must equal its plain build's.
 # Every binary is run and must print its "ok" line and exit 0.  Also checked:
@@ -176,6 +178,17 @@ check_kind() {
   run "$CC" -std=c99 -D_DEFAULT_SOURCE -Wall -Wextra -Wpedantic -Werror \
       -fsyntax-only -I"$prefix/include" "$HERE/consumer.c" \
       || fail "uepoll.h is not clean C99"
+
+  # ---- each installed C++ header alone (uepoll.hpp is an umbrella over
+  # result.hpp, fd.hpp, epoll.hpp, ...: the C++ consumer above needs them
+  # all installed; here each must also compile on its own)
+  local hpp
+  for hpp in "$prefix"/include/uepoll/*.hpp; do
+    [[ -f "$hpp" ]] || continue
+    run "$CXX" -std=c++20 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" \
+        -include "uepoll/${hpp##*/}" -x c++ /dev/null \
+        || fail "installed uepoll/${hpp##*/} does not compile alone"
+  done
 
   # ---- find_package(uepoll)
   local langs

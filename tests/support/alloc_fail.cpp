@@ -3,19 +3,12 @@
 // the replaced symbols, so there is no recursion); the per-thread state is
 // initial-exec TLS of the executable, which allocates nothing.
 #include "alloc_fail.h"
+#include "libc_alloc.h"
 
 #include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
-
-extern "C" {
-void* __libc_malloc(size_t);
-void* __libc_calloc(size_t, size_t);
-void* __libc_realloc(void*, size_t);
-void* __libc_memalign(size_t, size_t);
-void __libc_free(void*);
-}
 
 namespace {
 
