@@ -31,6 +31,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstddef>
 #include <cstdint>
 #include <ctime>
 #include <string>
@@ -133,6 +134,11 @@ class Instance final : public core::File {
   Item* find_locked(Shard& s, uint64_t h, const core::File* f, int fd) noexcept UEP_REQUIRES(s.mutex);
   bool reserve_bucket_locked(Shard& s) noexcept UEP_REQUIRES(s.mutex);
   void unhash_locked(Shard& s, uint64_t h, Item* it) noexcept UEP_REQUIRES(s.mutex);
+  // ADD's steps (instance_ctl.cpp).  Preconditions: s.mutex held.
+  Item* insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data,
+                      int* err) noexcept UEP_REQUIRES(s.mutex);
+  int finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child, core::File* const* leaves, size_t nleaves,
+                        bool check_paths) noexcept UEP_REQUIRES(s.mutex);
   // Preconditions: shard lock of it held.  Unlinks it from its file's
   // queue (unless release did), from the ready list, marks it unregistered
   // and drops the registration reference.
