@@ -221,6 +221,9 @@ int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
   if (it->events.load(std::memory_order_relaxed) & EPOLLEXCLUSIVE) return -EINVAL;
   events |= EPOLLERR | EPOLLHUP;
   it->write_event(events, data);
+  // The read-mostly snapshot may hold the old mask or data; a publication
+  // that begins after this reads the new ones (instance_snapshot.cpp).
+  snap_invalidate();
   // Linux ep_modify(): smp_mb() between the mask write and the re-poll, so
   // that either the callback sees the new mask or the poll sees the event.
   std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -258,6 +261,7 @@ int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANAL
     r = -EBUSY;  // delivered since armed: the receiver owns it
   } else {
     it->write_event(events & kPrivateBits, data);
+    snap_invalidate_locked();  // (a ONESHOT item is never in it; kept for the rule)
     if (it->linked()) list_del_locked(it);
   }
   ready_lock_.unlock();

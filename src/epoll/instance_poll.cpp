@@ -53,6 +53,10 @@ uint32_t Instance::poll(int depth) noexcept {
   if (KernelWatch* kw = kernel_watch())
     if (depth <= kMaxNests + 1 && kw->ready(this)) return EPOLLIN | EPOLLRDNORM;
   core::reclaim::ReadGuard guard;  // for files polled unpinned (pin_for_poll)
+  // Read-mostly path: the snapshot of an unchanged ready list (no lock, no
+  // shared write; instance_snapshot.cpp).
+  if (depth <= kMaxNests + 1)
+    if (const int r = poll_unchanged(depth); r >= 0) return r ? (EPOLLIN | EPOLLRDNORM) : 0;
   // Fast path: no harvest running and the first queued item is really
   // ready.  Linux's scan would stop at that same item having pruned
   // nothing, and would leave every list as it was, so skipping the scan is

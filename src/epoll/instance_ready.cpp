@@ -26,6 +26,7 @@ void Instance::list_add_tail_locked(ListLink* head, Item* it) noexcept {
   head->prev->next = l;
   head->prev = l;
   it->set_state_locked(Item::kLinked, true);
+  snap_invalidate_locked();
 }
 
 void Instance::list_add_head_locked(ListLink* head, Item* it) noexcept {
@@ -35,6 +36,7 @@ void Instance::list_add_head_locked(ListLink* head, Item* it) noexcept {
   head->next->prev = l;
   head->next = l;
   it->set_state_locked(Item::kLinked, true);
+  snap_invalidate_locked();
 }
 
 void Instance::list_del_locked(Item* it) noexcept {
@@ -43,6 +45,7 @@ void Instance::list_del_locked(Item* it) noexcept {
   l->next->prev = l->prev;
   l->prev = l->next = nullptr;
   it->set_state_locked(Item::kLinked, false);
+  snap_invalidate_locked();
 }
 
 // Takes the first item of a scan list into the scanner's hands: unlinks it,
@@ -83,6 +86,7 @@ bool Instance::give_back_locked(Item* it) noexcept {
 
 // Linux ep_start_scan(): steal the ready list, divert callbacks to ovflist.
 void Instance::start_scan_locked(ListLink* tx) noexcept {
+  snap_invalidate_locked();  // the list is about to change hands
   if (rdllist_.next == &rdllist_) {
     tx->prev = tx->next = tx;
   } else {
@@ -97,7 +101,8 @@ void Instance::start_scan_locked(ListLink* tx) noexcept {
 
 // Linux ep_done_scan(): ovflist items (LIFO) are head-inserted, which puts
 // them back in arrival order; then what the scan did not reach goes to the
-// front; then wake one waiter if anything is ready.
+// front; then wake one waiter if anything is ready, and publish the
+// read-mostly snapshot of what the list now holds.
 void Instance::done_scan_locked(ListLink* tx) noexcept {
   Item* next;
   for (Item* it = ovflist_; it != nullptr; it = next) {
@@ -121,6 +126,7 @@ void Instance::done_scan_locked(ListLink* tx) noexcept {
     first->prev = &rdllist_;
   }
   if (rdllist_.next != &rdllist_) wake_one_waiter_locked();
+  snap_publish_locked();  // beyond Linux: the read-mostly path (instance_snapshot.cpp)
 }
 
 // ---------------------------------------------------------------------------

@@ -98,6 +98,9 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
 int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadline, bool nonblocking,
                    const sigset_t* sigmask) noexcept {
   if (!core::user_range_ok(evs, static_cast<size_t>(maxevents) * sizeof(struct epoll_event))) return -EFAULT;
+  // Beyond Linux, same results: timeout 0 on an unchanged ready list reads
+  // its snapshot and writes no shared line (instance_snapshot.cpp).
+  if (int n = 0; nonblocking && !sigmask && send_events_unchanged(evs, maxevents, &n)) return n;
   // epoll_pwait: the caller's mask is in force for the whole call; we block
   // everything while awake and let ppoll install `sigmask` atomically.
   std::optional<core::SignalBlock> blocked;
