@@ -135,7 +135,10 @@
 //
 // Not locks, but ordering rules: fd-table lookups are lock-free under an
 // epoch guard (core/reclaim.h); item lifetimes are reference counts
-// (epoll/item.h).
+// (epoll/item.h); an instance's ready-list snapshot is a seqlock written
+// under its ready_lock_ (7) (and invalidated by MOD with a CAS under the
+// shard lock, 4 only) and read with no lock by zero-timeout waits and
+// nested polls (epoll/instance_snapshot.cpp, docs/design.md 5.1).
 #pragma once
 
 #include <cstdint>

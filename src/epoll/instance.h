@@ -31,6 +31,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstddef>
 #include <cstdint>
 #include <ctime>
 #include <string>
@@ -120,6 +121,9 @@ class Instance final : public core::File {
   friend void core_destroy_instance(Instance*);
   friend class KernelWatch;  // harvest, sleepers and ready list of the kernel side
 
+  // Most items a read-mostly snapshot holds (instance_snapshot.cpp).
+  static constexpr uint32_t kSnapMax = 4;
+
   struct alignas(64) Shard {
     core::Mutex mutex{core::lock_class::kShard};  // lock level 4
     Item** buckets UEP_GUARDED_BY(mutex) = nullptr;
@@ -138,6 +142,11 @@ class Instance final : public core::File {
   Item* find_locked(Shard& s, uint64_t h, const core::File* f, int fd) noexcept UEP_REQUIRES(s.mutex);
   bool reserve_bucket_locked(Shard& s) noexcept UEP_REQUIRES(s.mutex);
   void unhash_locked(Shard& s, uint64_t h, Item* it) noexcept UEP_REQUIRES(s.mutex);
+  // ADD's steps (instance_ctl.cpp).  Preconditions: s.mutex held.
+  Item* insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data,
+                      int* err) noexcept UEP_REQUIRES(s.mutex);
+  int finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child, core::File* const* leaves, size_t nleaves,
+                        bool check_paths) noexcept UEP_REQUIRES(s.mutex);
   // Preconditions: shard lock of it held.  Unlinks it from its file's
   // queue (unless release did), from the ready list, marks it unregistered
   // and drops the registration reference.
@@ -172,7 +181,32 @@ class Instance final : public core::File {
   void done_scan_locked(ListLink* tx) noexcept UEP_REQUIRES(ready_lock_);
   void list_add_tail_locked(ListLink* head, Item* it) noexcept UEP_REQUIRES(ready_lock_);
   void list_add_head_locked(ListLink* head, Item* it) noexcept UEP_REQUIRES(ready_lock_);
-  static void list_del_locked(Item* it) noexcept;
+  void list_del_locked(Item* it) noexcept UEP_REQUIRES(ready_lock_);
+
+  // ---- the read-mostly zero-timeout path (instance_snapshot.cpp) -------
+  // Preconditions: ready_lock_ held.  Every change of the ready list, of a
+  // listed item's mask or data (MOD, DISABLE) and every scan's start marks
+  // the snapshot stale; the end of a scan publishes it again.
+  void snap_invalidate_locked() noexcept UEP_REQUIRES(ready_lock_) {
+    // relaxed: only a valid snapshot needs the RMW below; under ready_lock_
+    // no publication can be in progress.
+    if (snap_.seq.load(std::memory_order_relaxed) & 1) snap_invalidate();
+  }
+  // Any thread, with or without ready_lock_ (MOD calls it after its write,
+  // under its shard lock only): also fails a publication in progress.
+  void snap_invalidate() noexcept;
+  void snap_publish_locked() noexcept UEP_REQUIRES(ready_lock_);
+  struct SnapRead;
+  bool snap_enabled() const noexcept;
+  bool snap_read(SnapRead* r, uint32_t limit) const noexcept;
+  bool snap_unchanged(uint64_t seq) const noexcept;
+  // A zero-timeout harvest from the snapshot: true and *res set when the
+  // result is Linux's (and the list is left as Linux would leave it, i.e.
+  // unchanged); false: take the locked path.  Preconditions: no lock held.
+  bool send_events_unchanged(struct epoll_event* evs, int maxevents, int* res) noexcept;
+  // poll()'s answer from the snapshot: 1 ready, 0 not, -1 unknown.
+  // Preconditions: inside a reclaim::ReadGuard, no lock held.
+  int poll_unchanged(int depth) noexcept;
 
   Shard shards_[kShards];
   alignas(64) core::Mutex scan_mutex_{core::lock_class::kScan};  // lock level 5 (Linux ep->mtx for harvests)
@@ -181,6 +215,20 @@ class Instance final : public core::File {
   ListLink rdllist_ UEP_GUARDED_BY(ready_lock_);
   Item* ovflist_ UEP_GUARDED_BY(ready_lock_) = kOvfInactive;
   core::WaitQueue waiters_{core::lock_class::kWaiters};  // epoll_wait sleepers (Linux ep->wq), 7.5
+  // The read-mostly snapshot of the ready list, on lines of its own: read
+  // by every zero-timeout waiter, written only when the list changes.
+  // seq odd: valid, i.e. no scan is running and the ready list is exactly
+  // file[0..n) in order, every item level-triggered and of a kind polled
+  // unpinned (File::poll_unpinned_ok), with these masks and data.  Written
+  // under ready_lock_, read without it (a seqlock; instance_snapshot.cpp).
+  struct alignas(64) ReadySnapshot {
+    std::atomic<uint64_t> seq{0};
+    std::atomic<uint32_t> n{0};
+    std::atomic<core::File*> file[kSnapMax] = {};
+    std::atomic<uint32_t> events[kSnapMax] = {};
+    std::atomic<uint64_t> data[kSnapMax] = {};
+  };
+  ReadySnapshot snap_;
   std::atomic<long> struct_refs_{1};
   // Set when the teardown starts; ADD checks it under its shard lock, so an
   // item is never added behind the teardown's back (ctl runs without a

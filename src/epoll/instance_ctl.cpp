@@ -1,0 +1,342 @@
+// instance_ctl.cpp - epoll_ctl on an instance (Linux ep_insert, ep_modify,
+// ep_remove), beyond Linux UEP_EPOLL_CTL_DISABLE, and the removal of an
+// item whose file is being released.
+//
+// Locks (core/lock_order.h), in order: the topology lock (1) and target
+// mutex (2) through topology::Guard (ADD of an instance, ADD into a watched
+// instance, every ctl with rcu_ctl off); ctl_mutex_ (3) only with
+// concurrent_ctl off; the key's shard lock (4) for the whole operation;
+// under it the target file's wait-queue lock (6) to link or unlink the
+// item, ready_lock_ (7) to queue it or take it off the ready list, and
+// for a nesting ADD a child's KernelWatch::mu_ (4.2).  The target file is
+// polled under the shard lock only (a child's poll takes its scan mutex).
+// Leaf references gathered by a topology walk are dropped after the
+// topology lock is released (a last put may run user code).
+#include "epoll/instance.h"
+
+#include "core/tuning.h"
+#include "epoll/item_cache.h"
+#include "epoll/kernel_watch.h"
+#include "epoll/topology.h"
+#include "epoll/watches.h"
+
+#include <cerrno>
+#include <vector>
+
+namespace uepoll::epoll {
+
+// ---------------------------------------------------------------------------
+// ctl
+
+// The locks MOD and DEL take, in order: the topology lock only with rcu_ctl
+// off, the ctl mutex only with concurrent_ctl off, then the key's shard.
+// The analysis cannot follow the shard lock held by this member object, so
+// mod() and del() are not analysed (they touch the shard only through it).
+struct Instance::CtlLocks {
+  topology::GlobalCtlGuard global;
+  core::MaybeMutexLock ctl;
+  const uint64_t h;
+  Shard& shard;
+  core::MutexLock shard_lock;
+  CtlLocks(Instance* ep, const core::File* tf, int fd) noexcept
+      : global(!core::knob(core::knobs().rcu_ctl)),
+        ctl(ep->ctl_mutex_, ctl_taken()),
+        h(hash_key(tf, fd)),
+        shard(ep->shard_for(h)),
+        shard_lock(shard.mutex) {}
+  static bool ctl_taken() noexcept { return !core::knob(core::knobs().concurrent_ctl); }
+};
+
+namespace {
+
+// The topology lock an ADD starts with: exclusive to add an instance (loop
+// and depth checks) or with rcu_ctl off, shared (or exclusive with
+// parallel_nested_add off) to add a leaf to a watched instance, none for a
+// leaf added to a flat instance.
+topology::Mode nested_add_mode() noexcept {
+  return core::knob(core::knobs().parallel_nested_add) ? topology::Mode::kShared : topology::Mode::kExclusive;
+}
+
+// As nested_add_mode(), with kSharedCached when the instance's cached path
+// profile is current and passes (topology.h).
+topology::Mode nested_add_mode(Instance* ep) noexcept {
+  const topology::Mode m = nested_add_mode();
+  return m == topology::Mode::kShared && topology::leaf_profile_ok(ep) ? topology::Mode::kSharedCached : m;
+}
+
+topology::Mode first_add_mode(Instance* ep, bool target_is_ep) noexcept {
+  if (target_is_ep || !core::knob(core::knobs().rcu_ctl)) return topology::Mode::kExclusive;
+  if (ep->parent_count() > 0 || ep->watch_hold.load(std::memory_order_seq_cst) > 0) return nested_add_mode(ep);
+  return topology::Mode::kNone;
+}
+
+// Links a new item on its target file's wait queue (Linux ep_ptable_queue_proc).
+// With `alone` (kSharedCached), only if no other instance watches the file:
+// false, and nothing linked, otherwise.  Locks: the file's wait-queue lock (6).
+bool link_to_file(Item* it, core::File* tf, uint32_t events, bool alone) noexcept {
+  tf->wq().lock();
+  if (alone && tf->watchers.load(std::memory_order_relaxed) != 0) {
+    tf->wq().unlock();
+    return false;
+  }
+  if (events & EPOLLEXCLUSIVE)
+    tf->wq().add_exclusive_locked(&it->wait);
+  else
+    tf->wq().add_locked(&it->wait);
+  it->wait.flags |= core::WaitEntry::kItem;
+  if ((events & EPOLLEXCLUSIVE) && (events & kRoundRobin)) it->wait.flags |= core::WaitEntry::kRotate;  // beyond Linux
+  tf->add_watcher_locked();
+  if (tf->is_epoll()) topology::edges_changed();
+  tf->wq().unlock();
+  return true;
+}
+
+}  // namespace
+
+// ADD's checks under the shard lock and the new item, hashed and
+// registered but not yet on the file's queue; nullptr with *err set.
+Item* Instance::insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data,
+                              int* err) noexcept {
+  // relaxed: ordered by the shard mutex, which the teardown takes after
+  // setting dead_.
+  if (dead_.load(std::memory_order_relaxed)) {
+    *err = -EBADF;  // closed under us
+    return nullptr;
+  }
+  if (find_locked(s, h, tf, fd)) {
+    *err = -EEXIST;
+    return nullptr;
+  }
+  if (!watches::reserve()) {
+    *err = -ENOSPC;
+    return nullptr;
+  }
+  Item* it = reserve_bucket_locked(s) ? item_alloc() : nullptr;
+  if (!it) {
+    watches::unreserve();
+    *err = -ENOMEM;
+    return nullptr;
+  }
+  it->wait.fn = &Instance::wake_callback;
+  it->wait.flags = core::WaitEntry::kItem;
+  it->ep = this;
+  it->file = tf;
+  it->fd = fd;
+  it->events.store(events, std::memory_order_relaxed);
+  it->data.store(data, std::memory_order_relaxed);
+  it->ovf_next = kOvfInactive;
+  it->refs.store(1, std::memory_order_relaxed);
+  it->registered.store(true, std::memory_order_relaxed);  // published by the shard lock
+  Item** slot = bucket_for(s, h);
+  it->hash_next = *slot;
+  *slot = it;
+  ++s.count;
+  return it;
+}
+
+// ADD's last steps, the item linked on its file: the reverse-path checks
+// when a topology lock is held, a child's kernel side, the initial poll.
+// On failure the item is removed again.
+int Instance::finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child, core::File* const* leaves,
+                                size_t nleaves, bool check_paths) noexcept {
+  core::File* tf = it->file;
+  const uint32_t events = it->events.load(std::memory_order_relaxed);
+  int err = 0;
+  if (check_paths) {
+    // Linux: reverse_path_check() over the files listed by the check
+    // (-EINVAL; -ENOMEM when the check ran out of memory).
+    if (child) {
+      for (size_t i = 0; i < nleaves; ++i)
+        if (int r = topology::reverse_path_check(leaves[i]); r != 0 && err != -EINVAL) err = r;
+    } else {
+      err = topology::leaf_path_check(this, tf);
+    }
+  }
+  // A child with kernel descriptors: this instance must wake on them too.
+  if (!err && child) err = KernelWatch::on_nest(this, child);
+  if (err) {
+    unhash_locked(s, h, it);
+    detach_locked(it);
+    return err;
+  }
+  // Linux ep_item_poll() in ep_insert(): queue it if already ready.
+  if (tf->poll(1) & events) queue_ready(it);
+  return 0;
+}
+
+int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept {
+  events |= EPOLLERR | EPOLLHUP;  // Linux: always reported
+  auto* child = tf->is_epoll() ? static_cast<Instance*>(tf) : nullptr;
+  topology::Mode mode = first_add_mode(this, child != nullptr);
+
+  for (;;) {
+    // Declared before the topology guard so that the leaf references are
+    // dropped after it is released: a last put runs the file's release,
+    // which for a user file is user code (lock_order.h: releases).
+    std::vector<core::File*> leaves;
+    struct LeafRefs {
+      std::vector<core::File*>& v;
+      ~LeafRefs() {
+        for (core::File* f : v) f->put();
+      }
+    } leaf_refs{leaves};
+    topology::Guard tg(mode, tf, this);
+    struct Hold {
+      Instance* c;
+      ~Hold() {
+        if (c) c->watch_hold.fetch_sub(1, std::memory_order_seq_cst);
+      }
+    } hold{nullptr};
+
+    if (child) {
+      // Leaf ADDs into child from now on must take the full path, so that
+      // the walk below or their own check sees every new leaf.
+      child->watch_hold.fetch_add(1, std::memory_order_seq_cst);
+      hold.c = child;
+      int r = topology::loop_check(this, child, &leaves);
+      if (r) return r;  // ELOOP comes before EEXIST, as in Linux
+    }
+
+    core::MaybeMutexLock cg(ctl_mutex_, CtlLocks::ctl_taken());
+    const uint64_t h = hash_key(tf, fd);
+    Shard& s = shard_for(h);
+    core::MutexLock sl(s.mutex);
+    int err = 0;
+    Item* it = insert_locked(s, h, tf, fd, events, data, &err);
+    if (!it) return err;
+    auto undo_insert = [&] {  // before the item is linked: nothing saw it
+      unhash_locked(s, h, it);
+      it->registered.store(false, std::memory_order_relaxed);
+      item_unref(it);
+      watches::unreserve();
+    };
+
+    // Order matters: watch_hold first.  A topology change raises watch_hold,
+    // walks our shards, links its item (parent_count() + 1), then lowers
+    // watch_hold (seq_cst RMWs).  If our shard section comes after its walk
+    // we read watch_hold >= 1, or the lowered value, which synchronizes with
+    // the lowering, so the parent_count() read after it sees the link.  If
+    // it comes before, the walk sees our item.
+    if (mode == topology::Mode::kNone &&
+        (watch_hold.load(std::memory_order_seq_cst) > 0 || parent_count() > 0)) {
+      // Lost a race with a topology change that made this instance
+      // watched: undo (nothing saw the item yet) and take the full path.
+      undo_insert();
+      mode = nested_add_mode(this);
+      continue;
+    }
+
+    // kSharedCached: the profile, current under the topology lock, says a
+    // leaf watched by this instance alone passes; if another instance
+    // watches tf already, its paths need the full check, under tf's target
+    // mutex, which is taken before the shard lock: undo (nothing saw the
+    // item yet) and retry.
+    const bool cached = tg.mode() == topology::Mode::kSharedCached;
+    if (!link_to_file(it, tf, events, cached)) {
+      undo_insert();
+      mode = topology::Mode::kShared;
+      continue;
+    }
+    return finish_add_locked(s, h, it, child, leaves.data(), leaves.size(),
+                             mode != topology::Mode::kNone && !cached);
+  }
+}
+
+int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+  CtlLocks l(this, tf, fd);
+  Item* it = find_locked(l.shard, l.h, tf, fd);
+  if (!it) return -ENOENT;
+  if (it->events.load(std::memory_order_relaxed) & EPOLLEXCLUSIVE) return -EINVAL;
+  events |= EPOLLERR | EPOLLHUP;
+  it->write_event(events, data);
+  // The read-mostly snapshot may hold the old mask or data; a publication
+  // that begins after this reads the new ones (instance_snapshot.cpp).
+  snap_invalidate();
+  // Linux ep_modify(): smp_mb() between the mask write and the re-poll, so
+  // that either the callback sees the new mask or the poll sees the event.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (tf->poll(1) & events) queue_ready(it);
+  return 0;
+}
+
+int Instance::del(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+  CtlLocks l(this, tf, fd);
+  Item* it = find_locked(l.shard, l.h, tf, fd);
+  if (!it) return -ENOENT;
+  unhash_locked(l.shard, l.h, it);
+  detach_locked(it);
+  return 0;
+}
+
+// Beyond Linux: UEP_EPOLL_CTL_DISABLE (2012 RFC; uepoll.h has the contract).
+// ready_lock_ orders it against a harvest's delivery of the item: a harvest
+// copies a ONESHOT event only if the mask it polled with is still the
+// item's under ready_lock_ (send_events), and disarms it in the same
+// critical section, so either that happened first (EBUSY) or the harvest
+// will see the disarmed mask and skip the item.
+int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {  // CtlLocks, as del()
+  CtlLocks l(this, tf, fd);
+  Item* it = find_locked(l.shard, l.h, tf, fd);
+  if (!it) return -ENOENT;
+  int r = 0;
+  ready_lock_.lock();
+  uint32_t events;
+  uint64_t data;
+  it->read_event(&events, &data);  // stable: MOD is kept out by the shard lock
+  if (!(events & EPOLLONESHOT)) {
+    r = -EINVAL;
+  } else if (!(events & ~kPrivateBits)) {
+    r = -EBUSY;  // delivered since armed: the receiver owns it
+  } else {
+    it->write_event(events & kPrivateBits, data);
+    snap_invalidate_locked();  // (a ONESHOT item is never in it; kept for the rule)
+    if (it->linked()) list_del_locked(it);
+  }
+  ready_lock_.unlock();
+  return r;
+}
+
+void Instance::detach_locked(Item* it) noexcept {
+  core::File* f = it->file;
+  f->wq().lock();
+  if (!it->wq_unlinked) {
+    f->wq().remove_locked(&it->wait);
+    it->wq_unlinked = true;
+    f->remove_watcher_locked();
+    if (f->is_epoll()) topology::edges_changed();
+  }
+  f->wq().unlock();
+  // Nothing can put the item on a list any more: its wait entry is gone (no
+  // callback), and our shard lock keeps out ADD and MOD (queue_ready).  If
+  // it is on no list and in no scan's hands now, nobody else can reach it:
+  // skip ready_lock_, the one word that threads doing ctl on different
+  // files of one instance would otherwise all write.
+  if (it->qstate.load(std::memory_order_acquire) == 0) {
+    it->registered.store(false, std::memory_order_relaxed);
+    watches::unreserve();
+    item_unref(it);  // the registration's reference
+    return;
+  }
+  ready_lock_.lock();
+  if (it->linked()) list_del_locked(it);
+  it->registered.store(false, std::memory_order_relaxed);
+  // A harvester holding the item drops the registration's reference when
+  // it is done with it (see take_locked / give_back_locked).
+  const bool in_hand = (it->qstate.load(std::memory_order_relaxed) & Item::kInHand) != 0;
+  ready_lock_.unlock();
+  watches::unreserve();
+  if (!in_hand) item_unref(it);  // the registration's reference
+}
+
+void Instance::remove_released(Item* it) noexcept {
+  const uint64_t h = hash_key(it->file, it->fd);
+  Shard& s = shard_for(h);
+  core::MutexLock sl(s.mutex);
+  ready_lock_.lock();
+  const bool registered = it->registered.load(std::memory_order_relaxed);
+  ready_lock_.unlock();
+  if (!registered) return;  // DEL or the instance's own teardown got it
+  unhash_locked(s, h, it);
+  detach_locked(it);
+}
+}  // namespace uepoll::epoll

@@ -1,0 +1,173 @@
+// instance_wait.cpp - epoll_wait on an instance (Linux ep_poll) and the
+// harvest that copies events out (ep_send_events): each taken item is
+// re-polled, reported, and a level-triggered one requeued at the tail.
+//
+// Locks (core/lock_order.h): the nested-poll mutex (4.5) only with the
+// lockless_nested_poll knob off; scan_mutex_ (5) for the whole harvest;
+// ready_lock_ (7) around list steps only, never while polling a file or
+// copying to the caller; waiters_' lock (7.5) inside ready_lock_ to queue
+// and dequeue a sleeper.  No lock is held while sleeping or spinning.
+#include "epoll/instance.h"
+
+#include "core/reclaim.h"
+#include "core/tuning.h"
+#include "core/user_memory.h"
+#include "core/waiter.h"
+#include "epoll/deferred_puts.h"
+#include "epoll/kernel_watch.h"
+#include "epoll/topology.h"
+
+#include <cerrno>
+#include <optional>
+
+namespace uepoll::epoll {
+
+// ---------------------------------------------------------------------------
+// Harvest and readiness
+
+int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
+  DeferredPuts puts;
+  core::reclaim::ReadGuard guard;  // for files polled unpinned (pin_for_poll)
+  // With lockless_nested_poll off, the global nested-poll mutex is taken
+  // before the scan mutex here too, so that it is always the outer one.
+  topology::NestedPollGuard nested(!core::knob(core::knobs().lockless_nested_poll));
+  core::MutexLock scan(scan_mutex_);
+  ListLink tx;
+  int res = 0;
+  int writable = -1;  // events the buffer can take; probed at the first copy
+  // ready_lock_ is held at the top of each iteration: taking the next item
+  // shares a critical section with finishing the previous one, so a harvest
+  // of n items takes the lock n + 1 times.
+  ready_lock_.lock();
+  start_scan_locked(&tx);
+  while (res < maxevents && tx.next != &tx) {
+    Item* it = Item::from_rdlink(tx.next);
+    bool pinned;
+    core::File* f = take_locked(it, &pinned);
+    ready_lock_.unlock();
+
+    uint32_t events;
+    uint64_t data;
+    it->read_event(&events, &data);
+    // Linux ep_item_poll(): re-poll now; a file being released polls as 0.
+    const uint32_t revents = f ? (f->poll(1) & events) : 0;
+    if (pinned) puts.put(f);
+    if (revents && writable < 0)
+      writable = static_cast<int>(core::writable_prefix(evs, sizeof(struct epoll_event) * maxevents) /
+                                  sizeof(struct epoll_event));
+
+    ready_lock_.lock();
+    bool fault = false;
+    // A DEL may have run while we polled; a ONESHOT item may have been
+    // disabled (UEP_EPOLL_CTL_DISABLE writes its mask under ready_lock_).
+    if (revents && it->registered.load(std::memory_order_relaxed) &&
+        (!(events & EPOLLONESHOT) || it->events.load(std::memory_order_relaxed) == events)) {
+      if (res >= writable) {
+        // Linux: the copy faulted; put it back, EFAULT if nothing was copied.
+        list_add_head_locked(&tx, it);
+        fault = true;
+      } else {
+        struct epoll_event* out = &evs[res];
+        out->events = revents;
+        out->data.u64 = data;
+        ++res;
+        if (events & EPOLLONESHOT) {
+          uint32_t expected = events;
+          it->events.compare_exchange_strong(expected, events & kPrivateBits, std::memory_order_relaxed);
+        } else if (!(events & EPOLLET) && !it->linked()) {
+          list_add_tail_locked(&rdllist_, it);  // LT: back at the tail
+        }
+      }
+    }
+    // Dropping the registration's reference here only recycles memory
+    // (item_cache's free-list mutex is a leaf).
+    if (give_back_locked(it)) item_unref(it);
+    if (fault) {
+      if (res == 0) res = -EFAULT;
+      break;
+    }
+  }
+  done_scan_locked(&tx);
+  ready_lock_.unlock();
+  return res;
+}
+
+// ---------------------------------------------------------------------------
+// wait (Linux ep_poll)
+
+int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadline, bool nonblocking,
+                   const sigset_t* sigmask) noexcept {
+  if (!core::user_range_ok(evs, static_cast<size_t>(maxevents) * sizeof(struct epoll_event))) return -EFAULT;
+  // Beyond Linux, same results: timeout 0 on an unchanged ready list reads
+  // its snapshot and writes no shared line (instance_snapshot.cpp).
+  if (int n = 0; nonblocking && !sigmask && send_events_unchanged(evs, maxevents, &n)) return n;
+  // epoll_pwait: the caller's mask is in force for the whole call; we block
+  // everything while awake and let ppoll install `sigmask` atomically.
+  std::optional<core::SignalBlock> blocked;
+  if (sigmask) blocked.emplace();
+
+  bool timed_out = nonblocking;
+  bool eintr = false;
+  ready_lock_.lock();
+  bool eavail = events_available_locked();
+  ready_lock_.unlock();
+
+  SpinWindow spin;
+  core::ThreadWaiter* w = nullptr;
+  std::optional<core::ScopedEntry> lease;  // not on the stack: see ThreadWaiter::take_entry
+  for (;;) {
+    // With a kernel side, its events are only known by asking the kernel.
+    KernelWatch* kw = kernel_watch();
+    if (eavail || kw) {
+      int n = kw ? kw->harvest(this, evs, maxevents, !timed_out && !w) : send_events(evs, maxevents);
+      if (n != 0) return n;
+    }
+    if (timed_out) return 0;
+    if (eintr) return -EINTR;
+    if (busy_wait(deadline, &spin)) {  // beyond Linux: EPIOCSPARAMS (epoll/busy_poll.cpp)
+      eavail = true;
+      continue;
+    }
+    if (!w) {
+      int err = 0;
+      w = core::ThreadWaiter::self(&err);
+      if (!w) return -err;
+      lease.emplace(w);
+    }
+    core::WaiterEntry& we = lease->get();
+    if (!blocked) blocked.emplace();  // no handler may run between check and sleep
+    const bool autoremove = core::knob(core::knobs().exclusive_autoremove);
+    we.autoremove = autoremove;
+    w->prepare();
+    ready_lock_.lock();
+    eavail = events_available_locked();
+    if (!eavail) {
+      waiters_.lock();
+      waiters_.add_exclusive_head_locked(&we.entry);  // Linux: newest sleeper first
+      waiters_.unlock();
+    }
+    ready_lock_.unlock();
+    if (eavail) continue;
+
+    // Read after queueing: a kernel side created from now on kicks us
+    // (KernelWatch::kick_sleepers takes ready_lock_ after publishing).
+    kw = kernel_watch();
+    const sigset_t* mask = sigmask ? sigmask : &blocked->saved();
+    const int s = kw ? kw->sleep(w, deadline, mask) : w->sleep(deadline, mask);
+
+    eavail = true;
+    ready_lock_.lock();
+    waiters_.lock();
+    if (we.entry.queued()) {
+      // Not dequeued by a wakeup (or the 2020 autoremove is off).  A waiter
+      // woken just as it timed out still harvests (Linux; kselftest epoll61).
+      if (s == 0 && !w->woken()) eavail = false;
+      waiters_.remove_locked(&we.entry);
+    }
+    waiters_.unlock();
+    ready_lock_.unlock();
+    if (s == 0) timed_out = true;
+    if (s == -EINTR) eintr = true;
+  }
+}
+}  // namespace uepoll::epoll
