@@ -33,7 +33,6 @@ void release_file(core::File* f) noexcept {
     it->refs.fetch_add(1, std::memory_order_relaxed);
     ep->struct_get();
     f->wq().remove_locked(e);
-    it->wq_unlinked = true;
     f->remove_watcher_locked();
     f->wq().unlock();
     ep->remove_released(it);
