@@ -12,12 +12,10 @@ constexpr uint32_t kMinCap = 4;
 constexpr uint32_t kMaxGrowableCap = 0xA0000000u;
 }  // namespace
 
-uint32_t ItemIndex::displacement(uint32_t i) const noexcept {
-  const uintptr_t s = slots_[i];
-  if ((s & kDispMask) < kDispMask) return static_cast<uint32_t>(s & kDispMask);
-  const Item* it = item_of(s);
-  const uint32_t h = home(item_key_hash(it->file, it->fd), cap_);
-  return i >= h ? i - h : i + cap_ - h;
+uint32_t ItemIndex::saturated_displacement(const uintptr_t* slots, uint32_t cap, uint32_t i) noexcept {
+  const Item* it = item_of(slots[i]);
+  const uint32_t h = home(item_key_hash(it->file, it->fd), cap);
+  return i >= h ? i - h : i + cap - h;
 }
 
 bool ItemIndex::grow(uint32_t cap) noexcept {
@@ -42,18 +40,13 @@ bool ItemIndex::reserve_grow() noexcept {
 }
 
 void ItemIndex::close_gap(uint32_t hole) noexcept {
-  // Backward shift: each later entry of the run whose home is not between
-  // the hole and itself moves into the hole, which moves to where it was.
-  uint32_t gap = 0;  // distance from the hole to j
+  // Robin Hood removal: every following entry not at home moves back one.
   for (uint32_t j = next(hole);; j = next(j)) {
-    if (slots_[j] == 0) break;
-    ++gap;
-    const uint32_t d = displacement(j);
-    if (d >= gap) {
-      slots_[hole] = slot_of(item_of(slots_[j]), d - gap);
-      hole = j;
-      gap = 0;
-    }
+    const uintptr_t s = slots_[j];
+    if ((s & kDispMask) == 0) break;  // empty, or at home
+    const uint32_t d = displacement(slots_, cap_, j);
+    slots_[hole] = slot_of(item_of(s), d - 1);
+    hole = j;
   }
   slots_[hole] = 0;
 }

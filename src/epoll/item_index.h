@@ -6,11 +6,15 @@
 //
 // A slot holds an Item* (16-byte aligned, item.h) with the item's
 // displacement in its low 4 bits: how many slots past its home slot it sits,
-// 15 meaning "15 or more, recompute".  A lookup only compares keys of the
-// entries whose displacement equals its own probe distance (the only ones
-// that can share its home), so a probe reads another item's memory about
-// once per lookup; a removal shifts the rest of the run back (no tombstones)
-// reading the displacements, not the items.
+// 15 meaning "15 or more, recompute from the item".  Insertion is Robin
+// Hood's: an entry displaced less than the one being placed gives up its
+// slot and moves on, so along a key's probe path no entry is displaced less
+// than its distance from the key's home.  A lookup therefore stops at the
+// first entry displaced less than its probe distance (an absent key costs
+// about what a present one does), and only compares keys of entries
+// displaced exactly its distance (the only ones sharing its home); a
+// removal shifts the following entries back by one until one sits at home
+// (no tombstones), reading displacements, not items.
 //
 // Locks: none of its own.  Every member requires the owning shard's mutex
 // (Instance::Shard), which is what the UEP_REQUIRES annotations there
@@ -54,10 +58,12 @@ class ItemIndex {
       const uintptr_t s = slots_[i];
       if (s == 0) return nullptr;  // the run ends: nothing is placed past an empty slot
       // Only an entry displaced exactly d slots shares our home slot.
-      if ((s & kDispMask) == (d < kDispMask ? d : kDispMask)) {
+      const uintptr_t sd = s & kDispMask;
+      if (sd == (d < kDispMask ? d : kDispMask)) {
         Item* it = item_of(s);
         if (it->file == f && it->fd == fd) return it;
       }
+      if (sd < kDispMask && sd < d) return nullptr;  // ours would have taken this slot
       i = next(i);
     }
   }
@@ -86,8 +92,8 @@ class ItemIndex {
       i = next(i);
     }
     --count_;
-    if (slots_[next(i)] == 0)
-      slots_[i] = 0;  // the end of its run: nothing to shift back
+    if ((slots_[next(i)] & kDispMask) == 0)
+      slots_[i] = 0;  // the next slot is empty or at home: nothing shifts back
     else
       close_gap(i);
   }
@@ -124,17 +130,32 @@ class ItemIndex {
     return static_cast<uint32_t>(((h >> 32) * cap) >> 32);
   }
   uint32_t next(uint32_t i) const noexcept { return i + 1 == cap_ ? 0 : i + 1; }
-  // Exact displacement of the item in slot i.
-  uint32_t displacement(uint32_t i) const noexcept;
-  // Puts it into the first empty slot of its run.
+  // Exact displacement of the (non-empty) slot i of a table of cap slots.
+  static uint32_t displacement(const uintptr_t* slots, uint32_t cap, uint32_t i) noexcept {
+    const uintptr_t s = slots[i];
+    if ((s & kDispMask) < kDispMask) return static_cast<uint32_t>(s & kDispMask);
+    return saturated_displacement(slots, cap, i);
+  }
+  static uint32_t saturated_displacement(const uintptr_t* slots, uint32_t cap, uint32_t i) noexcept;
+  // Robin Hood placement of it (hash h); precondition: an empty slot exists.
   static void place(uintptr_t* slots, uint32_t cap, uint64_t h, Item* it) noexcept {
     uint32_t i = home(h, cap);
-    uint32_t d = 0;
-    while (slots[i] != 0) {
+    uint32_t d = 0;  // exact displacement of `it` at slot i
+    for (;;) {
+      const uintptr_t s = slots[i];
+      if (s == 0) {
+        slots[i] = slot_of(it, d);
+        return;
+      }
+      const uint32_t sd = displacement(slots, cap, i);
+      if (sd < d) {  // the richer entry moves on
+        slots[i] = slot_of(it, d);
+        it = item_of(s);
+        d = sd;
+      }
       i = i + 1 == cap ? 0 : i + 1;
       ++d;
     }
-    slots[i] = slot_of(it, d);
   }
   bool reserve_grow() noexcept;
   bool grow(uint32_t cap) noexcept;
