@@ -108,6 +108,13 @@ int memory_child_main(const std::string& which, long n) {
       note = "N scaled down from " + fmt_count(n) + " to " + fmt_count(room) + " (RLIMIT_NOFILE)";
       n = room;
     }
+  } else {
+    // uepoll's own limits (the "max_fds" and "max_user_watches" knobs,
+    // 2^20 descriptors by default) are raised in this child for N beyond
+    // them (10^7); they are limits, not costs, and cost nothing when high.
+    long have = 0;
+    if (uep_tuning_get("max_fds", &have) == 0 && have < n + 16) uep_tuning_set("max_fds", n + 16);
+    if (uep_tuning_get("max_user_watches", &have) == 0 && have < n) uep_tuning_set("max_user_watches", n);
   }
   try {
     Fds fds(b);

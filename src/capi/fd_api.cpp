@@ -185,7 +185,6 @@ int do_poll(struct pollfd* fds, nfds_t nfds, const timespec* deadline, bool nonb
       for (nfds_t i = 0; i < nfds; ++i) {
         PollSlot& p = slots[i];
         if (!p.file) continue;
-        p.entry.entry.fn = &uepoll::core::WaiterEntry::wake;
         p.entry.waiter = w;
         p.entry.mask = static_cast<uint16_t>(fds[i].events) | POLLERR | POLLHUP;
         p.file->wq().lock();

@@ -31,7 +31,7 @@ class ThreadWaiter;
 // A wait entry that kicks a ThreadWaiter.  Used by epoll_wait (exclusive,
 // autoremove), poll() and blocking read/write (non-exclusive, stays queued).
 struct WaiterEntry {
-  WaitEntry entry;           // first member: WaitEntry* <-> WaiterEntry*
+  WaitEntry entry{nullptr, nullptr, WaitEntry::kWaiter};  // first member: WaitEntry* <-> WaiterEntry*
   ThreadWaiter* waiter = nullptr;
   uint32_t mask = 0;         // poll(): the events this entry waits for; 0 = any
   bool autoremove = false;   // dequeue itself when it takes a wakeup
@@ -129,7 +129,6 @@ class ScopedEntry {
   explicit ScopedEntry(ThreadWaiter* w) noexcept : w_(w), e_(w->take_entry()) {
     if (!e_) e_ = &local_;
     *e_ = WaiterEntry{};
-    e_->entry.fn = &WaiterEntry::wake;
     e_->waiter = w;
   }
   ~ScopedEntry() {

@@ -2,7 +2,18 @@
 // Locks: none taken here; every function requires the queue's lock.
 #include "core/waitqueue.h"
 
+#include "core/waiter.h"
+
 namespace uepoll::core {
+
+namespace {
+// The wake function of e's kind (see WaitEntry).
+inline int call(WaitEntry* e, uint32_t key) noexcept {
+  if (e->flags & WaitEntry::kItem) return epoll::item_wake(e, key);
+  if (e->flags & WaitEntry::kWaiter) return WaiterEntry::wake(e, key);
+  return epoll::kernel_signal_wake(e, key);
+}
+}  // namespace
 
 void WaitQueue::add_locked(WaitEntry* e) noexcept {
   e->flags &= ~WaitEntry::kExclusive;
@@ -33,7 +44,7 @@ void WaitQueue::wake_oldest_locked(uint32_t key) noexcept {
   while (e != &head_) {
     WaitEntry* prev = e->prev;  // e may remove itself
     const bool exclusive = (e->flags & WaitEntry::kExclusive) != 0;
-    const int took = e->fn(e, key);
+    const int took = call(e, key);
     if (!e->queued()) count_.fetch_sub(1, std::memory_order_relaxed);  // autoremoved
     if (took && exclusive) break;
     e = prev;
@@ -45,7 +56,7 @@ void WaitQueue::wake_locked(uint32_t key, int nr_exclusive) noexcept {
   while (e != &head_) {
     WaitEntry* next = e->next;  // e may remove itself
     const bool exclusive = (e->flags & WaitEntry::kExclusive) != 0;
-    const int took = e->fn(e, key);
+    const int took = call(e, key);
     if (!e->queued()) count_.fetch_sub(1, std::memory_order_relaxed);  // autoremoved
     if (took && exclusive && --nr_exclusive == 0) {
       if ((e->flags & WaitEntry::kRotate) && e->queued() && e->next != &head_) {

@@ -22,21 +22,39 @@
 namespace uepoll::core {
 
 struct WaitEntry;
-// Returns nonzero when the entry "took" the wakeup (counts against
-// nr_exclusive for exclusive entries), like Linux's wait_queue_func_t.
-using WakeFn = int (*)(WaitEntry* entry, uint32_t key);
 
+}  // namespace uepoll::core
+
+namespace uepoll::epoll {
+// The wake functions of the entry kinds that live above core (each
+// returns nonzero when the entry "took" the wakeup, which counts against
+// nr_exclusive for exclusive entries, like Linux's wait_queue_func_t).
+int item_wake(core::WaitEntry* e, uint32_t key) noexcept;            // epoll/instance_ready.cpp
+int kernel_signal_wake(core::WaitEntry* e, uint32_t key) noexcept;   // epoll/kernel_watch.cpp
+}  // namespace uepoll::epoll
+
+namespace uepoll::core {
+
+// One entry on a wait queue.  Linux's wait_queue_entry carries a function
+// pointer; uepoll has exactly three kinds of entry, each with one wake
+// function, so the kind bit in `flags` chooses the function and the entry
+// is 17 bytes, not 32: an epoll item (epoll::Item, by far the most
+// numerous) keeps its own small fields in the 7 bytes of tail padding
+// (it holds its entry as a [[no_unique_address]] member).
 struct WaitEntry {
-  enum : uint32_t {
+  enum : uint8_t {
     kExclusive = 1u << 0,  // WQ_FLAG_EXCLUSIVE: queued at the tail, wakes one
-    kItem = 1u << 1,       // the entry is an epoll item (epoll/item.h)
+    kItem = 1u << 1,       // kind: an epoll item (epoll/item.h), woken by epoll::item_wake
     kRotate = 1u << 2,     // beyond Linux: exclusive, moves to the tail when
                            // it takes the wakeup (UEP_EPOLLROUNDROBIN)
+    kWaiter = 1u << 3,     // kind: a core::WaiterEntry, woken by WaiterEntry::wake
+    kSignal = 1u << 4,     // kind: a KernelWatch signal, woken by epoll::kernel_signal_wake
+    kOwnerBit = 1u << 7,   // never read or written by the queue: the owner's
   };
   WaitEntry* prev = nullptr;  // guarded by the queue's lock; null = not queued
   WaitEntry* next = nullptr;  // guarded by the queue's lock
-  WakeFn fn = nullptr;        // immutable while queued
-  uint32_t flags = 0;         // immutable while queued
+  uint8_t flags = 0;          // the kind is set before queueing and never
+                              // changes; the rest under the queue's lock
 
   bool queued() const noexcept { return prev != nullptr; }
 };

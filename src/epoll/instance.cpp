@@ -36,7 +36,6 @@ Instance::Instance(int status_flags) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS
 }
 
 Instance::~Instance() UEP_NO_THREAD_SAFETY_ANALYSIS {  // the last holder: no lock needed
-  for (Shard& s : shards_) core::raw_free(s.buckets);
   KernelWatch::destroy(kernel_.load(std::memory_order_acquire));
 }
 
@@ -63,68 +62,7 @@ void Instance::on_release() noexcept {
   if (KernelWatch* kw = kernel_watch()) kw->release(this);
   for (Shard& s : shards_) {
     core::MutexLock g(s.mutex);
-    for (uint32_t b = 0; b < s.nbuckets; ++b) {
-      while (Item* it = s.buckets[b]) {
-        s.buckets[b] = it->hash_next;
-        --s.count;
-        detach_locked(it);
-      }
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------
-// The item hash
-
-uint64_t Instance::hash_key(const core::File* f, int fd) noexcept {
-  uint64_t h = reinterpret_cast<uintptr_t>(f) ^ (static_cast<uint64_t>(static_cast<uint32_t>(fd)) << 32);
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  h ^= h >> 32;
-  return h;
-}
-
-Item* Instance::find_locked(Shard& s, uint64_t h, const core::File* f, int fd) noexcept {
-  if (!s.nbuckets) return nullptr;
-  for (Item* it = *bucket_for(s, h); it; it = it->hash_next)
-    if (it->file == f && it->fd == fd) return it;
-  return nullptr;
-}
-
-// Not analysed beyond its precondition: it rehashes into a temporary Shard
-// that no other thread can see, whose mutex it does not take.
-bool Instance::reserve_bucket_locked(Shard& s) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
-  if (s.count < s.nbuckets) return true;
-  uint32_t n = s.nbuckets ? s.nbuckets * 2 : 4;
-  auto** nb = static_cast<Item**>(core::raw_alloc(sizeof(Item*) * n));
-  if (!nb) return s.nbuckets != 0;  // keep going with longer chains
-  std::memset(nb, 0, sizeof(Item*) * n);
-  Shard tmp;
-  tmp.buckets = nb;
-  tmp.nbuckets = n;
-  for (uint32_t b = 0; b < s.nbuckets; ++b) {
-    while (Item* it = s.buckets[b]) {
-      s.buckets[b] = it->hash_next;
-      Item** slot = bucket_for(tmp, hash_key(it->file, it->fd));
-      it->hash_next = *slot;
-      *slot = it;
-    }
-  }
-  core::raw_free(s.buckets);
-  s.buckets = nb;
-  s.nbuckets = n;
-  tmp.buckets = nullptr;
-  return true;
-}
-
-void Instance::unhash_locked(Shard& s, uint64_t h, Item* it) noexcept {
-  for (Item** p = bucket_for(s, h); *p; p = &(*p)->hash_next) {
-    if (*p == it) {
-      *p = it->hash_next;
-      it->hash_next = nullptr;
-      --s.count;
-      return;
-    }
+    s.index.drain([this](Item* it) { detach_locked(it); });
   }
 }
 

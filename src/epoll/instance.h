@@ -1,7 +1,7 @@
 // instance.h - Instance: an epoll instance (Linux's struct eventpoll) and the
 // file that represents it.
 //
-// What it owns: its items (a hash sharded 16 ways, each shard with its own
+// What it owns: its items (an index sharded 16 ways, each shard with its own
 // lock, so that ctl on different files of one instance runs in parallel),
 // the ready list and overflow list, the queue of epoll_wait sleepers
 // (`waiters_`, Linux's ep->wq), and through File::wq() the queue that
@@ -28,6 +28,7 @@
 #include "core/waitqueue.h"
 #include "epoll/busy_poll.h"
 #include "epoll/item.h"
+#include "epoll/item_index.h"
 
 #include <atomic>
 #include <csignal>
@@ -126,22 +127,19 @@ class Instance final : public core::File {
 
   struct alignas(64) Shard {
     core::Mutex mutex{core::lock_class::kShard};  // lock level 4
-    Item** buckets UEP_GUARDED_BY(mutex) = nullptr;
-    uint32_t nbuckets UEP_GUARDED_BY(mutex) = 0;
-    uint32_t count UEP_GUARDED_BY(mutex) = 0;
+    ItemIndex index UEP_GUARDED_BY(mutex);         // its items by (file, fd)
   };
   static constexpr int kShards = 16;
   struct CtlLocks;
 
-  static uint64_t hash_key(const core::File* f, int fd) noexcept;
+  static uint64_t hash_key(const core::File* f, int fd) noexcept { return item_key_hash(f, fd); }
   Shard& shard_for(uint64_t h) noexcept { return shards_[h & (kShards - 1)]; }
-  static Item** bucket_for(Shard& s, uint64_t h) noexcept UEP_REQUIRES(s.mutex) {
-    return &s.buckets[(h >> 4) & (s.nbuckets - 1)];
-  }
   // Preconditions: s.mutex held.
-  Item* find_locked(Shard& s, uint64_t h, const core::File* f, int fd) noexcept UEP_REQUIRES(s.mutex);
-  bool reserve_bucket_locked(Shard& s) noexcept UEP_REQUIRES(s.mutex);
-  void unhash_locked(Shard& s, uint64_t h, Item* it) noexcept UEP_REQUIRES(s.mutex);
+  static Item* find_locked(Shard& s, uint64_t h, const core::File* f, int fd) noexcept UEP_REQUIRES(s.mutex) {
+    return s.index.find(h, f, fd);
+  }
+  static bool reserve_bucket_locked(Shard& s) noexcept UEP_REQUIRES(s.mutex) { return s.index.reserve(); }
+  static void unhash_locked(Shard& s, uint64_t h, Item* it) noexcept UEP_REQUIRES(s.mutex) { s.index.erase(h, it); }
   // ADD's steps (instance_ctl.cpp).  Preconditions: s.mutex held.
   Item* insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data,
                       int* err) noexcept UEP_REQUIRES(s.mutex);
@@ -152,8 +150,10 @@ class Instance final : public core::File {
   // and drops the registration reference.
   void detach_locked(Item* it) noexcept;
 
-  // Wake callback registered on target files (Linux ep_poll_callback).
+  // Wake callback of items on target files (Linux ep_poll_callback),
+  // called by the queue through epoll::item_wake (core/waitqueue.h).
   static int wake_callback(core::WaitEntry* e, uint32_t key) noexcept;
+  friend int item_wake(core::WaitEntry* e, uint32_t key) noexcept;
   // Queues it as the callback does and wakes; used by ADD and MOD after a
   // poll found it ready.  Preconditions: no ready_lock_ held.
   void queue_ready(Item* it) noexcept;
@@ -243,8 +243,7 @@ template <class Fn>
 void Instance::for_each_item(Fn&& fn) noexcept {
   for (Shard& s : shards_) {
     core::MutexLock g(s.mutex);
-    for (uint32_t b = 0; b < s.nbuckets; ++b)
-      for (Item* it = s.buckets[b]; it; it = it->hash_next) fn(it);
+    s.index.for_each(fn);
   }
 }
 

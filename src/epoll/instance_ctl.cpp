@@ -83,7 +83,6 @@ bool link_to_file(Item* it, core::File* tf, uint32_t events, bool alone) noexcep
     tf->wq().add_exclusive_locked(&it->wait);
   else
     tf->wq().add_locked(&it->wait);
-  it->wait.flags |= core::WaitEntry::kItem;
   if ((events & EPOLLEXCLUSIVE) && (events & kRoundRobin)) it->wait.flags |= core::WaitEntry::kRotate;  // beyond Linux
   tf->add_watcher_locked();
   if (tf->is_epoll()) topology::edges_changed();
@@ -117,8 +116,6 @@ Item* Instance::insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint
     *err = -ENOMEM;
     return nullptr;
   }
-  it->wait.fn = &Instance::wake_callback;
-  it->wait.flags = core::WaitEntry::kItem;
   it->ep = this;
   it->file = tf;
   it->fd = fd;
@@ -127,10 +124,7 @@ Item* Instance::insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint
   it->ovf_next = kOvfInactive;
   it->refs.store(1, std::memory_order_relaxed);
   it->registered.store(true, std::memory_order_relaxed);  // published by the shard lock
-  Item** slot = bucket_for(s, h);
-  it->hash_next = *slot;
-  *slot = it;
-  ++s.count;
+  s.index.insert(h, it);
   return it;
 }
 
@@ -299,9 +293,8 @@ int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANAL
 void Instance::detach_locked(Item* it) noexcept {
   core::File* f = it->file;
   f->wq().lock();
-  if (!it->wq_unlinked) {
+  if (it->wait.queued()) {  // else a release of the file unlinked it
     f->wq().remove_locked(&it->wait);
-    it->wq_unlinked = true;
     f->remove_watcher_locked();
     if (f->is_epoll()) topology::edges_changed();
   }

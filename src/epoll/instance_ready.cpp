@@ -205,6 +205,8 @@ out:
   return ewake;
 }
 
+int item_wake(core::WaitEntry* e, uint32_t key) noexcept { return Instance::wake_callback(e, key); }
+
 void Instance::queue_ready(Item* it) noexcept {
   bool pwake = false;
   ready_lock_.lock();

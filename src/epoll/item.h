@@ -9,11 +9,12 @@
 //
 // Fields and their guards:
 //   wait            the target file's WaitQueue lock; wait.flags has kItem
+//                   (its kind: the queue calls epoll::item_wake) and
+//                   kFromSlab, both set once by item_alloc
 //   ep, file, fd    immutable while the item exists.  `file` is not a
 //                   reference (Linux: an epitem does not pin its file); it
 //                   stays valid while the item is registered, because the
 //                   file's release removes its items before freeing.
-//   hash_next       the owning shard's lock
 //   rdlink          ep->ready_lock_: on the ready list or a scan's private
 //                   list when rdlink.next != nullptr
 //   ovf_next        ep->ready_lock_: kOvfInactive when not on the overflow
@@ -26,8 +27,10 @@
 //                   ep_modify, which MOD's re-poll reproduces) and cleared to
 //                   EP_PRIVATE_BITS by a harvester's CAS (EPOLLONESHOT).
 //   refs            1 for the registration, 1 while on the overflow list,
-//                   1 per pin (a nested-poll peek, a file release removing
-//                   it); the last unref frees it.  A scan holding the item
+//                   1 while a file release removes it; the last unref frees
+//                   it.  So at most 3 (one overflow list, one release per
+//                   item: each is taken once, under a lock that excludes a
+//                   second), and a byte holds it.  A scan holding the item
 //                   sets kInHand in qstate instead: a DEL meanwhile leaves
 //                   the registration's reference for the scan to drop.
 //   qstate          see below
@@ -35,7 +38,14 @@
 //                   the remover under its shard lock, and under ready_lock_
 //                   unless qstate shows the item is on no list and in no
 //                   scan's hands: then nobody else can reach it)
-//   wq_unlinked     the target file's WaitQueue lock
+//
+// Where the bytes go (x86-64 and aarch64: 80, Linux's epitem + eppoll_entry
+// are 128 + 64 in their slabs): the wait entry's two links and flags (17),
+// refs, qstate, registered (3) and fd (4) in the rest of its first 24 bytes,
+// ep and file (16), rdlink (16), ovf_next (8), data (8), events and seq
+// (8).  The instance's index (epoll/item_index.h) adds 10-15 bytes per item;
+// the item no longer carries a hash link.  Whether the item is still on its
+// file's queue is wait.queued(), under the queue's lock (no flag of its own).
 #pragma once
 
 #include "core/backoff.h"
@@ -57,29 +67,34 @@ struct ListLink {
   ListLink* next = nullptr;
 };
 
-struct Item {
-  core::WaitEntry wait;  // first member: WaitEntry* <-> Item*
-  Instance* ep = nullptr;
-  core::File* file = nullptr;
-  Item* hash_next = nullptr;
-  ListLink rdlink;
-  Item* ovf_next = nullptr;
-  std::atomic<uint64_t> data{0};
-  std::atomic<uint32_t> events{0};
-  std::atomic<uint32_t> seq{0};
-  int fd = -1;
-  std::atomic<int> refs{0};
-  // ep->ready_lock_ for writes, except that a remover who finds qstate == 0
-  // is the only one who can look at the item, and writes it alone.
-  std::atomic<bool> registered{false};
+struct alignas(16) Item {  // 16: item_index.h keeps 4 bits in the low bits of an Item*
+  // First member, and the next four fields live in its tail padding (see
+  // core::WaitEntry): WaitEntry* <-> Item*.
+  [[no_unique_address]] core::WaitEntry wait;
+  // Preconditions: the last reference is dropped with acq_rel (item_unref).
+  std::atomic<uint8_t> refs{0};
   // Where the item sits, written under ep->ready_lock_ (release), read
   // without it by DEL (acquire) to skip that lock when the item is nowhere.
   // Every transition between two nonzero states sets the new bit before
   // clearing the old one, so a reader never sees a passing 0.
   enum : uint8_t { kLinked = 1, kInHand = 2, kOnOvf = 4 };
   std::atomic<uint8_t> qstate{0};
-  bool wq_unlinked = false;
-  bool from_slab = false;  // immutable: which allocator owns the memory
+  // ep->ready_lock_ for writes, except that a remover who finds qstate == 0
+  // is the only one who can look at the item, and writes it alone.
+  std::atomic<bool> registered{false};
+  int fd = -1;
+  Instance* ep = nullptr;
+  core::File* file = nullptr;
+  ListLink rdlink;
+  Item* ovf_next = nullptr;
+  std::atomic<uint64_t> data{0};
+  std::atomic<uint32_t> events{0};
+  std::atomic<uint32_t> seq{0};
+
+  // wait.flags owner bit: the memory is a slab slot of item_cache, not a
+  // malloc of its own (immutable; which allocator takes it back).
+  static constexpr uint8_t kFromSlab = core::WaitEntry::kOwnerBit;
+  bool from_slab() const noexcept { return (wait.flags & kFromSlab) != 0; }
 
   static Item* from_wait(core::WaitEntry* e) noexcept { return reinterpret_cast<Item*>(e); }
   static Item* from_rdlink(ListLink* l) noexcept {
@@ -125,9 +140,11 @@ struct Item {
 
 // Linux: BUILD_BUG_ON(sizeof(struct epitem) > 128) (2013 seed, patch 3).  Ours
 // also contains the wait entry, which Linux keeps in a separate 64-byte
-// eppoll_entry.
-static_assert(sizeof(Item) <= 128, "an item (with its wait entry) must fit in 128 bytes");
+// eppoll_entry, and no index link (item_index.h): 80 bytes, which with the
+// index's 10-15 keeps a registration under 96 (issue 11: half of Linux).
+static_assert(sizeof(Item) == 80, "an item (with its wait entry) is 80 bytes: see 'Where the bytes go'");
 static_assert(offsetof(Item, wait) == 0);
+static_assert(offsetof(Item, fd) + sizeof(int) == 24, "refs, qstate, registered, fd live in the entry's tail padding");
 
 inline Item* const kOvfInactive = reinterpret_cast<Item*>(static_cast<uintptr_t>(-1));  // EP_UNACTIVE_PTR
 

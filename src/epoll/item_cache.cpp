@@ -61,9 +61,10 @@ bool refill(ThreadCache& c) {
     }
   }
   if (c.head) return true;
-  // A new slab: one counted allocation for 64 items.  Slabs are never
-  // returned to the system (a slab cache, like Linux's epi_cache).
-  char* slab = static_cast<char*>(core::raw_alloc(sizeof(Item) * kSlabItems));
+  // A new slab: one counted allocation for 64 items, exact-size slots
+  // (80 bytes, 16-aligned like the slab).  Slabs are never returned to the
+  // system (a slab cache, like Linux's epi_cache).
+  char* slab = static_cast<char*>(core::raw_alloc(sizeof(Item) * kSlabItems, alignof(Item)));
   if (!slab) return false;
   for (int i = 0; i < kSlabItems; ++i) {
     auto* n = reinterpret_cast<FreeNode*>(slab + i * sizeof(Item));
@@ -102,9 +103,11 @@ void item_cache_fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { g_free_mut
 
 Item* item_alloc() noexcept {
   if (!core::knob(core::knobs().alloc_reuse)) {
-    void* p = core::raw_alloc(sizeof(Item));
+    void* p = core::raw_alloc(sizeof(Item), alignof(Item));
     if (!p) return nullptr;
-    return new (p) Item();
+    Item* it = new (p) Item();
+    it->wait.flags = core::WaitEntry::kItem;
+    return it;
   }
   ThreadCache& c = tls_cache;
   if (c.count > kCacheMax) spill(c);  // grown by frees made under a SpinLock
@@ -113,12 +116,12 @@ Item* item_alloc() noexcept {
   c.head = n->next;
   --c.count;
   Item* it = new (n) Item();
-  it->from_slab = true;
+  it->wait.flags = core::WaitEntry::kItem | Item::kFromSlab;
   return it;
 }
 
 void item_free(Item* it) noexcept {
-  if (!it->from_slab) {
+  if (!it->from_slab()) {
     it->~Item();
     core::raw_free(it);
     return;

@@ -17,7 +17,8 @@
 
 namespace uepoll::epoll {
 
-// A zero-initialised item, or nullptr (ENOMEM, real or injected).
+// A zero-initialised item whose wait entry has its kind (kItem) and
+// allocator mark set, or nullptr (ENOMEM, real or injected).
 Item* item_alloc() noexcept;
 void item_free(Item* it) noexcept;
 

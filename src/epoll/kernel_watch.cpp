@@ -102,7 +102,6 @@ int add_edge(int hub, int top, uint64_t tag) {
 }  // namespace
 
 KernelWatch::KernelWatch(int shadow) noexcept : shadow_(shadow) {
-  sig_.entry.fn = &KernelWatch::signal_wake;
   sig_.kw = this;
 }
 
@@ -169,7 +168,7 @@ void KernelWatch::kick_sleepers(Instance* ep) noexcept {
   ep->ready_lock_.unlock();
   ep->wq().lock();
   ep->wq().find_locked([](core::WaitEntry* e) {
-    if (e->fn == &core::WaiterEntry::wake) reinterpret_cast<core::WaiterEntry*>(e)->waiter->kick();
+    if (e->flags & core::WaitEntry::kWaiter) reinterpret_cast<core::WaiterEntry*>(e)->waiter->kick();
     return false;
   });
   ep->wq().unlock();
@@ -330,6 +329,9 @@ int KernelWatch::signal_wake(core::WaitEntry* e, uint32_t) noexcept {
     kw->signal_.load(std::memory_order_relaxed)->kick();  // stored before the entry was queued
   return 0;
 }
+
+// The signal entry's kind's wake function (core/waitqueue.h).
+int kernel_signal_wake(core::WaitEntry* e, uint32_t key) noexcept { return KernelWatch::signal_wake(e, key); }
 
 // Drains the signal when the ready list is empty and no harvest runs (a
 // running one may put level-triggered items back).  An item queued while

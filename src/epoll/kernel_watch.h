@@ -111,7 +111,7 @@ class KernelWatch {
 
   // The signal's entry on Instance::wq() (first member: WaitEntry* cast).
   struct SignalEntry {
-    core::WaitEntry entry;
+    core::WaitEntry entry{nullptr, nullptr, core::WaitEntry::kSignal};
     KernelWatch* kw;
   };
   static_assert(offsetof(SignalEntry, entry) == 0);
@@ -130,6 +130,7 @@ class KernelWatch {
   void wake_child(Instance* ep, int hub, uint64_t tag, int depth) noexcept;
   void maybe_drain(Instance* ep) noexcept;
   static int signal_wake(core::WaitEntry* e, uint32_t key) noexcept;
+  friend int kernel_signal_wake(core::WaitEntry* e, uint32_t key) noexcept;
 
   SignalEntry sig_;                           // queued on Instance::wq() under its lock
   const int shadow_;                          // immutable

@@ -34,7 +34,6 @@ void release_file(core::File* f) noexcept {
     it->refs.fetch_add(1, std::memory_order_relaxed);
     ep->struct_get();
     f->wq().remove_locked(e);
-    it->wq_unlinked = true;
     f->remove_watcher_locked();
     if (f->is_epoll()) topology::edges_changed();  // an edge into f goes
     f->wq().unlock();

@@ -131,7 +131,6 @@ long UserFile::block(uint32_t wait_mask, Op&& op) noexcept {
   core::ThreadWaiter* w = core::ThreadWaiter::self(&err);
   if (!w) return -err;
   core::WaiterEntry we;
-  we.entry.fn = &core::WaiterEntry::wake;
   we.waiter = w;
   we.mask = wait_mask;
   auto dequeue = [&] {
