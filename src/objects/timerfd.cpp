@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -119,17 +120,38 @@ class TimerService {
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    Start start{this, {}};
+    sem_init(&start.up, 0, 0);
     pthread_t th;
-    const int rc = pthread_create(&th, nullptr, &TimerService::thread_main, this);
+    const int rc = pthread_create(&th, nullptr, &TimerService::thread_main, &start);
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    if (rc != 0) return -rc;  // EAGAIN (or ENOMEM)
+    if (rc != 0) {
+      sem_destroy(&start.up);
+      return -rc;  // EAGAIN (or ENOMEM)
+    }
+    // Wait until the thread runs our code: its start-up (the C library's and
+    // a sanitizer runtime's per-thread set-up, which allocate) is over, so a
+    // fork() right after this call does not copy an allocator lock that a
+    // half-started thread holds.  (glibc's malloc is safe across fork; ASan's
+    // allocator in GCC 12 is not: such a child hung at its first malloc.)
+    while (sem_wait(&start.up) != 0) {
+    }
+    sem_destroy(&start.up);
     pthread_detach(th);
     started_ = true;
     return 0;
   }
 
+  struct Start {
+    TimerService* service;
+    sem_t up;  // posted by the new thread once it runs thread_main
+  };
+
   static void* thread_main(void* arg) {
-    static_cast<TimerService*>(arg)->run();
+    auto* start = static_cast<Start*>(arg);
+    TimerService* service = start->service;
+    sem_post(&start->up);  // `start` lives on the starter's stack: not used after this
+    service->run();
     return nullptr;
   }
 
