@@ -203,6 +203,13 @@ static int make_kernel_object(struct group *g) {
   int r = g->is_socket ? UEP_PL_REAL(socketpair)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g->k)
                        : UEP_PL_REAL(pipe2)(g->k, O_CLOEXEC | (packet ? O_DIRECT : 0));
   if (r < 0) return -1;
+  /* The moves must never block (nobody reads the kernel object yet): it is
+   * non-blocking until carry_state() sets the program's flags.  The bytes
+   * fit: uepoll charged them as Linux does for the program's own writes,
+   * and the move's writes of up to 64 KiB make the largest skbs, the least
+   * charge per byte. */
+  for (int side = 0; side < 2; ++side)
+    UEP_PL_REAL(fcntl)(g->k[side], F_SETFL, O_NONBLOCK | UEP_PL_REAL(fcntl)(g->k[side], F_GETFL));
   int ok = 1;
   if (g->is_socket) {
     for (int side = 0; side < 2 && ok; ++side)
@@ -229,7 +236,7 @@ static void carry_state(const struct group *g) {
       if (bits) UEP_PL_REAL(shutdown)(k, how[bits & 3]);
     }
     if (g->owner[side]) UEP_PL_REAL(fcntl)(k, F_SETOWN, g->owner[side]);
-    int kfl = UEP_PL_REAL(fcntl)(k, F_GETFL);
+    int kfl = UEP_PL_REAL(fcntl)(k, F_GETFL);  /* O_NONBLOCK from the move goes unless the program set it */
     if (kfl >= 0)
       UEP_PL_REAL(fcntl)(k, F_SETFL, (kfl & ~(O_NONBLOCK | O_ASYNC)) | (g->fl[side] & (O_NONBLOCK | O_ASYNC)));
   }

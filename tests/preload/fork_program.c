@@ -154,6 +154,51 @@ static void flags_and_packets(void) {
   close(p[0]), close(p[1]), close(p0b), close(d[0]), close(d[1]);
 }
 
+/* Queues filled to EAGAIN before the fork: every byte arrives, in order. */
+static long drain(int fd, unsigned char *expect_next) {
+  unsigned char b[4096];
+  long total = 0;
+  for (;;) {
+    ssize_t n = read(fd, b, sizeof b);
+    if (n <= 0) return total;
+    for (ssize_t i = 0; i < n; ++i)
+      if (b[i] != (*expect_next)++) return -1;
+    total += n;
+  }
+}
+
+static void full_queues(void) {
+  int p[2], s[2];
+  MUST(pipe2(p, O_NONBLOCK));
+  MUST(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, s));
+  long wrote[2] = {0, 0};
+  int ends[2] = {p[1], s[1]};
+  /* Small writes into the pipe; large ones into the pair, whose queue then
+   * holds more than its send buffer's worth of data (skbs of 36544 bytes). */
+  static unsigned char chunk[65536];
+  const size_t chunk_len[2] = {1000, sizeof chunk};
+  for (int i = 0; i < 2; ++i) {
+    unsigned char c = 0;
+    for (;;) {
+      for (size_t j = 0; j < chunk_len[i]; ++j) chunk[j] = c++;
+      ssize_t n = write(ends[i], chunk, chunk_len[i]);
+      if (n <= 0) break;
+      wrote[i] += n;
+      c = (unsigned char)(wrote[i] & 0xff);
+    }
+  }
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  wait_child(pid);
+  unsigned char next = 0;
+  long got = drain(p[0], &next);
+  printf("full pipe: wrote %ld, read %ld\n", wrote[0], got);
+  next = 0;
+  got = drain(s[0], &next);
+  printf("full socket: wrote %ld, read %ld\n", wrote[1], got);
+  close(p[0]), close(p[1]), close(s[0]), close(s[1]);
+}
+
 /* Edge-triggered and one-shot registrations, and a nested instance. */
 static void registrations(void) {
   int p[2], q[2], r[2];
@@ -243,6 +288,7 @@ int main(int argc, char **argv) {
   queued_bytes();
   closed_and_shut();
   flags_and_packets();
+  full_queues();
   registrations();
   spawned();
   return 0;
