@@ -143,6 +143,7 @@ class Instance final : public core::File {
   // ADD's steps (instance_ctl.cpp).  Preconditions: s.mutex held.
   Item* insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data,
                       int* err) noexcept UEP_REQUIRES(s.mutex);
+  void undo_insert_locked(Shard& s, uint64_t h, Item* it) noexcept UEP_REQUIRES(s.mutex);
   int finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child, core::File* const* leaves, size_t nleaves,
                         bool check_paths) noexcept UEP_REQUIRES(s.mutex);
   // Preconditions: shard lock of it held.  Unlinks it from its file's

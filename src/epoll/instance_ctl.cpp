@@ -128,6 +128,15 @@ Item* Instance::insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint
   return it;
 }
 
+// Takes back an item insert_locked() made, before it was linked on its
+// file's queue (nothing saw it).
+void Instance::undo_insert_locked(Shard& s, uint64_t h, Item* it) noexcept {
+  unhash_locked(s, h, it);
+  it->registered.store(false, std::memory_order_relaxed);
+  item_unref(it);
+  watches::unreserve();
+}
+
 // ADD's last steps, the item linked on its file: the reverse-path checks
 // when a topology lock is held, a child's kernel side, the initial poll.
 // On failure the item is removed again.
@@ -198,12 +207,6 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     int err = 0;
     Item* it = insert_locked(s, h, tf, fd, events, data, &err);
     if (!it) return err;
-    auto undo_insert = [&] {  // before the item is linked: nothing saw it
-      unhash_locked(s, h, it);
-      it->registered.store(false, std::memory_order_relaxed);
-      item_unref(it);
-      watches::unreserve();
-    };
 
     // Order matters: watch_hold first.  A topology change raises watch_hold,
     // walks our shards, links its item (parent_count() + 1), then lowers
@@ -215,7 +218,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
         (watch_hold.load(std::memory_order_seq_cst) > 0 || parent_count() > 0)) {
       // Lost a race with a topology change that made this instance
       // watched: undo (nothing saw the item yet) and take the full path.
-      undo_insert();
+      undo_insert_locked(s, h, it);
       mode = nested_add_mode(this);
       continue;
     }
@@ -227,7 +230,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     // item yet) and retry.
     const bool cached = tg.mode() == topology::Mode::kSharedCached;
     if (!link_to_file(it, tf, events, cached)) {
-      undo_insert();
+      undo_insert_locked(s, h, it);
       mode = topology::Mode::kShared;
       continue;
     }
