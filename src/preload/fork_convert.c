@@ -69,10 +69,12 @@ struct shown {
   int done; /* converted (or skipped) with its group */
 };
 
-/* One registration of a uepoll end in a uepoll instance (uep_fdinfo line). */
+/* One registration of a uepoll pipe end or socket in a uepoll instance
+ * (uep_fdinfo line). */
 struct reg {
   int ue;  /* the instance's uepoll descriptor */
   int tfd; /* the registered uepoll descriptor */
+  unsigned long long conn; /* its pipe or pair (uep__stream_state) */
   struct epoll_event ev;
 };
 
@@ -111,8 +113,8 @@ static int move_queued(int u, int k) {
   return rc;
 }
 
-/* Every registration of a uepoll descriptor (>= UEP_FD_BASE) in the uepoll
- * instances the program shows; *count set, malloc'd array (NULL if none). */
+/* Every registration of a uepoll pipe end or socket in the uepoll instances
+ * the program shows; *count set, malloc'd array (NULL if none). */
 static struct reg *collect_registrations(int hw, int *count) {
   struct reg *regs = NULL;
   int nregs = 0, cap = 0;
@@ -136,7 +138,8 @@ static struct reg *collect_registrations(int hw, int *count) {
       unsigned events;
       unsigned long long data;
       if (sscanf(line, "tfd: %d events: %x data: %llx", &tfd, &events, &data) != 3) continue;
-      if (tfd < UEP_FD_BASE) continue; /* a kernel descriptor's registration */
+      struct uep__stream_state st;
+      if (tfd < UEP_FD_BASE || uep__stream_state(tfd, &st) < 0) continue; /* kernel fd, or no pipe/pair */
       if (nregs == cap) {
         int ncap = cap ? cap * 2 : 16;
         struct reg *r = realloc(regs, (size_t)ncap * sizeof *regs);
@@ -146,6 +149,7 @@ static struct reg *collect_registrations(int hw, int *count) {
       }
       regs[nregs].ue = ue;
       regs[nregs].tfd = tfd;
+      regs[nregs].conn = st.conn;
       regs[nregs].ev.events = events;
       regs[nregs].ev.data.u64 = data;
       ++nregs;
@@ -259,8 +263,7 @@ static void place_numbers(const struct group *g) {
 /* Step 5: registrations of the uepoll ends move to the kernel numbers. */
 static void move_registrations(const struct group *g, const struct reg *regs, int nregs) {
   for (int j = 0; j < nregs; ++j) {
-    struct uep__stream_state st;
-    if (uep__stream_state(regs[j].tfd, &st) < 0 || st.conn != g->conn) continue;
+    if (regs[j].conn != g->conn) continue;
     uep_epoll_ctl(regs[j].ue, EPOLL_CTL_DEL, regs[j].tfd, NULL);
     int n = number_of(g->s, g->ns, g->conn, regs[j].tfd);
     struct epoll_event ev = regs[j].ev;
