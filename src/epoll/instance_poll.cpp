@@ -62,6 +62,11 @@ uint32_t Instance::poll(int depth) noexcept {
   // nothing, and would leave every list as it was, so skipping the scan is
   // unobservable; it saves the scan mutex and two list splices per level.
   ready_lock_.lock();
+  // No scan running: the list is whole, so its snapshot can be published
+  // here too (an instance only ever polled by its parents is never scanned,
+  // and its parents' readers would otherwise take this lock on every poll).
+  // A no-op when the snapshot is still valid.
+  if (ovflist_ == kOvfInactive) snap_publish_locked();
   if (!events_available_locked()) {
     ready_lock_.unlock();
     return 0;

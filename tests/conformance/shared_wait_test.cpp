@@ -126,6 +126,42 @@ TEST_P(SharedWait, NestedChildReadinessFollowsItsItems) {
   EXPECT_EQ(wait0(top, 4), (V{}));
 }
 
+// A child that only its parents poll is never scanned; its snapshot is
+// published by those polls (instance_poll.cpp).  Waits on the child itself
+// then start from that snapshot, and every change must leave it:
+//
+//   top -> mid -> a (LT, ready, 1), b (LT, ready, 2), c (LT, 3)
+TEST_P(SharedWait, ChildPublishedByParentPollsChangesAsLinux) {
+  int top = epoll(), mid = epoll();
+  int a = efd(1), b = efd(1), c = efd(0);
+  ctl(mid, EPOLL_CTL_ADD, a, IN, 1);
+  ctl(mid, EPOLL_CTL_ADD, b, IN, 2);
+  ctl(mid, EPOLL_CTL_ADD, c, IN, 3);
+  ctl(top, EPOLL_CTL_ADD, mid, IN, 100);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(wait0(top, 4), (V{100}));
+  EXPECT_EQ(wait0(mid, 4), (V{1, 2}));
+  EXPECT_EQ(wait0(mid, 1), (V{1}));  // partial: rotates
+  EXPECT_EQ(wait0(top, 4), (V{100}));
+  EXPECT_EQ(wait0(mid, 4), (V{2, 1}));
+  uint64_t v = 1;
+  ASSERT_EQ(api().write(c, &v, 8), 8);
+  EXPECT_EQ(wait0(top, 4), (V{100}));
+  EXPECT_EQ(wait0(mid, 4), (V{2, 1, 3}));
+  ctl(mid, EPOLL_CTL_MOD, a, IN | EPOLLET, 10);  // LT -> ET on a listed item
+  EXPECT_EQ(wait0(top, 4), (V{100}));
+  EXPECT_EQ(wait0(mid, 4), (V{2, 10, 3}));  // stays in place
+  EXPECT_EQ(wait0(mid, 4), (V{2, 3}));
+  ASSERT_EQ(api().read(b, &v, 8), 8);
+  ASSERT_EQ(api().read(c, &v, 8), 8);
+  EXPECT_EQ(wait0(top, 4), (V{}));  // the poll prunes both
+  EXPECT_EQ(wait0(mid, 4), (V{}));
+  ASSERT_EQ(api().write(b, &v, 8), 8);
+  EXPECT_EQ(wait0(top, 4), (V{100}));
+  ctl(mid, EPOLL_CTL_DEL, b, 0, 0);
+  EXPECT_EQ(wait0(top, 4), (V{}));
+  EXPECT_EQ(wait0(mid, 4), (V{}));
+}
+
 // W threads wait with timeout 0 on one shared topology while a producer
 // makes events arrive and leave:
 //
