@@ -91,6 +91,16 @@ static int write_all(int fd, const char *p, size_t len) {
   return 0;
 }
 
+/* Makes room for one more element in a doubling array: the array (moved or
+ * not, *cap updated), or NULL when out of memory (arr still valid). */
+static void *grow_for_one(void *arr, int *cap, int used, size_t elem) {
+  if (used < *cap) return arr;
+  int ncap = *cap ? *cap * 2 : 16;
+  void *t = realloc(arr, (size_t)ncap * elem);
+  if (t) *cap = ncap;
+  return t;
+}
+
 /* Moves what is queued for reading at uepoll descriptor u (FIONREAD) to
  * kernel descriptor k, one read at a time (a read of an O_DIRECT pipe gives
  * one packet, written as one). */
@@ -140,13 +150,9 @@ static struct reg *collect_registrations(int hw, int *count) {
       if (sscanf(line, "tfd: %d events: %x data: %llx", &tfd, &events, &data) != 3) continue;
       struct uep__stream_state st;
       if (tfd < UEP_FD_BASE || uep__stream_state(tfd, &st) < 0) continue; /* kernel fd, or no pipe/pair */
-      if (nregs == cap) {
-        int ncap = cap ? cap * 2 : 16;
-        struct reg *r = realloc(regs, (size_t)ncap * sizeof *regs);
-        if (!r) break;
-        regs = r;
-        cap = ncap;
-      }
+      struct reg *r = grow_for_one(regs, &cap, nregs, sizeof *regs);
+      if (!r) break;
+      regs = r;
       regs[nregs].ue = ue;
       regs[nregs].tfd = tfd;
       regs[nregs].conn = st.conn;
@@ -300,13 +306,9 @@ static void convert_streams(void) {
     if (kind != UEP_PL_PIPE && kind != UEP_PL_SOCKET) continue;
     int u = uep_pl_map(n);
     if (!u) continue;
-    if (ns == cap) {
-      int ncap = cap ? cap * 2 : 16;
-      struct shown *t = realloc(s, (size_t)ncap * sizeof *s);
-      if (!t) break;
-      s = t;
-      cap = ncap;
-    }
+    struct shown *t = grow_for_one(s, &cap, ns, sizeof *s);
+    if (!t) break;
+    s = t;
     UEP_PL_ENTER();
     int r = uep__stream_state(u, &s[ns].st);
     UEP_PL_LEAVE();
