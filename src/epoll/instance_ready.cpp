@@ -13,7 +13,6 @@
 #include "epoll/instance.h"
 
 #include "core/waiter.h"
-
 #include "epoll/item_cache.h"
 
 namespace uepoll::epoll {
