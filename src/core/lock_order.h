@@ -65,7 +65,7 @@
 //                               while a wakeup climbs the nesting.
 //  7. Instance::ready_lock_    (per instance SpinLock, Linux's ep->lock):
 //                               ready list, overflow list, item list links
-//                               and flags.
+//                               and flags, the kicked sleeper (kicked_).
 //  7.5 Instance::waiters_      (the instance's epoll_wait sleeper queue, a
 //                               WaitQueue of its own class): taken only
 //                               inside its instance's ready_lock_ (7), and

@@ -51,7 +51,7 @@ void WaitQueue::wake_oldest_locked(uint32_t key) noexcept {
   }
 }
 
-void WaitQueue::wake_locked(uint32_t key, int nr_exclusive) noexcept {
+WaitEntry* WaitQueue::wake_locked(uint32_t key, int nr_exclusive) noexcept {
   WaitEntry* e = head_.next;
   while (e != &head_) {
     WaitEntry* next = e->next;  // e may remove itself
@@ -66,10 +66,11 @@ void WaitQueue::wake_locked(uint32_t key, int nr_exclusive) noexcept {
         head_.prev->next = e;
         head_.prev = e;
       }
-      break;
+      return e;
     }
     e = next;
   }
+  return nullptr;
 }
 
 }  // namespace uepoll::core

@@ -102,8 +102,10 @@ class UEP_CAPABILITY("wait queue") WaitQueue {
   // entries in FIFO order until nr_exclusive of them returned nonzero
   // (Linux __wake_up_common).  key: the EPOLL* bits of the event, 0 = any.
   // The exclusive entry that ends the walk moves to the tail if it has
-  // kRotate (round robin; never during a wake-all walk).
-  void wake_locked(uint32_t key, int nr_exclusive = 1) noexcept UEP_REQUIRES(this);
+  // kRotate (round robin; never during a wake-all walk).  Returns that
+  // entry (the last exclusive one that took the wakeup), nullptr if the
+  // walk ended without using up nr_exclusive.
+  WaitEntry* wake_locked(uint32_t key, int nr_exclusive = 1) noexcept UEP_REQUIRES(this);
 
   // Preconditions: lock held.  The same walk from the tail (oldest head-
   // added entry first), ending at the first exclusive entry that takes the

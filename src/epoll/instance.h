@@ -38,6 +38,10 @@
 #include <string>
 #include <sys/epoll.h>
 
+namespace uepoll::core {
+class ThreadWaiter;  // core/waiter.h
+}  // namespace uepoll::core
+
 namespace uepoll::epoll {
 
 class KernelWatch;  // epoll/kernel_watch.h: kernel descriptors of an instance
@@ -216,6 +220,16 @@ class Instance final : public core::File {
   ListLink rdllist_ UEP_GUARDED_BY(ready_lock_);
   Item* ovflist_ UEP_GUARDED_BY(ready_lock_) = kOvfInactive;
   core::WaitQueue waiters_{core::lock_class::kWaiters};  // epoll_wait sleepers (Linux ep->wq), 7.5
+  // The sleeper that wake_one_waiter_locked() kicked last, until it is
+  // running again and has taken ready_lock_ after its sleep (Instance::wait
+  // clears it there, before its harvest).  While it is set, and its thread
+  // alive, wake_one_waiter_locked() kicks nobody else: that thread's
+  // harvest wakes the next sleeper if events remain (done_scan_locked, as
+  // Linux's ep_done_scan does), so a burst no longer wakes one thread per
+  // event on a machine that cannot run them (bench/RESULTS.md, "The herd
+  // question", option (b)).  A ThreadWaiter is never freed, so the pointer
+  // stays valid; after fork() the parent's threads' waiters read dead().
+  core::ThreadWaiter* kicked_ UEP_GUARDED_BY(ready_lock_) = nullptr;
   // The read-mostly snapshot of the ready list, on lines of its own: read
   // by every zero-timeout waiter, written only when the list changes.
   // seq odd: valid, i.e. no scan is running and the ready list is exactly

@@ -12,6 +12,7 @@
 // copies user memory.
 #include "epoll/instance.h"
 
+#include "core/waiter.h"
 #include "epoll/item_cache.h"
 
 namespace uepoll::epoll {
@@ -142,13 +143,26 @@ void Instance::ovf_push_locked(Item* it) noexcept {
   it->refs.fetch_add(1, std::memory_order_relaxed);
 }
 
-// Linux wake_up(&ep->wq): one epoll_wait sleeper, if there is any.
-// Preconditions: ready_lock_ held (waiters_' lock nests inside it).
+// Linux wake_up(&ep->wq): one epoll_wait sleeper, if there is any --
+// unless the one kicked last has not run yet (kicked_, instance.h): the
+// event is on the ready list, that thread's harvest finds it, and its
+// done_scan_locked() passes the wakeup on if anything is left.  Nothing is
+// lost: kicked_ is cleared only by its thread, under ready_lock_, after
+// its sleep and before its harvest (Instance::wait), so every event queued
+// while it was set is either on the list that harvest scans or arrives
+// after the clear and kicks here.  Preconditions: ready_lock_ held
+// (waiters_' lock nests inside it).
 void Instance::wake_one_waiter_locked() noexcept {
   if (!waiters_.active_hint()) return;
+  if (kicked_ && !kicked_->dead()) return;
   waiters_.lock();
-  waiters_.wake_locked(0);
+  core::WaitEntry* took = waiters_.wake_locked(0);
   waiters_.unlock();
+  // waiters_ holds only epoll_wait sleepers' WaiterEntry entries; the
+  // entry's memory stays valid while we hold ready_lock_ (its owner
+  // dequeues under it).
+  kicked_ = took && (took->flags & core::WaitEntry::kWaiter) ? reinterpret_cast<core::WaiterEntry*>(took)->waiter
+                                                             : nullptr;
 }
 
 // Beyond Linux: a round-robin item's event goes to the waiter that has slept

@@ -115,11 +115,20 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   SpinWindow spin;
   core::ThreadWaiter* w = nullptr;
   std::optional<core::ScopedEntry> lease;  // not on the stack: see ThreadWaiter::take_entry
+  bool pass_on = false;  // this thread was kicked_ (instance.h) and owes the harvest
   for (;;) {
     // With a kernel side, its events are only known by asking the kernel.
     KernelWatch* kw = kernel_watch();
     if (eavail || kw) {
       int n = kw ? kw->harvest(this, evs, maxevents, !timed_out && !w) : send_events(evs, maxevents);
+      if (pass_on && kw) {
+        // A kernel-first harvest may not have scanned the ready list, so
+        // its done_scan_locked() did not pass the wakeup on: do it here.
+        ready_lock_.lock();
+        if (events_available_locked()) wake_one_waiter_locked();
+        ready_lock_.unlock();
+      }
+      pass_on = false;
       if (n != 0) return n;
     }
     if (timed_out) return 0;
@@ -140,6 +149,10 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
     we.autoremove = autoremove;
     w->prepare();
     ready_lock_.lock();
+    // A call nested in a signal handler that ran as this thread's earlier
+    // sleep ended: the outer call has not harvested yet, and must not keep
+    // this one's wakeups back.
+    if (kicked_ == w) kicked_ = nullptr;
     eavail = events_available_locked();
     if (!eavail) {
       waiters_.lock();
@@ -157,6 +170,10 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
 
     eavail = true;
     ready_lock_.lock();
+    if (kicked_ == w) {  // from here other wakeups kick again; our harvest follows
+      kicked_ = nullptr;
+      pass_on = true;
+    }
     waiters_.lock();
     if (we.entry.queued()) {
       // Not dequeued by a wakeup (or the 2020 autoremove is off).  A waiter

@@ -13,6 +13,8 @@
 //            spec §8.7; we print what Linux does and assert only on uepoll).
 // UEPOLL_LOST_WAKEUP_SCALE=N multiplies every round count (long tier).
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -103,6 +105,67 @@ TEST_P(LostWakeup, Epoll60_AllWaitersWoken) {
   a.close(stop);
   a.close(E);
 }
+
+// epoll60 with waiters that take one event each and leave: nobody comes
+// back to drain what the first woken thread left, so every event of the
+// burst must reach its own waiter through a wakeup (uepoll holds back the
+// kicks of a burst while the thread kicked first has not harvested, and
+// relies on that harvest to pass the wakeup on, as ep_done_scan does).
+// With `kernel_item`, one of the W items is a kernel eventfd (a uepoll
+// instance with a kernel side: its harvest may take kernel events first).
+void waiters_that_leave(const Api& a, bool uep, bool kernel_item) {
+  constexpr int W = 6;
+  const long R = rounds(100);
+  int E = a.epoll_create1(0);
+  ASSERT_GE(E, 0);
+  int efd[W];
+  bool kernel_fd[W] = {};
+  for (int i = 0; i < W; ++i) {
+    kernel_fd[i] = kernel_item && uep && i == W - 1;
+    efd[i] = kernel_fd[i] ? ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) : a.eventfd(0, EFD_NONBLOCK);
+    ASSERT_GE(efd[i], 0);
+    struct epoll_event ev {};
+    ev.events = EPOLLIN | EPOLLET;
+    ev.data.u64 = static_cast<uint64_t>(i);
+    ASSERT_EQ(a.epoll_ctl(E, EPOLL_CTL_ADD, efd[i], &ev), 0);
+  }
+  long lost_round = -1, bad = 0;
+  for (long r = 0; r < R && lost_round < 0; ++r) {
+    std::atomic<int> got{0};
+    std::atomic<int> fails{0};
+    std::vector<std::thread> ws;
+    for (int w = 0; w < W; ++w) {
+      ws.emplace_back([&] {
+        struct epoll_event ev;
+        if (a.epoll_wait(E, &ev, 1, 5000) == 1) {
+          got++;
+          uint64_t v;
+          const int fd = efd[ev.data.u64];
+          (void)(kernel_fd[ev.data.u64] ? ::read(fd, &v, 8) : a.read(fd, &v, 8));
+        } else {
+          fails++;
+        }
+      });
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(r % 4 == 0 ? 20 : 2));  // most asleep, or not yet
+    uint64_t one = 1;
+    for (int i = 0; i < W; ++i) ASSERT_EQ(kernel_fd[i] ? ::write(efd[i], &one, 8) : a.write(efd[i], &one, 8), 8);
+    for (auto& t : ws) t.join();
+    if (got.load() != W) {
+      lost_round = r;
+      bad = fails.load();
+    }
+  }
+  EXPECT_EQ(lost_round, -1) << "round " << lost_round << ": " << bad << " of " << W
+                            << " one-shot waiters timed out with events fired for all of them";
+  std::printf("[lost_wakeup %s] epoll60, waiters that leave%s: %ld rounds x %d\n", a.name,
+              kernel_item && uep ? " (one kernel eventfd)" : "", R, W);
+  for (int i = 0; i < W; ++i) kernel_fd[i] ? ::close(efd[i]) : a.close(efd[i]);
+  a.close(E);
+}
+
+TEST_P(LostWakeup, Epoll60_WaitersThatLeave) { waiters_that_leave(api(), uep(), false); }
+TEST_P(LostWakeup, Epoll60_WaitersThatLeaveKernelItem) { waiters_that_leave(api(), uep(), true); }
 
 // epoll61: waiter A (short timeout, first in the queue) and waiter B (long
 // timeout).  The write lands as A's timeout expires.  Someone must get it.
