@@ -24,6 +24,11 @@
  *   "concurrent_ctl"       [1] beyond Linux: ctl on one instance runs in
  *                              parallel on sharded locks.  0: every ctl on an
  *                              instance takes that instance's ctl mutex.
+ *   "burst_wake_chain"     [1] beyond Linux: while the epoll_wait sleeper
+ *                              kicked last has not run, further events of a
+ *                              burst kick nobody; that thread's harvest wakes
+ *                              the next sleeper if events remain.  0: every
+ *                              event kicks a sleeper, as Linux.
  *   "busy_poll_usecs"      [0] beyond Linux: the EPIOCSPARAMS busy_poll_usecs
  *                              that new instances start with (0 to
  *                              INT32_MAX; see uepoll.h).

@@ -31,6 +31,7 @@ std::atomic<bool>* bool_knob(const char* name) {
       {"alloc_reuse", &k.alloc_reuse},
       {"parallel_nested_add", &k.parallel_nested_add},
       {"concurrent_ctl", &k.concurrent_ctl},
+      {"burst_wake_chain", &k.burst_wake_chain},
   };
   for (const Entry& e : table)
     if (std::strcmp(e.name, name) == 0) return e.knob;

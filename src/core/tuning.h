@@ -15,6 +15,7 @@ struct Knobs {
   std::atomic<bool> alloc_reuse{true};           // 2024 seed
   std::atomic<bool> parallel_nested_add{true};   // 2026 seed
   std::atomic<bool> concurrent_ctl{true};        // beyond Linux
+  std::atomic<bool> burst_wake_chain{true};      // beyond Linux: Instance::kicked_
   std::atomic<long> max_user_watches{-1};        // -1: not read yet
   std::atomic<long> busy_poll_usecs{0};          // beyond Linux: new instances' EPIOCSPARAMS default
 };

@@ -12,6 +12,7 @@
 // copies user memory.
 #include "epoll/instance.h"
 
+#include "core/tuning.h"
 #include "core/waiter.h"
 #include "epoll/item_cache.h"
 
@@ -154,7 +155,7 @@ void Instance::ovf_push_locked(Item* it) noexcept {
 // (waiters_' lock nests inside it).
 void Instance::wake_one_waiter_locked() noexcept {
   if (!waiters_.active_hint()) return;
-  if (kicked_ && !kicked_->dead()) return;
+  if (kicked_ && !kicked_->dead() && core::knob(core::knobs().burst_wake_chain)) return;
   waiters_.lock();
   core::WaitEntry* took = waiters_.wake_locked(0);
   waiters_.unlock();
