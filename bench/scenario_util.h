@@ -141,9 +141,15 @@ std::vector<Check> ctl_pairs_checks(const std::vector<CaseResult>& rs);
 std::vector<Case> readd_cases(const Options& o);
 std::vector<Case> shared_ctl_cases(const Options& o);
 std::vector<Check> shared_ctl_checks(const std::vector<CaseResult>& rs);
+// For each backend, its median at x = 2 over x = 1 among the rows of `group`
+// (every row when empty): uepoll's checked against `target`, Linux's shown
+// for reference.
+std::vector<Check> two_over_one_checks(const std::vector<CaseResult>& rs, const std::string& scenario,
+                                       const std::string& group, double target);
 std::vector<Case> scale_cases(const Options& o);
 std::vector<Check> scale_checks(const std::vector<CaseResult>& rs);
 std::vector<Case> nested_wait_cases(const Options& o);
+std::vector<Check> nested_wait_checks(const std::vector<CaseResult>& rs);
 std::vector<Case> stress_cases(const Options& o);
 std::vector<Case> herd_cases(const Options& o);
 std::vector<Case> memory_cases(const Options& o);

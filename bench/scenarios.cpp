@@ -27,7 +27,7 @@ const std::vector<Scenario>& scenarios() {
        ctl_pairs_checks},
       {"readd", "2024 seed: ADD then DEL of one file on one instance; allocations per pair", readd_cases, nullptr},
       {"nested-wait", "2017 seed: T threads wait(timeout 0) on top -> mid -> ready eventfd", nested_wait_cases,
-       nullptr},
+       nested_wait_checks},
       {"stress", "2020 seed (stress-epoll): P producers write LT eventfds, one consumer", stress_cases, nullptr},
       {"herd", "2020 seed (epoll60): W waiters, maxevents 1, W ET eventfds fired at once", herd_cases, nullptr},
       {"shared-ctl", "beyond Linux: T threads ADD+DEL different files on one instance", shared_ctl_cases,

@@ -227,26 +227,35 @@ std::vector<Case> shared_ctl_cases(const Options& o) {
   return out;
 }
 
-std::vector<Check> shared_ctl_checks(const std::vector<CaseResult>& rs) {
+std::vector<Check> two_over_one_checks(const std::vector<CaseResult>& rs, const std::string& scenario,
+                                       const std::string& group, double target) {
   std::vector<Check> out;
   for (const char* be : {"uepoll", "linux"}) {
     const VariantResult *one = nullptr, *two = nullptr;
     for (const auto& r : rs) {
+      if (!group.empty() && r.c->group != group) continue;
       auto it = r.v.find(be);
       if (it == r.v.end() || !it->second.ran) continue;
       if (r.c->x == 1) one = &it->second;
       if (r.c->x == 2) two = &it->second;
     }
     if (!one || !two) continue;
+    const bool uep = std::string(be) == "uepoll";
     Check ck;
-    ck.scenario = "shared-ctl";
-    ck.what = std::string(be) + " 2T/1T";
+    ck.scenario = scenario;
+    ck.what = std::string(be) + (group.empty() ? "" : " " + group) + " 2T/1T";
     ck.value = two->stats.median / one->stats.median;
-    ck.target = std::string(be) == "uepoll" ? ">= 1.5" : "(reference)";
-    ck.pass = std::string(be) == "uepoll" ? ck.value >= 1.5 : true;
+    char want[32];
+    std::snprintf(want, sizeof want, ">= %.1f", target);
+    ck.target = uep ? want : "(reference)";
+    ck.pass = uep ? ck.value >= target : true;
     out.push_back(ck);
   }
   return out;
+}
+
+std::vector<Check> shared_ctl_checks(const std::vector<CaseResult>& rs) {
+  return two_over_one_checks(rs, "shared-ctl", "", 1.5);
 }
 
 namespace {
