@@ -53,8 +53,7 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
     ev = *event;
   }
   // The instance is used under an epoch guard, without a reference (see
-  // fd::peek); the target is referenced (its release must not run while
-  // an item is being linked to it).
+  // fd::peek); so is the target, referenced by ADD only (capi/ctl.h).
   uepoll::core::reclaim::ReadGuard guard;
   uepoll::core::File* ep = uepoll::fd::peek(epfd);
   if (!ep) return -EBADF;
@@ -64,13 +63,13 @@ int ctl(int epfd, int op, int fd, struct epoll_event* event) {
 }  // namespace
 
 // The steps after the instance lookup (shared with uep_epoll_ctl_batch).
-int uepoll::capi::ctl_on(uepoll::core::File* ep, int op, int fd, const struct epoll_event& ev, bool pin_target) {
+int uepoll::capi::ctl_on(uepoll::core::File* ep, int op, int fd, const struct epoll_event& ev) {
   const bool has_event = ctl_has_event(op);
   FileRef ref;
   uepoll::core::File* tf = nullptr;
   if (uepoll::fd::in_range(fd)) {
-    if (pin_target || op == EPOLL_CTL_ADD) {
-      ref = FileRef(uepoll::fd::lookup(fd));
+    if (op == EPOLL_CTL_ADD) {
+      ref = FileRef(uepoll::fd::lookup_guarded(fd));  // the caller's guard
       tf = ref.get();
     } else {
       tf = uepoll::fd::peek(fd);  // see ctl.h: safe under the caller's guard

@@ -57,11 +57,13 @@ topology::Mode nested_add_mode() noexcept {
   return core::knob(core::knobs().parallel_nested_add) ? topology::Mode::kShared : topology::Mode::kExclusive;
 }
 
-// As nested_add_mode(), with kSharedCached when the instance's cached path
-// profile is current and passes (topology.h).
-topology::Mode nested_add_mode(Instance* ep) noexcept {
+// As nested_add_mode(), kSharedCached for kShared: the guard checks the
+// instance's cached path profile under the topology lock (where it counts)
+// and falls back to kShared itself when it is stale or fails (topology.h),
+// so checking it here as well would only read it twice.
+topology::Mode nested_add_mode(Instance*) noexcept {
   const topology::Mode m = nested_add_mode();
-  return m == topology::Mode::kShared && topology::leaf_profile_ok(ep) ? topology::Mode::kSharedCached : m;
+  return m == topology::Mode::kShared ? topology::Mode::kSharedCached : m;
 }
 
 topology::Mode first_add_mode(Instance* ep, bool target_is_ep) noexcept {

@@ -312,8 +312,7 @@ long parents_of(core::File* f, std::vector<Instance*>* out) noexcept {
 
 // Not analysed: which locks are held depends on mode_ (a conditional
 // capability), and they are held from the constructor to the destructor.
-Guard::Guard(Mode mode, const core::File* tf, Instance* ep) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS
-    : mode_(mode), tf_(tf) {
+void Guard::take(Instance* ep) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   switch (mode_) {
     case Mode::kNone:
       break;
@@ -341,7 +340,7 @@ Guard::Guard(Mode mode, const core::File* tf, Instance* ep) noexcept UEP_NO_THRE
   }
 }
 
-Guard::~Guard() UEP_NO_THREAD_SAFETY_ANALYSIS {
+void Guard::drop() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   switch (mode_) {
     case Mode::kNone:
       break;
@@ -420,13 +419,9 @@ int leaf_path_check(Instance* ep, core::File* tf) noexcept {
 }
 
 // Not analysed: a conditional capability held across constructor/destructor.
-GlobalCtlGuard::GlobalCtlGuard(bool take) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS : taken_(take) {
-  if (taken_) state().lock.m.lock();
-}
+void GlobalCtlGuard::lock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { state().lock.m.lock(); }
 
-GlobalCtlGuard::~GlobalCtlGuard() UEP_NO_THREAD_SAFETY_ANALYSIS {
-  if (taken_) state().lock.m.unlock();
-}
+void GlobalCtlGuard::unlock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { state().lock.m.unlock(); }
 
 // Taken by the outermost instance poll of a thread only: a poll of a
 // nested instance inside it must not wait for itself.

@@ -40,15 +40,22 @@ enum class Mode { kNone, kShared, kExclusive, kSharedCached };
 
 // RAII: takes what `mode` requires for target `tf` (ADD into `ep`; needed
 // for kSharedCached only).  mode() is what was taken.
+// kNone (a flat ADD) is decided inline: no call at all.
 class Guard {
  public:
-  Guard(Mode mode, const core::File* tf, Instance* ep = nullptr) noexcept;
-  ~Guard();
+  Guard(Mode mode, const core::File* tf, Instance* ep = nullptr) noexcept : mode_(mode), tf_(tf) {
+    if (mode_ != Mode::kNone) take(ep);
+  }
+  ~Guard() {
+    if (mode_ != Mode::kNone) drop();
+  }
   Guard(const Guard&) = delete;
   Guard& operator=(const Guard&) = delete;
   Mode mode() const noexcept { return mode_; }
 
  private:
+  void take(Instance* ep) noexcept;
+  void drop() noexcept;
   Mode mode_;
   const core::File* tf_;
 };
@@ -92,10 +99,16 @@ long parents_of(core::File* f, std::vector<Instance*>* out) noexcept;
 // topology lock exclusively (Linux before the 2013 seed, epmutex).
 class GlobalCtlGuard {
  public:
-  explicit GlobalCtlGuard(bool take) noexcept;
-  ~GlobalCtlGuard();
+  explicit GlobalCtlGuard(bool take) noexcept : taken_(take) {
+    if (taken_) lock();
+  }
+  ~GlobalCtlGuard() {
+    if (taken_) unlock();
+  }
 
  private:
+  static void lock() noexcept;
+  static void unlock() noexcept;
   bool taken_;
 };
 

@@ -22,7 +22,6 @@ namespace uepoll::fd {
 namespace {
 
 constexpr long kChunk = 4096;
-constexpr long kHardMax = 1L << 24;
 constexpr long kChunks = kHardMax / kChunk;
 
 struct Table {
@@ -180,8 +179,6 @@ void table_fork_parent() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
 }
 void table_fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { table_fork_parent(); }
 
-bool in_range(int fd) noexcept { return fd >= UEP_FD_BASE && fd < UEP_FD_BASE + kHardMax; }
-
 int install(core::File* f) noexcept {
   Table& t = table();
   core::MutexLock g(t.mutex);
@@ -259,25 +256,45 @@ bool get_cloexec(int fd) noexcept {
   return w < t.cloexec.size() && (t.cloexec[w] & (1ULL << (idx % 64)));
 }
 
+namespace {
+
+// The slot of an in-range fd whose chunk exists, or nullptr.  A lookup
+// never makes the table: before the first install nothing is open.
+// acquire (both loads): pairs with the release that published the table
+// (g_table) and the one that published the chunk (slot_locked), so the
+// chunk's nulls are visible.
+std::atomic<core::File*>* slot_of(int fd) noexcept {
+  const long idx = fd - UEP_FD_BASE;
+  Table* t = g_table.load(std::memory_order_acquire);
+  if (!t) return nullptr;
+  std::atomic<core::File*>* chunk = t->chunks[idx / kChunk].load(std::memory_order_acquire);
+  return chunk ? &chunk[idx % kChunk] : nullptr;
+}
+
+}  // namespace
+
 core::File* lookup(int fd) noexcept {
   if (!in_range(fd)) return nullptr;
-  long idx = fd - UEP_FD_BASE;
-  Table& t = table();
-  // acquire: pairs with the release that published the chunk.
-  std::atomic<core::File*>* chunk = t.chunks[idx / kChunk].load(std::memory_order_acquire);
-  if (!chunk) return nullptr;
   core::reclaim::ReadGuard guard;
-  core::File* f = chunk[idx % kChunk].load(std::memory_order_seq_cst);
+  return lookup_guarded(fd);
+}
+
+core::File* lookup_guarded(int fd) noexcept {
+  if (!in_range(fd)) return nullptr;
+  std::atomic<core::File*>* s = slot_of(fd);
+  if (!s) return nullptr;
+  // seq_cst: one total order with the removals' exchanges and the epoch
+  // (core/reclaim.cpp).
+  core::File* f = s->load(std::memory_order_seq_cst);
   if (f && f->tryget()) return f;
   return nullptr;
 }
 
 core::File* peek(int fd) noexcept {
   if (!in_range(fd)) return nullptr;
-  long idx = fd - UEP_FD_BASE;
-  std::atomic<core::File*>* chunk = table().chunks[idx / kChunk].load(std::memory_order_acquire);
-  if (!chunk) return nullptr;
-  core::File* f = chunk[idx % kChunk].load(std::memory_order_seq_cst);
+  std::atomic<core::File*>* s = slot_of(fd);
+  if (!s) return nullptr;
+  core::File* f = s->load(std::memory_order_seq_cst);  // as lookup_guarded
   return f && f->refcount() > 0 ? f : nullptr;
 }
 

@@ -12,12 +12,18 @@
 // File::tryget(), so a concurrent close cannot free it under us.
 #pragma once
 
+#include <uepoll/uepoll.h>
+
 #include "core/file.h"
 
 namespace uepoll::fd {
 
-// True if fd lies in uepoll's descriptor range (open or not).
-bool in_range(int fd) noexcept;
+// Most descriptors the table can ever hold (the "max_fds" knob's ceiling).
+inline constexpr long kHardMax = 1L << 24;
+
+// True if fd lies in uepoll's descriptor range (open or not).  Inline: every
+// call of the C API asks it first, some twice.
+inline bool in_range(int fd) noexcept { return fd >= UEP_FD_BASE && fd < UEP_FD_BASE + kHardMax; }
 
 // Installs f at the lowest free index; the table takes over one reference.
 // Returns the descriptor, or -EMFILE (past the "max_fds" limit) / -ENOMEM.
@@ -60,6 +66,10 @@ core::File* lookup(int fd) noexcept;
 // reference count (Linux's fdget avoids the count the same way for
 // single-threaded tables).
 core::File* peek(int fd) noexcept;
+
+// lookup() for a caller already inside a core::reclaim::ReadGuard (the
+// guard lookup() would open is then redundant): peek() pinned with tryget().
+core::File* lookup_guarded(int fd) noexcept;
 
 // Detaches fd and returns the table's reference (the caller must put() it),
 // or nullptr if fd was not open.
