@@ -9,11 +9,13 @@
 #include "core/lockdep.h"
 #include "core/mutex.h"
 #include "core/reclaim.h"
+#include "core/thread_exit.h"
 #include "epoll/instance.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -27,19 +29,26 @@ constexpr std::size_t kCacheLine = 64;
 constexpr int kTargetMutexes = 64;
 
 // The topology lock.  Readers (leaf ADDs into watched instances) each
-// count themselves in one of 64 per-thread-hashed slots on separate cache
-// lines, so concurrent readers never write a shared line; a writer (an
+// count themselves in a reader slot on a cache line of its own, so
+// concurrent readers never write a shared line; a writer (an
 // instance-into-instance ADD, rare) raises `writer` and waits for every slot
 // to drain.  Beyond the 2026 seed, whose rwsem still bounces one counter
 // between readers.  It is one uepoll lock (level 1 of core/lock_order.h)
 // for the thread's lock count and the checker; writer_mutex_ is its
 // internal part, not a lock of its own.
+//
+// A thread owns one of the first kOwnedSlots slots while it lives (claimed
+// on its first shared lock, given back by its exit hook): only it, and
+// signal handlers on it, which leave the count as they found it, write
+// that slot, so its unlock is a plain load and release store, not a locked
+// RMW.  Threads beyond kOwnedSlots alive at once share the kSharedSlots
+// slots after them, with RMWs both ways.
 class UEP_CAPABILITY("topology lock") TopologyLock {
  public:
   void lock_shared() noexcept UEP_ACQUIRE_SHARED() {
     core::lock_enter();
     core::lockdep_acquire(&core::lock_class::kTopology, this);
-    std::atomic<long>& slot = my_slot();
+    std::atomic<long>& slot = *my_slot().readers;
     for (;;) {
       // seq_cst pair (Dekker) with lock(): the reader raises its slot then
       // reads `writer`; the writer raises `writer` then reads the slots.
@@ -51,7 +60,13 @@ class UEP_CAPABILITY("topology lock") TopologyLock {
   }
   void unlock_shared() noexcept UEP_RELEASE_SHARED() {
     core::lockdep_release(&core::lock_class::kTopology, this);
-    my_slot().fetch_sub(1, std::memory_order_release);
+    const ReaderSlot& me = tls_reader;  // set by the lock_shared() we end
+    // release (both): the section's accesses happen before a writer whose
+    // seq_cst load of the slot reads the lowered count.
+    if (me.owned)
+      me.readers->store(me.readers->load(std::memory_order_relaxed) - 1, std::memory_order_release);
+    else
+      me.readers->fetch_sub(1, std::memory_order_release);
     core::lock_exit();
   }
   void lock() noexcept UEP_ACQUIRE() {
@@ -70,27 +85,66 @@ class UEP_CAPABILITY("topology lock") TopologyLock {
     writer_mutex_.m.unlock();
     core::lock_exit();
   }
+  // The thread exit hook: the owned slot (count 0: no lock is held at exit)
+  // becomes free for another thread.  release: pairs with the acquire of
+  // the next owner's claim.
+  void thread_exit() noexcept {
+    ReaderSlot& me = tls_reader;
+    if (me.owned) owner_flag(me.readers)->store(false, std::memory_order_release);
+    me = ReaderSlot{};
+  }
 
  private:
-  static constexpr int kSlots = 64;
+  static constexpr int kOwnedSlots = 64;
+  static constexpr int kSharedSlots = 16;
   struct alignas(kCacheLine) Slot {
     std::atomic<long> readers{0};
+    std::atomic<bool> owned{false};  // only for the first kOwnedSlots
   };
+  static_assert(offsetof(Slot, readers) == 0, "owner_flag() finds the Slot from its count");
   struct alignas(kCacheLine) Flag {
     std::atomic<bool> v{false};
   };
   struct alignas(kCacheLine) WriterMutex {
     std::mutex m;
   };
-  std::atomic<long>& my_slot() noexcept {
+  // The calling thread's slot (trivially destructible, core/thread_exit.h).
+  struct ReaderSlot {
+    std::atomic<long>* readers = nullptr;
+    bool owned = false;  // readers is an owned slot: only this thread writes it
+  };
+  static thread_local ReaderSlot tls_reader;
+
+  static std::atomic<bool>* owner_flag(std::atomic<long>* readers) noexcept {
+    return &reinterpret_cast<Slot*>(readers)->owned;  // readers is a Slot's first member
+  }
+  const ReaderSlot& my_slot() noexcept {
+    ReaderSlot& me = tls_reader;
+    if (!me.readers) [[unlikely]]
+      claim(me);
+    return me;
+  }
+  void claim(ReaderSlot& me) noexcept {
+    for (int i = 0; i < kOwnedSlots; ++i) {
+      std::atomic<bool>& o = slots_[i].owned;
+      // acquire: pairs with the release in a previous owner's thread_exit().
+      if (!o.load(std::memory_order_relaxed) && !o.exchange(true, std::memory_order_acquire)) {
+        core::thread_exit_arm();  // the slot goes back when the thread exits
+        me.owned = true;  // before readers: a handler that finds readers set sees owned too
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        me.readers = &slots_[i].readers;
+        return;
+      }
+    }
     static std::atomic<unsigned> next{0};
-    thread_local unsigned index = next.fetch_add(1, std::memory_order_relaxed) % kSlots;
-    return slots_[index].readers;
+    me.readers = &slots_[kOwnedSlots + next.fetch_add(1, std::memory_order_relaxed) % kSharedSlots].readers;
   }
   Flag writer_;
   WriterMutex writer_mutex_;
-  Slot slots_[kSlots];
+  Slot slots_[kOwnedSlots + kSharedSlots];
 };
+
+thread_local TopologyLock::ReaderSlot TopologyLock::tls_reader;
 
 // 2026 seed, patch 2: the topology lock, the generation stamp and each
 // target mutex on cache lines of their own.
@@ -419,6 +473,14 @@ int leaf_path_check(Instance* ep, core::File* tf) noexcept {
 }
 
 // Not analysed: a conditional capability held across constructor/destructor.
+}  // namespace uepoll::epoll::topology
+
+namespace uepoll::epoll {
+void topology_thread_exit() noexcept { topology::state().lock.m.thread_exit(); }
+}  // namespace uepoll::epoll
+
+namespace uepoll::epoll::topology {
+
 void GlobalCtlGuard::lock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { state().lock.m.lock(); }
 
 void GlobalCtlGuard::unlock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { state().lock.m.unlock(); }
