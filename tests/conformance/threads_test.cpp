@@ -10,10 +10,12 @@
 #include "harness.h"
 
 #include <pthread.h>
+#include <sys/eventfd.h>
 
 #include <atomic>
 #include <csignal>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -527,3 +529,57 @@ TEST(Threads, ProducerConsumerNested) {
 }
 
 }  // namespace
+
+// The topology lock's reader slots (epoll/topology.cpp): a thread owns one
+// while it lives and gives it back at exit; threads beyond the 64 owned
+// slots alive at once share RMW slots.  Leaf ADDs into a watched instance
+// take the lock shared; an instance-into-instance ADD takes it exclusively
+// and waits for every slot to drain, so a count left raised by a thread
+// (a slot given back or shared wrongly) would hang the last ADD below.
+// Topology: top -> ep -> efd (per thread: ADD + DEL of its own eventfd).
+TEST(Threads, NestedLeafAddsAcrossManyThreadLifetimes) {
+  const int top = uep_epoll_create1(0);
+  const int ep = uep_epoll_create1(0);
+  ASSERT_GE(top, 0);
+  ASSERT_GE(ep, 0);
+  struct epoll_event ev {};
+  ev.events = EPOLLIN;
+  ASSERT_EQ(uep_epoll_ctl(top, EPOLL_CTL_ADD, ep, &ev), 0);
+  std::atomic<int> failures{0};
+  auto pairs = [&](int n) {
+    const int efd = uep_eventfd(0, EFD_NONBLOCK);
+    if (efd < 0) {
+      failures.fetch_add(1);
+      return;
+    }
+    struct epoll_event e {};
+    e.events = EPOLLIN;
+    for (int i = 0; i < n; ++i)
+      if (uep_epoll_ctl(ep, EPOLL_CTL_ADD, efd, &e) != 0 || uep_epoll_ctl(ep, EPOLL_CTL_DEL, efd, nullptr) != 0)
+        failures.fetch_add(1);
+    uep_close(efd);
+  };
+  // Two waves of 80 concurrent threads (more than the owned slots), each
+  // wave's slots given back at exit and claimed again by the next.
+  for (int wave = 0; wave < 2; ++wave) {
+    std::vector<std::thread> ts;
+    for (int t = 0; t < 80; ++t) ts.emplace_back(pairs, 20);
+    // A writer meanwhile: an instance edge added and removed.
+    const int mid = uep_epoll_create1(0);
+    ASSERT_GE(mid, 0);
+    EXPECT_EQ(uep_epoll_ctl(top, EPOLL_CTL_ADD, mid, &ev), 0);
+    EXPECT_EQ(uep_epoll_ctl(top, EPOLL_CTL_DEL, mid, nullptr), 0);
+    for (auto& t : ts) t.join();
+    uep_close(mid);
+  }
+  EXPECT_EQ(failures.load(), 0);
+  // Every slot drained: the writer gets the lock.
+  const int last = uep_epoll_create1(0);
+  ASSERT_GE(last, 0);
+  EXPECT_EQ(uep_epoll_ctl(top, EPOLL_CTL_ADD, last, &ev), 0);
+  pairs(3);  // and a reader after it, on this (long-lived) thread
+  EXPECT_EQ(failures.load(), 0);
+  uep_close(last);
+  uep_close(ep);
+  uep_close(top);
+}
