@@ -42,7 +42,9 @@ constexpr int kTargetMutexes = 64;
 // signal handlers on it, which leave the count as they found it, write
 // that slot, so its unlock is a plain load and release store, not a locked
 // RMW.  Threads beyond kOwnedSlots alive at once share the kSharedSlots
-// slots after them, with RMWs both ways.
+// slots after them, with RMWs both ways.  (A forked child keeps the
+// parent's other threads' slots marked owned: its threads then use the
+// remaining ones, or the shared ones; a cost, never a wrong count.)
 class UEP_CAPABILITY("topology lock") TopologyLock {
  public:
   void lock_shared() noexcept UEP_ACQUIRE_SHARED() {
