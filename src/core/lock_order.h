@@ -19,9 +19,11 @@
 //                               the service thread watches.  Taken with no
 //                               uepoll lock held; a timer's wait-queue lock
 //                               (6) is taken under it to deliver an expiry.
-//  1. topology lock            (process-wide reader-writer lock with one
-//                               reader slot per thread hash, each slot and
-//                               the writer flag on its own cache line).  Exclusive: adding an instance to an
+//  1. topology lock            (process-wide reader-writer lock: a reader
+//                               slot owned by each thread (64, given back at
+//                               thread exit; 16 shared ones beyond), each
+//                               slot and the writer flag on its own cache
+//                               line).  Exclusive: adding an instance to an
 //                               instance (loop, depth and path checks).
 //                               Shared: adding a leaf file to an instance that
 //                               is itself watched (2026 seed).  Never taken on
