@@ -96,7 +96,9 @@ bool link_to_file(Item* it, core::File* tf, uint32_t events, bool alone) noexcep
 
 // ADD's checks under the shard lock and the new item, hashed and
 // registered but not yet on the file's queue; nullptr with *err set.
-Item* Instance::insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data,
+// Inlined into add(), its one caller, as is finish_add_locked(): out of
+// line they cost a prologue and epilogue each on every ADD.
+[[gnu::always_inline]] Item* Instance::insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data,
                               int* err) noexcept {
   // relaxed: ordered by the shard mutex, which the teardown takes after
   // setting dead_.
@@ -142,7 +144,7 @@ void Instance::undo_insert_locked(Shard& s, uint64_t h, Item* it) noexcept {
 // ADD's last steps, the item linked on its file: the reverse-path checks
 // when a topology lock is held, a child's kernel side, the initial poll.
 // On failure the item is removed again.
-int Instance::finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child, core::File* const* leaves,
+[[gnu::always_inline]] int Instance::finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child, core::File* const* leaves,
                                 size_t nleaves, bool check_paths) noexcept {
   core::File* tf = it->file;
   const uint32_t events = it->events.load(std::memory_order_relaxed);
