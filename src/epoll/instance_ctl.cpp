@@ -4,7 +4,8 @@
 //
 // Locks (core/lock_order.h), in order: the topology lock (1) and target
 // mutex (2) through topology::Guard (ADD of an instance, ADD into a watched
-// instance, every ctl with rcu_ctl off); ctl_mutex_ (3) only with
+// instance unless its cached path profile passes, every ctl with rcu_ctl
+// off); ctl_mutex_ (3) only with
 // concurrent_ctl off; the key's shard lock (4) for the whole operation;
 // under it the target file's wait-queue lock (6) to link or unlink the
 // item, ready_lock_ (7) to queue it or take it off the ready list, and
@@ -57,13 +58,12 @@ topology::Mode nested_add_mode() noexcept {
   return core::knob(core::knobs().parallel_nested_add) ? topology::Mode::kShared : topology::Mode::kExclusive;
 }
 
-// As nested_add_mode(), kSharedCached for kShared: the guard checks the
-// instance's cached path profile under the topology lock (where it counts)
-// and falls back to kShared itself when it is stale or fails (topology.h),
-// so checking it here as well would only read it twice.
+// As nested_add_mode(), kCached for kShared: the ADD checks the instance's
+// cached path profile under its shard lock (topology::cached_add_ok) and
+// falls back to kShared itself when it is stale or fails.
 topology::Mode nested_add_mode(Instance*) noexcept {
   const topology::Mode m = nested_add_mode();
-  return m == topology::Mode::kShared ? topology::Mode::kSharedCached : m;
+  return m == topology::Mode::kShared ? topology::Mode::kCached : m;
 }
 
 topology::Mode first_add_mode(Instance* ep, bool target_is_ep) noexcept {
@@ -73,7 +73,7 @@ topology::Mode first_add_mode(Instance* ep, bool target_is_ep) noexcept {
 }
 
 // Links a new item on its target file's wait queue (Linux ep_ptable_queue_proc).
-// With `alone` (kSharedCached), only if no other instance watches the file:
+// With `alone` (kCached), only if no other instance watches the file:
 // false, and nothing linked, otherwise.  Locks: the file's wait-queue lock (6).
 bool link_to_file(Item* it, core::File* tf, uint32_t events, bool alone) noexcept {
   tf->wq().lock();
@@ -187,7 +187,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
         for (core::File* f : v) f->put();
       }
     } leaf_refs{leaves};
-    topology::Guard tg(mode, tf, this);
+    topology::Guard tg(mode, tf);
     struct Hold {
       Instance* c;
       ~Hold() {
@@ -227,13 +227,14 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
       continue;
     }
 
-    // kSharedCached: the profile, current under the topology lock, says a
-    // leaf watched by this instance alone passes; if another instance
-    // watches tf already, its paths need the full check, under tf's target
-    // mutex, which is taken before the shard lock: undo (nothing saw the
-    // item yet) and retry.
-    const bool cached = tg.mode() == topology::Mode::kSharedCached;
-    if (!link_to_file(it, tf, events, cached)) {
+    // kCached: no topology lock.  Checked here, with the item in the index
+    // and not yet linked (topology.cpp, cached_add_ok, has the argument):
+    // no writer active and the profile current and passing.  Then, if
+    // another instance watches tf already, its paths need the full check,
+    // under tf's target mutex, which is taken before the shard lock.  In
+    // both cases: undo (nothing saw the item yet) and retry in kShared.
+    const bool cached = mode == topology::Mode::kCached;
+    if ((cached && !topology::cached_add_ok(this)) || !link_to_file(it, tf, events, cached)) {
       undo_insert_locked(s, h, it);
       mode = topology::Mode::kShared;
       continue;

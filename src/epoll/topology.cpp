@@ -87,6 +87,14 @@ class UEP_CAPABILITY("topology lock") TopologyLock {
     writer_mutex_.m.unlock();
     core::lock_exit();
   }
+  void lock_shared_or_exclusive(bool exclusive) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+    if (exclusive)
+      lock();
+    else
+      lock_shared();
+  }
+  // seq_cst: one total order with the writer's stores (cached_add_ok).
+  bool writer_active() const noexcept { return writer_.v.load(std::memory_order_seq_cst); }
   // The thread exit hook: the owned slot (count 0: no lock is held at exit)
   // becomes free for another thread.  release: pairs with the acquire of
   // the next owner's claim.
@@ -368,48 +376,17 @@ long parents_of(core::File* f, std::vector<Instance*>* out) noexcept {
 
 // Not analysed: which locks are held depends on mode_ (a conditional
 // capability), and they are held from the constructor to the destructor.
-void Guard::take(Instance* ep) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
-  switch (mode_) {
-    case Mode::kNone:
-      break;
-    case Mode::kSharedCached:
-      // Links of instance edges (which bump the generation) hold the lock
-      // exclusively: once it is held shared, a profile that is current now
-      // stays current until the guard ends, except for unlinks, which a
-      // concurrent ADD may see or not (see leaf_path_check).  The seq_cst
-      // load of `writer` in lock_shared() reads the store of the last
-      // writer's unlock, after its bump, so the generation read here is
-      // that writer's or later.
-      state().lock.m.lock_shared();
-      if (!leaf_profile_ok(ep)) {
-        target_mutex(tf_).lock();
-        mode_ = Mode::kShared;
-      }
-      break;
-    case Mode::kShared:
-      state().lock.m.lock_shared();
-      target_mutex(tf_).lock();
-      break;
-    case Mode::kExclusive:
-      state().lock.m.lock();
-      break;
-  }
+void Guard::take() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+  state().lock.m.lock_shared_or_exclusive(mode_ == Mode::kExclusive);
+  if (mode_ == Mode::kShared) target_mutex(tf_).lock();
 }
 
 void Guard::drop() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
-  switch (mode_) {
-    case Mode::kNone:
-      break;
-    case Mode::kSharedCached:
-      state().lock.m.unlock_shared();
-      break;
-    case Mode::kShared:
-      target_mutex(tf_).unlock();
-      state().lock.m.unlock_shared();
-      break;
-    case Mode::kExclusive:
-      state().lock.m.unlock();
-      break;
+  if (mode_ == Mode::kShared) {
+    target_mutex(tf_).unlock();
+    state().lock.m.unlock_shared();
+  } else {
+    state().lock.m.unlock();
   }
 }
 
@@ -439,7 +416,27 @@ int reverse_path_check(core::File* f) noexcept {
   return pc.oom ? -ENOMEM : -EINVAL;
 }
 
-bool leaf_profile_ok(Instance* ep) noexcept {
+// Why kCached needs no lock.  What the shared topology lock would give is
+// that no instance edge is linked during the ADD (links happen under the
+// lock held exclusively, and bump the edge generation before its release).
+// Instead the ADD, holding its shard lock with its item in the index, reads
+// `writer` (seq_cst) and then the generation (acquire):
+//  - `writer` true: a writer may be walking; fall back (kShared waits).
+//  - the false a finished writer stored (seq_cst store, so a release):
+//    the load synchronizes with it, so the generation read after it shows
+//    that writer's bump, and a stale profile fails the comparison.
+//  - a false older than a writer's `writer = true` store W: then W comes
+//    after our load in the seq_cst order, and so does that writer's walk of
+//    the instances below its new edge, which takes each shard lock: had it
+//    taken ours before our section, W would happen-before our load, which
+//    would then read W or later.  So its walk takes our shard lock after
+//    us and sees our item, linked on its file (we link it before dropping
+//    the lock), and its path checks count the new leaf.  A writer whose
+//    edge is not above this instance changes none of its paths.
+// Unlinks take no lock and may be seen or not, as for every ADD.  So the
+// ADD linearizes at this check, as a shared holder would at its lock.
+bool cached_add_ok(Instance* ep) noexcept {
+  if (state().lock.m.writer_active()) return false;
   const uint64_t gen = state().edge_gen.value.load(std::memory_order_acquire);
   return ep->path_ok_cache.load(std::memory_order_relaxed) == ((gen << 1) | 1);
 }
@@ -454,7 +451,8 @@ void edges_changed() noexcept { state().edge_gen.value.fetch_add(1, std::memory_
 // target is an instance is linked or unlinked, and each such change bumps
 // the edge generation (edges_changed).  Links happen under the topology
 // lock held exclusively, which this caller holds shared (or exclusively):
-// none is concurrent.  Unlinks (DEL, close) take no topology lock, as in
+// none is concurrent (a kCached ADD, which holds neither, only reads the
+// profile, see cached_add_ok).  Unlinks (DEL, close) take no topology lock, as in
 // Linux; one concurrent with this check may or may not be seen, as with the
 // walk itself.  Another ADD of tf itself is either a kShared/kExclusive one,
 // kept out by tf's target mutex or the topology lock, or a flat one into an
