@@ -536,12 +536,18 @@ TEST(Threads, ProducerConsumerNested) {
 // take the lock shared; an instance-into-instance ADD takes it exclusively
 // and waits for every slot to drain, so a count left raised by a thread
 // (a slot given back or shared wrongly) would hang the last ADD below.
-// Topology: top -> ep -> efd (per thread: ADD + DEL of its own eventfd).
+// Each eventfd is also watched by `side`, so that the ADDs into ep cannot
+// use the cached path profile (kCached, which takes no topology lock) and
+// all take the lock shared.
+// Topology: top -> ep -> efd <- side (per thread: its own eventfd, ADD +
+// DEL into ep).
 TEST(Threads, NestedLeafAddsAcrossManyThreadLifetimes) {
   const int top = uep_epoll_create1(0);
   const int ep = uep_epoll_create1(0);
+  const int side = uep_epoll_create1(0);
   ASSERT_GE(top, 0);
   ASSERT_GE(ep, 0);
+  ASSERT_GE(side, 0);
   struct epoll_event ev {};
   ev.events = EPOLLIN;
   ASSERT_EQ(uep_epoll_ctl(top, EPOLL_CTL_ADD, ep, &ev), 0);
@@ -554,6 +560,7 @@ TEST(Threads, NestedLeafAddsAcrossManyThreadLifetimes) {
     }
     struct epoll_event e {};
     e.events = EPOLLIN;
+    if (uep_epoll_ctl(side, EPOLL_CTL_ADD, efd, &e) != 0) failures.fetch_add(1);
     for (int i = 0; i < n; ++i)
       if (uep_epoll_ctl(ep, EPOLL_CTL_ADD, efd, &e) != 0 || uep_epoll_ctl(ep, EPOLL_CTL_DEL, efd, nullptr) != 0)
         failures.fetch_add(1);
@@ -580,6 +587,7 @@ TEST(Threads, NestedLeafAddsAcrossManyThreadLifetimes) {
   pairs(3);  // and a reader after it, on this (long-lived) thread
   EXPECT_EQ(failures.load(), 0);
   uep_close(last);
+  uep_close(side);
   uep_close(ep);
   uep_close(top);
 }
