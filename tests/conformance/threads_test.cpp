@@ -591,3 +591,46 @@ TEST(Threads, NestedLeafAddsAcrossManyThreadLifetimes) {
   uep_close(ep);
   uep_close(top);
 }
+
+// kCached (epoll/topology.cpp, cached_add_ok): nested leaf ADDs that take
+// no topology lock, racing a writer that links and unlinks an instance
+// edge above their instance (each ADD of mid -> ep walks ep's shards and
+// bumps the edge generation: ADDs in flight then fall back to kShared, and
+// the next one recomputes the profile).  Nothing is near a path limit, so
+// every ADD and DEL succeeds, with or without the cache.
+// Topology: top -> ep -> efd (one per thread); mid -> ep, added and removed.
+TEST(Threads, CachedNestedAddsRaceEdgeChanges) {
+  const int top = uep_epoll_create1(0);
+  const int ep = uep_epoll_create1(0);
+  const int mid = uep_epoll_create1(0);
+  ASSERT_GE(top, 0);
+  ASSERT_GE(ep, 0);
+  ASSERT_GE(mid, 0);
+  struct epoll_event ev {};
+  ev.events = EPOLLIN;
+  ASSERT_EQ(uep_epoll_ctl(top, EPOLL_CTL_ADD, ep, &ev), 0);
+  std::atomic<int> failures{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < 4; ++t) {
+    ts.emplace_back([&] {
+      const int efd = uep_eventfd(0, EFD_NONBLOCK);
+      struct epoll_event e {};
+      e.events = EPOLLIN;
+      for (int i = 0; i < 2000 && !stop.load(); ++i)
+        if (uep_epoll_ctl(ep, EPOLL_CTL_ADD, efd, &e) != 0 || uep_epoll_ctl(ep, EPOLL_CTL_DEL, efd, nullptr) != 0)
+          failures.fetch_add(1);
+      uep_close(efd);
+    });
+  }
+  for (int i = 0; i < 200; ++i) {
+    if (uep_epoll_ctl(mid, EPOLL_CTL_ADD, ep, &ev) != 0 || uep_epoll_ctl(mid, EPOLL_CTL_DEL, ep, nullptr) != 0)
+      failures.fetch_add(1);
+  }
+  stop.store(true);
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  uep_close(mid);
+  uep_close(ep);
+  uep_close(top);
+}
