@@ -121,7 +121,7 @@ long epoll_ctl_batch(int epfd, struct uep_ctl_cmd* cmds, int ncmds) noexcept {
   if (!ep->is_epoll()) return -EINVAL;
   for (int i = 0; i < ncmds; ++i) {
     const struct epoll_event ev = cmds[i].event;
-    const int r = uepoll::capi::ctl_on(ep, cmds[i].op, cmds[i].fd, ev, /*pin_target=*/false);
+    const int r = uepoll::capi::ctl_on(ep, cmds[i].op, cmds[i].fd, ev);
     cmds[i].result = r;
     if (r < 0) return i + 1;
   }

@@ -18,12 +18,13 @@ inline bool ctl_has_event(int op) noexcept { return op != EPOLL_CTL_DEL && op !=
 // epfd (non-null), ev the caller's event already copied in.  0 or -errno.
 // Preconditions: inside a core::reclaim::ReadGuard that covers ep.
 //
-// pin_target false (the batch): MOD, DEL and DISABLE use the target without
-// a reference.  The guard keeps its memory; the instance touches its state
+// ADD takes a reference on the target (it links a new item to the file,
+// whose release must not run meanwhile); MOD, DEL and DISABLE use it
+// without one.  The guard keeps its memory; the instance touches its state
 // (poll) only after finding the item under the item's shard lock, and a
-// file's release must take that lock to remove the item before the object's
-// own teardown runs, so the state is live for as long as it is used.  ADD
-// always takes a reference (it links a new item to the file).
-int ctl_on(core::File* ep, int op, int fd, const struct epoll_event& ev, bool pin_target = true);
+// file's release must take that lock to remove the item before the
+// object's own teardown runs, so the state is live for as long as it is
+// used.
+int ctl_on(core::File* ep, int op, int fd, const struct epoll_event& ev);
 
 }  // namespace uepoll::capi

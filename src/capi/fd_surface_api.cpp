@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <mutex>
 #include <string>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>

@@ -19,19 +19,23 @@
 //                               the service thread watches.  Taken with no
 //                               uepoll lock held; a timer's wait-queue lock
 //                               (6) is taken under it to deliver an expiry.
-//  1. topology lock            (process-wide reader-writer lock with one
-//                               reader slot per thread hash, each slot and
-//                               the writer flag on its own cache line).  Exclusive: adding an instance to an
+//  1. topology lock            (process-wide reader-writer lock: a reader
+//                               slot owned by each thread (64, given back at
+//                               thread exit; 16 shared ones beyond), each
+//                               slot and the writer flag on its own cache
+//                               line).  Exclusive: adding an instance to an
 //                               instance (loop, depth and path checks).
 //                               Shared: adding a leaf file to an instance that
-//                               is itself watched (2026 seed).  Never taken on
+//                               is itself watched (2026 seed), unless its
+//                               cached path profile passes (kCached, which
+//                               takes neither 1 nor 2).  Never taken on
 //                               DEL, MOD, wait, or ADD to a flat instance.
 //  2. Topology target mutexes  (64 hashed Mutex, one per target file
 //                               hash).  Taken under 1 (shared) to serialize
 //                               path checks for one target file; not taken
 //                               when the instance's cached path profile
 //                               passes and the leaf is watched by nobody
-//                               else (topology.h, kSharedCached).
+//                               else (topology.h, kCached).
 //  3. Instance::ctl_mutex_     (per instance; only when the "concurrent_ctl"
 //                               knob is off: Linux's ep->mtx for ctl).
 //  4. Instance shard lock      (per instance, 16 shards): the item hash for

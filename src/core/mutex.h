@@ -1,10 +1,18 @@
-// mutex.h - Mutex: uepoll's sleeping lock (a std::mutex) with its lock class
-// (core/lock_order.h), counted in the thread's lock state
-// (core/lock_state.h: signal handlers and the fork gate see it) and checked
-// by the lock checker in lockdep builds (core/lockdep.h).  Used for every
-// non-spin lock: topology target mutexes, ctl, shard and scan mutexes, the
-// nested-poll mutex and the leaf mutexes (fd table, item cache, reclaim
-// registry, waiter pool, timer registry).  Never taken under a SpinLock.
+// mutex.h - Mutex: uepoll's sleeping lock (a futex word, core/mutex.cpp)
+// with its lock class (core/lock_order.h), counted in the thread's lock
+// state (core/lock_state.h: signal handlers and the fork gate see it) and
+// checked by the lock checker in lockdep builds (core/lockdep.h).  Used for
+// every non-spin lock: topology target mutexes, ctl, shard and scan
+// mutexes, the nested-poll mutex and the leaf mutexes (fd table, item
+// cache, reclaim registry, waiter pool, timer registry).  Never taken under
+// a SpinLock.
+//
+// Why not std::mutex: an uncontended pthread_mutex_lock + unlock is about
+// 50 instructions of type and owner checks around the one atomic each way;
+// this lock is the atomic alone inline (a compare-exchange to take it, an
+// exchange to drop it) and calls out only to sleep or wake.  The word:
+// 0 free, 1 held, 2 held with sleepers possible (the classic three-state
+// futex mutex).  Not recursive, no owner, like std::mutex.
 #pragma once
 
 #include "core/lock_order.h"
@@ -12,7 +20,7 @@
 #include "core/lockdep.h"
 #include "core/thread_safety.h"
 
-#include <mutex>
+#include <atomic>
 
 namespace uepoll::core {
 
@@ -25,11 +33,15 @@ class UEP_CAPABILITY("mutex") Mutex {
   void lock() noexcept UEP_ACQUIRE() {
     lock_enter();
     lockdep_acquire(cls_, this);
-    m_.lock();
+    int c = 0;
+    // acquire: pairs with the release exchange in unlock(): the previous
+    // holder's section happens before ours.
+    if (!word_.compare_exchange_strong(c, 1, std::memory_order_acquire, std::memory_order_relaxed)) lock_slow(c);
   }
   bool try_lock() noexcept UEP_TRY_ACQUIRE(true) {
     lock_enter();
-    if (!m_.try_lock()) {
+    int c = 0;
+    if (!word_.compare_exchange_strong(c, 1, std::memory_order_acquire, std::memory_order_relaxed)) {  // as lock()
       lock_exit();
       return false;
     }
@@ -38,13 +50,17 @@ class UEP_CAPABILITY("mutex") Mutex {
   }
   void unlock() noexcept UEP_RELEASE() {
     lockdep_release(cls_, this);
-    m_.unlock();
+    // release: pairs with the acquire of the next lock().
+    if (word_.exchange(0, std::memory_order_release) == 2) wake_one();
     lock_exit();
   }
   const LockClass& lock_class() const noexcept { return *cls_; }
 
  private:
-  std::mutex m_;
+  void lock_slow(int c) noexcept;  // sleeps until the word was 0 and is now 2
+  void wake_one() noexcept;
+
+  std::atomic<int> word_{0};
   const LockClass* cls_;
 };
 

@@ -23,18 +23,16 @@
 
 namespace uepoll::core::reclaim {
 
+// The state ReadGuard's inline fast path reads (reclaim.h).
+constinit std::atomic<uint64_t> detail::g_epoch{2};
+constinit thread_local detail::RecordHolder detail::tls_record;
+
+using detail::g_epoch;
+using detail::ThreadRecord;
+using detail::tls_record;
+
 namespace {
 
-struct alignas(64) ThreadRecord {
-  std::atomic<uint64_t> state{0};     // 0 = quiescent, else (epoch<<1)|1
-  std::atomic<bool> in_use{false};
-  ThreadRecord* next_record = nullptr;  // immutable once published
-  // Owner-only fields:
-  Retired* retired = nullptr;
-  unsigned long retired_count = 0;
-};
-
-std::atomic<uint64_t> g_epoch{2};
 std::atomic<ThreadRecord*> g_records{nullptr};
 Mutex g_registry_mutex(lock_class::kReclaimRegistry);
 // Readers inside a guard without a record of their own (its allocation
@@ -109,22 +107,19 @@ void orphan_retired_locked(ThreadRecord* r) UEP_REQUIRES(g_registry_mutex) {
   r->retired_count = 0;
 }
 
-// Trivially destructible (core/thread_exit.h): thread_exit() releases it.
-struct RecordHolder {
-  ThreadRecord* rec = nullptr;
-  unsigned fallback_depth = 0;  // guards held as a g_fallback_readers reader
-  void release() noexcept {
-    if (!rec) return;
-    if (rec->retired) {
-      MutexLock g(g_registry_mutex);
-      orphan_retired_locked(rec);
-    }
-    rec->state.store(0, std::memory_order_seq_cst);
-    rec->in_use.store(false, std::memory_order_release);
-    rec = nullptr;
+// Thread exit: retired objects to the orphan list, the record free for
+// another thread.
+void release_record() noexcept {
+  ThreadRecord* rec = tls_record.rec;
+  if (!rec) return;
+  if (rec->retired) {
+    MutexLock g(g_registry_mutex);
+    orphan_retired_locked(rec);
   }
-};
-thread_local RecordHolder tls_record;
+  rec->state.store(0, std::memory_order_seq_cst);
+  rec->in_use.store(false, std::memory_order_release);
+  tls_record.rec = nullptr;
+}
 
 ThreadRecord* self() {
   if (!tls_record.rec) {
@@ -138,7 +133,7 @@ ThreadRecord* self() {
 
 // Thread exit (core/thread_exit.h): retired objects to the orphan list,
 // the record free for another thread.
-void thread_exit() noexcept { tls_record.release(); }
+void thread_exit() noexcept { release_record(); }
 
 // The fork hooks (core/fork.h), not analysed (-Wthread-safety): a lock taken
 // in prepare is released in parent or child.  g_registry_mutex is held across fork() so
@@ -164,33 +159,21 @@ void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   g_registry_mutex.unlock();
 }
 
-ReadGuard::ReadGuard() noexcept {
+// The inline fast paths (reclaim.h) found no record, or a fallback guard
+// outstanding: the full entry, as before the split.
+void ReadGuard::enter_slow() noexcept {
   ThreadRecord* r = tls_record.fallback_depth ? nullptr : self();
   if (!r) {  // no memory for a record: count as a reader that blocks advances
     outer_ = false;
     if (tls_record.fallback_depth++ == 0) g_fallback_readers.fetch_add(1, std::memory_order_seq_cst);
     return;
   }
-  // Only this thread (or a handler on it, which restores what it found)
-  // writes the record's state, so a relaxed load tells whether an outer
-  // guard already published.
-  outer_ = r->state.load(std::memory_order_relaxed) == 0;
-  if (outer_) {
-    uint64_t e = g_epoch.load(std::memory_order_seq_cst);
-    r->state.store((e << 1) | 1, std::memory_order_seq_cst);
-  }
+  enter(r);
 }
 
-ReadGuard::~ReadGuard() {
-  if (tls_record.fallback_depth) {
-    // release: the section's reads happen before a reclaimer that sees 0.
-    if (--tls_record.fallback_depth == 0) g_fallback_readers.fetch_sub(1, std::memory_order_release);
-    return;
-  }
-  ThreadRecord* r = tls_record.rec;
-  // release: everything read inside the section happens before a
-  // reclaimer that sees the quiescent state frees anything.
-  if (outer_) r->state.store(0, std::memory_order_release);
+void ReadGuard::leave_fallback() noexcept {
+  // release: the section's reads happen before a reclaimer that sees 0.
+  if (--tls_record.fallback_depth == 0) g_fallback_readers.fetch_sub(1, std::memory_order_release);
 }
 
 void retire(Retired* obj) noexcept {

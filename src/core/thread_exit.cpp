@@ -18,6 +18,7 @@ void run_hooks(void*) {
   t_armed = false;  // a later uepoll call in another key's destructor re-arms
   epoll::item_cache_thread_exit();
   epoll::watches_thread_exit();
+  epoll::topology_thread_exit();
   waiter_thread_exit();
   reclaim::thread_exit();  // after those: they may still have retired objects
   fork_gate_thread_exit();  // last: the hooks above take uepoll locks

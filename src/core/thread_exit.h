@@ -34,4 +34,5 @@ void thread_exit() noexcept;  // core/reclaim.cpp: the record released
 namespace uepoll::epoll {
 void item_cache_thread_exit() noexcept;  // epoll/item_cache.cpp: cached items to the free list
 void watches_thread_exit() noexcept;     // epoll/watches.cpp: batched credits given back
+void topology_thread_exit() noexcept;    // epoll/topology.cpp: the owned reader slot given back
 }  // namespace uepoll::epoll

@@ -3,9 +3,6 @@
 
 namespace uepoll::core {
 
-Knobs& knobs() noexcept {
-  static Knobs k;
-  return k;
-}
+constinit Knobs detail::g_knobs;
 
 }  // namespace uepoll::core

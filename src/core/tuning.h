@@ -20,7 +20,13 @@ struct Knobs {
   std::atomic<long> busy_poll_usecs{0};          // beyond Linux: new instances' EPIOCSPARAMS default
 };
 
-Knobs& knobs() noexcept;
+// Constant-initialised (every member's constructor is constexpr), so
+// usable from any static initialiser; inline so that a hot path's knob
+// read is one load, not a call.
+namespace detail {
+extern constinit Knobs g_knobs;
+}
+inline Knobs& knobs() noexcept { return detail::g_knobs; }
 
 inline bool knob(const std::atomic<bool>& k) noexcept { return k.load(std::memory_order_relaxed); }
 

@@ -144,12 +144,13 @@ class Instance final : public core::File {
   }
   static bool reserve_bucket_locked(Shard& s) noexcept UEP_REQUIRES(s.mutex) { return s.index.reserve(); }
   static void unhash_locked(Shard& s, uint64_t h, Item* it) noexcept UEP_REQUIRES(s.mutex) { s.index.erase(h, it); }
-  // ADD's steps (instance_ctl.cpp).  Preconditions: s.mutex held.
-  Item* insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data,
-                      int* err) noexcept UEP_REQUIRES(s.mutex);
+  // ADD's steps (instance_ctl.cpp, inline: add() is their one caller).
+  // Preconditions: s.mutex held.
+  inline Item* insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data,
+                             int* err) noexcept UEP_REQUIRES(s.mutex);
   void undo_insert_locked(Shard& s, uint64_t h, Item* it) noexcept UEP_REQUIRES(s.mutex);
-  int finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child, core::File* const* leaves, size_t nleaves,
-                        bool check_paths) noexcept UEP_REQUIRES(s.mutex);
+  inline int finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child, core::File* const* leaves,
+                               size_t nleaves, bool check_paths) noexcept UEP_REQUIRES(s.mutex);
   // Preconditions: shard lock of it held.  Unlinks it from its file's
   // queue (unless release did), from the ready list, marks it unregistered
   // and drops the registration reference.

@@ -4,11 +4,12 @@
 //
 // Locks (core/lock_order.h), in order: the topology lock (1) and target
 // mutex (2) through topology::Guard (ADD of an instance, ADD into a watched
-// instance, every ctl with rcu_ctl off); ctl_mutex_ (3) only with
-// concurrent_ctl off; the key's shard lock (4) for the whole operation;
-// under it the target file's wait-queue lock (6) to link or unlink the
-// item, ready_lock_ (7) to queue it or take it off the ready list, and
-// for a nesting ADD a child's KernelWatch::mu_ (4.2).  The target file is
+// instance unless its cached path profile passes, every ctl with rcu_ctl
+// off); ctl_mutex_ (3) only with concurrent_ctl off; the key's shard lock
+// (4) for the whole operation; under it the target file's wait-queue lock
+// (6) to link or unlink the item, ready_lock_ (7) to queue it or take it
+// off the ready list, and for a nesting ADD a child's KernelWatch::mu_
+// (4.2).  The target file is
 // polled under the shard lock only (a child's poll takes its scan mutex).
 // Leaf references gathered by a topology walk are dropped after the
 // topology lock is released (a last put may run user code).
@@ -49,29 +50,24 @@ struct Instance::CtlLocks {
 
 namespace {
 
-// The topology lock an ADD starts with: exclusive to add an instance (loop
-// and depth checks) or with rcu_ctl off, shared (or exclusive with
-// parallel_nested_add off) to add a leaf to a watched instance, none for a
-// leaf added to a flat instance.
+// The mode of a leaf ADD into a watched instance: kCached (no topology
+// lock; the ADD checks the instance's cached path profile under its shard
+// lock, topology::cached_add_ok, and falls back to kShared, the lock
+// shared, when it is stale or fails), or exclusive with
+// parallel_nested_add off.  An instance ADD, or any with rcu_ctl off, is
+// exclusive; a leaf into a flat instance takes no lock (first_add_mode).
 topology::Mode nested_add_mode() noexcept {
-  return core::knob(core::knobs().parallel_nested_add) ? topology::Mode::kShared : topology::Mode::kExclusive;
-}
-
-// As nested_add_mode(), with kSharedCached when the instance's cached path
-// profile is current and passes (topology.h).
-topology::Mode nested_add_mode(Instance* ep) noexcept {
-  const topology::Mode m = nested_add_mode();
-  return m == topology::Mode::kShared && topology::leaf_profile_ok(ep) ? topology::Mode::kSharedCached : m;
+  return core::knob(core::knobs().parallel_nested_add) ? topology::Mode::kCached : topology::Mode::kExclusive;
 }
 
 topology::Mode first_add_mode(Instance* ep, bool target_is_ep) noexcept {
   if (target_is_ep || !core::knob(core::knobs().rcu_ctl)) return topology::Mode::kExclusive;
-  if (ep->parent_count() > 0 || ep->watch_hold.load(std::memory_order_seq_cst) > 0) return nested_add_mode(ep);
+  if (ep->parent_count() > 0 || ep->watch_hold.load(std::memory_order_seq_cst) > 0) return nested_add_mode();
   return topology::Mode::kNone;
 }
 
 // Links a new item on its target file's wait queue (Linux ep_ptable_queue_proc).
-// With `alone` (kSharedCached), only if no other instance watches the file:
+// With `alone` (kCached), only if no other instance watches the file:
 // false, and nothing linked, otherwise.  Locks: the file's wait-queue lock (6).
 bool link_to_file(Item* it, core::File* tf, uint32_t events, bool alone) noexcept {
   tf->wq().lock();
@@ -94,8 +90,10 @@ bool link_to_file(Item* it, core::File* tf, uint32_t events, bool alone) noexcep
 
 // ADD's checks under the shard lock and the new item, hashed and
 // registered but not yet on the file's queue; nullptr with *err set.
-Item* Instance::insert_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data,
-                              int* err) noexcept {
+// Inlined into add(), its one caller, as is finish_add_locked(): out of
+// line they cost a prologue and epilogue each on every ADD.
+[[gnu::always_inline]] Item* Instance::insert_locked(Shard& s, uint64_t h, core::File* tf, int fd,
+                                                     uint32_t events, uint64_t data, int* err) noexcept {
   // relaxed: ordered by the shard mutex, which the teardown takes after
   // setting dead_.
   if (dead_.load(std::memory_order_relaxed)) {
@@ -140,8 +138,9 @@ void Instance::undo_insert_locked(Shard& s, uint64_t h, Item* it) noexcept {
 // ADD's last steps, the item linked on its file: the reverse-path checks
 // when a topology lock is held, a child's kernel side, the initial poll.
 // On failure the item is removed again.
-int Instance::finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child, core::File* const* leaves,
-                                size_t nleaves, bool check_paths) noexcept {
+[[gnu::always_inline]] int Instance::finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child,
+                                                     core::File* const* leaves, size_t nleaves,
+                                                     bool check_paths) noexcept {
   core::File* tf = it->file;
   const uint32_t events = it->events.load(std::memory_order_relaxed);
   int err = 0;
@@ -183,7 +182,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
         for (core::File* f : v) f->put();
       }
     } leaf_refs{leaves};
-    topology::Guard tg(mode, tf, this);
+    topology::Guard tg(mode, tf);
     struct Hold {
       Instance* c;
       ~Hold() {
@@ -219,17 +218,18 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
       // Lost a race with a topology change that made this instance
       // watched: undo (nothing saw the item yet) and take the full path.
       undo_insert_locked(s, h, it);
-      mode = nested_add_mode(this);
+      mode = nested_add_mode();
       continue;
     }
 
-    // kSharedCached: the profile, current under the topology lock, says a
-    // leaf watched by this instance alone passes; if another instance
-    // watches tf already, its paths need the full check, under tf's target
-    // mutex, which is taken before the shard lock: undo (nothing saw the
-    // item yet) and retry.
-    const bool cached = tg.mode() == topology::Mode::kSharedCached;
-    if (!link_to_file(it, tf, events, cached)) {
+    // kCached: no topology lock.  Checked here, with the item in the index
+    // and not yet linked (topology.cpp, cached_add_ok, has the argument):
+    // no writer active and the profile current and passing.  Then, if
+    // another instance watches tf already, its paths need the full check,
+    // under tf's target mutex, which is taken before the shard lock.  In
+    // both cases: undo (nothing saw the item yet) and retry in kShared.
+    const bool cached = mode == topology::Mode::kCached;
+    if ((cached && !topology::cached_add_ok(this)) || !link_to_file(it, tf, events, cached)) {
       undo_insert_locked(s, h, it);
       mode = topology::Mode::kShared;
       continue;

@@ -128,7 +128,9 @@ void item_free(Item* it) noexcept {
   }
   it->~Item();
   ThreadCache& c = tls_cache;
-  core::thread_exit_arm();
+  // A cache that holds items was armed when it got its first one (here or
+  // in refill): arm only an empty one.
+  if (!c.head) core::thread_exit_arm();
   auto* n = reinterpret_cast<FreeNode*>(it);
   n->next = c.head;
   c.head = n;

@@ -9,11 +9,13 @@
 #include "core/lockdep.h"
 #include "core/mutex.h"
 #include "core/reclaim.h"
+#include "core/thread_exit.h"
 #include "epoll/instance.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -27,19 +29,28 @@ constexpr std::size_t kCacheLine = 64;
 constexpr int kTargetMutexes = 64;
 
 // The topology lock.  Readers (leaf ADDs into watched instances) each
-// count themselves in one of 64 per-thread-hashed slots on separate cache
-// lines, so concurrent readers never write a shared line; a writer (an
+// count themselves in a reader slot on a cache line of its own, so
+// concurrent readers never write a shared line; a writer (an
 // instance-into-instance ADD, rare) raises `writer` and waits for every slot
 // to drain.  Beyond the 2026 seed, whose rwsem still bounces one counter
 // between readers.  It is one uepoll lock (level 1 of core/lock_order.h)
 // for the thread's lock count and the checker; writer_mutex_ is its
 // internal part, not a lock of its own.
+//
+// A thread owns one of the first kOwnedSlots slots while it lives (claimed
+// on its first shared lock, given back by its exit hook): only it, and
+// signal handlers on it, which leave the count as they found it, write
+// that slot, so its unlock is a plain load and release store, not a locked
+// RMW.  Threads beyond kOwnedSlots alive at once share the kSharedSlots
+// slots after them, with RMWs both ways.  (A forked child keeps the
+// parent's other threads' slots marked owned: its threads then use the
+// remaining ones, or the shared ones; a cost, never a wrong count.)
 class UEP_CAPABILITY("topology lock") TopologyLock {
  public:
   void lock_shared() noexcept UEP_ACQUIRE_SHARED() {
     core::lock_enter();
     core::lockdep_acquire(&core::lock_class::kTopology, this);
-    std::atomic<long>& slot = my_slot();
+    std::atomic<long>& slot = *my_slot().readers;
     for (;;) {
       // seq_cst pair (Dekker) with lock(): the reader raises its slot then
       // reads `writer`; the writer raises `writer` then reads the slots.
@@ -51,7 +62,13 @@ class UEP_CAPABILITY("topology lock") TopologyLock {
   }
   void unlock_shared() noexcept UEP_RELEASE_SHARED() {
     core::lockdep_release(&core::lock_class::kTopology, this);
-    my_slot().fetch_sub(1, std::memory_order_release);
+    const ReaderSlot& me = tls_reader;  // set by the lock_shared() we end
+    // release (both): the section's accesses happen before a writer whose
+    // seq_cst load of the slot reads the lowered count.
+    if (me.owned)
+      me.readers->store(me.readers->load(std::memory_order_relaxed) - 1, std::memory_order_release);
+    else
+      me.readers->fetch_sub(1, std::memory_order_release);
     core::lock_exit();
   }
   void lock() noexcept UEP_ACQUIRE() {
@@ -70,27 +87,74 @@ class UEP_CAPABILITY("topology lock") TopologyLock {
     writer_mutex_.m.unlock();
     core::lock_exit();
   }
+  void lock_shared_or_exclusive(bool exclusive) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+    if (exclusive)
+      lock();
+    else
+      lock_shared();
+  }
+  // seq_cst: one total order with the writer's stores (cached_add_ok).
+  bool writer_active() const noexcept { return writer_.v.load(std::memory_order_seq_cst); }
+  // The thread exit hook: the owned slot (count 0: no lock is held at exit)
+  // becomes free for another thread.  release: pairs with the acquire of
+  // the next owner's claim.
+  void thread_exit() noexcept {
+    ReaderSlot& me = tls_reader;
+    if (me.owned) owner_flag(me.readers)->store(false, std::memory_order_release);
+    me = ReaderSlot{};
+  }
 
  private:
-  static constexpr int kSlots = 64;
+  static constexpr int kOwnedSlots = 64;
+  static constexpr int kSharedSlots = 16;
   struct alignas(kCacheLine) Slot {
     std::atomic<long> readers{0};
+    std::atomic<bool> owned{false};  // only for the first kOwnedSlots
   };
+  static_assert(offsetof(Slot, readers) == 0, "owner_flag() finds the Slot from its count");
   struct alignas(kCacheLine) Flag {
     std::atomic<bool> v{false};
   };
   struct alignas(kCacheLine) WriterMutex {
     std::mutex m;
   };
-  std::atomic<long>& my_slot() noexcept {
+  // The calling thread's slot (trivially destructible, core/thread_exit.h).
+  struct ReaderSlot {
+    std::atomic<long>* readers = nullptr;
+    bool owned = false;  // readers is an owned slot: only this thread writes it
+  };
+  static thread_local ReaderSlot tls_reader;
+
+  static std::atomic<bool>* owner_flag(std::atomic<long>* readers) noexcept {
+    return &reinterpret_cast<Slot*>(readers)->owned;  // readers is a Slot's first member
+  }
+  const ReaderSlot& my_slot() noexcept {
+    ReaderSlot& me = tls_reader;
+    if (!me.readers) [[unlikely]]
+      claim(me);
+    return me;
+  }
+  void claim(ReaderSlot& me) noexcept {
+    for (int i = 0; i < kOwnedSlots; ++i) {
+      std::atomic<bool>& o = slots_[i].owned;
+      // acquire: pairs with the release in a previous owner's thread_exit().
+      if (!o.load(std::memory_order_relaxed) && !o.exchange(true, std::memory_order_acquire)) {
+        core::thread_exit_arm();  // the slot goes back when the thread exits
+        me.owned = true;  // before readers: a handler that finds readers set sees owned too
+        std::atomic_signal_fence(std::memory_order_seq_cst);
+        me.readers = &slots_[i].readers;
+        return;
+      }
+    }
     static std::atomic<unsigned> next{0};
-    thread_local unsigned index = next.fetch_add(1, std::memory_order_relaxed) % kSlots;
-    return slots_[index].readers;
+    me.readers = &slots_[kOwnedSlots + next.fetch_add(1, std::memory_order_relaxed) % kSharedSlots].readers;
   }
   Flag writer_;
   WriterMutex writer_mutex_;
-  Slot slots_[kSlots];
+  Slot slots_[kOwnedSlots + kSharedSlots];
 };
+
+thread_local TopologyLock::ReaderSlot TopologyLock::tls_reader;
 
 // 2026 seed, patch 2: the topology lock, the generation stamp and each
 // target mutex on cache lines of their own.
@@ -312,49 +376,17 @@ long parents_of(core::File* f, std::vector<Instance*>* out) noexcept {
 
 // Not analysed: which locks are held depends on mode_ (a conditional
 // capability), and they are held from the constructor to the destructor.
-Guard::Guard(Mode mode, const core::File* tf, Instance* ep) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS
-    : mode_(mode), tf_(tf) {
-  switch (mode_) {
-    case Mode::kNone:
-      break;
-    case Mode::kSharedCached:
-      // Links of instance edges (which bump the generation) hold the lock
-      // exclusively: once it is held shared, a profile that is current now
-      // stays current until the guard ends, except for unlinks, which a
-      // concurrent ADD may see or not (see leaf_path_check).  The seq_cst
-      // load of `writer` in lock_shared() reads the store of the last
-      // writer's unlock, after its bump, so the generation read here is
-      // that writer's or later.
-      state().lock.m.lock_shared();
-      if (!leaf_profile_ok(ep)) {
-        target_mutex(tf_).lock();
-        mode_ = Mode::kShared;
-      }
-      break;
-    case Mode::kShared:
-      state().lock.m.lock_shared();
-      target_mutex(tf_).lock();
-      break;
-    case Mode::kExclusive:
-      state().lock.m.lock();
-      break;
-  }
+void Guard::take() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+  state().lock.m.lock_shared_or_exclusive(mode_ == Mode::kExclusive);
+  if (mode_ == Mode::kShared) target_mutex(tf_).lock();
 }
 
-Guard::~Guard() UEP_NO_THREAD_SAFETY_ANALYSIS {
-  switch (mode_) {
-    case Mode::kNone:
-      break;
-    case Mode::kSharedCached:
-      state().lock.m.unlock_shared();
-      break;
-    case Mode::kShared:
-      target_mutex(tf_).unlock();
-      state().lock.m.unlock_shared();
-      break;
-    case Mode::kExclusive:
-      state().lock.m.unlock();
-      break;
+void Guard::drop() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+  if (mode_ == Mode::kShared) {
+    target_mutex(tf_).unlock();
+    state().lock.m.unlock_shared();
+  } else {
+    state().lock.m.unlock();
   }
 }
 
@@ -384,7 +416,27 @@ int reverse_path_check(core::File* f) noexcept {
   return pc.oom ? -ENOMEM : -EINVAL;
 }
 
-bool leaf_profile_ok(Instance* ep) noexcept {
+// Why kCached needs no lock.  What the shared topology lock would give is
+// that no instance edge is linked during the ADD (links happen under the
+// lock held exclusively, and bump the edge generation before its release).
+// Instead the ADD, holding its shard lock with its item in the index, reads
+// `writer` (seq_cst) and then the generation (acquire):
+//  - `writer` true: a writer may be walking; fall back (kShared waits).
+//  - the false a finished writer stored (seq_cst store, so a release):
+//    the load synchronizes with it, so the generation read after it shows
+//    that writer's bump, and a stale profile fails the comparison.
+//  - a false older than a writer's `writer = true` store W: then W comes
+//    after our load in the seq_cst order, and so does that writer's walk of
+//    the instances below its new edge, which takes each shard lock: had it
+//    taken ours before our section, W would happen-before our load, which
+//    would then read W or later.  So its walk takes our shard lock after
+//    us and sees our item, linked on its file (we link it before dropping
+//    the lock), and its path checks count the new leaf.  A writer whose
+//    edge is not above this instance changes none of its paths.
+// Unlinks take no lock and may be seen or not, as for every ADD.  So the
+// ADD linearizes at this check, as a shared holder would at its lock.
+bool cached_add_ok(Instance* ep) noexcept {
+  if (state().lock.m.writer_active()) return false;
   const uint64_t gen = state().edge_gen.value.load(std::memory_order_acquire);
   return ep->path_ok_cache.load(std::memory_order_relaxed) == ((gen << 1) | 1);
 }
@@ -399,7 +451,8 @@ void edges_changed() noexcept { state().edge_gen.value.fetch_add(1, std::memory_
 // target is an instance is linked or unlinked, and each such change bumps
 // the edge generation (edges_changed).  Links happen under the topology
 // lock held exclusively, which this caller holds shared (or exclusively):
-// none is concurrent.  Unlinks (DEL, close) take no topology lock, as in
+// none is concurrent (a kCached ADD, which holds neither, only reads the
+// profile, see cached_add_ok).  Unlinks (DEL, close) take no topology lock, as in
 // Linux; one concurrent with this check may or may not be seen, as with the
 // walk itself.  Another ADD of tf itself is either a kShared/kExclusive one,
 // kept out by tf's target mutex or the topology lock, or a flat one into an
@@ -420,13 +473,17 @@ int leaf_path_check(Instance* ep, core::File* tf) noexcept {
 }
 
 // Not analysed: a conditional capability held across constructor/destructor.
-GlobalCtlGuard::GlobalCtlGuard(bool take) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS : taken_(take) {
-  if (taken_) state().lock.m.lock();
-}
+}  // namespace uepoll::epoll::topology
 
-GlobalCtlGuard::~GlobalCtlGuard() UEP_NO_THREAD_SAFETY_ANALYSIS {
-  if (taken_) state().lock.m.unlock();
-}
+namespace uepoll::epoll {
+void topology_thread_exit() noexcept { topology::state().lock.m.thread_exit(); }
+}  // namespace uepoll::epoll
+
+namespace uepoll::epoll::topology {
+
+void GlobalCtlGuard::lock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { state().lock.m.lock(); }
+
+void GlobalCtlGuard::unlock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { state().lock.m.unlock(); }
 
 // Taken by the outermost instance poll of a thread only: a poll of a
 // nested instance inside it must not wait for itself.

@@ -10,13 +10,13 @@
 //               the reverse path check for the target (2026 seed).
 //   kExclusive  target is an instance: the topology lock exclusive, the
 //               loop/depth check and path checks of every leaf below.
-//   kSharedCached  as kShared, when the instance's cached path profile says
-//               a leaf watched by it alone passes (beyond the 2026 seed):
-//               the topology lock shared only, no target mutex and no walk.
-//               The guard re-validates the profile under the lock and falls
-//               back to kShared (taking the target mutex) when it is stale;
-//               the ADD falls back to kShared when the target turns out to
-//               be watched by another instance already.
+//   kCached     as kShared, when the instance's cached path profile says a
+//               leaf watched by it alone passes (beyond the 2026 seed): no
+//               topology lock, no target mutex and no walk.  The ADD checks
+//               cached_add_ok() under its shard lock after inserting its
+//               item (no writer active, profile current and passing) and
+//               falls back to kShared when it fails or when the target turns
+//               out to be watched by another instance already.
 //
 // Locks: Topology lock (level 1), target mutexes (level 2); the walks take
 // shard locks (4) and wait-queue locks (6) one at a time, never two at once.
@@ -36,19 +36,26 @@ class Instance;
 
 namespace uepoll::epoll::topology {
 
-enum class Mode { kNone, kShared, kExclusive, kSharedCached };
+enum class Mode { kNone, kShared, kExclusive, kCached };
 
-// RAII: takes what `mode` requires for target `tf` (ADD into `ep`; needed
-// for kSharedCached only).  mode() is what was taken.
+// RAII: takes what `mode` requires for target `tf`.  kNone and kCached
+// take nothing and are decided inline: no call at all.
 class Guard {
  public:
-  Guard(Mode mode, const core::File* tf, Instance* ep = nullptr) noexcept;
-  ~Guard();
+  Guard(Mode mode, const core::File* tf) noexcept : mode_(mode), tf_(tf) {
+    if (locks()) take();
+  }
+  ~Guard() {
+    if (locks()) drop();
+  }
   Guard(const Guard&) = delete;
   Guard& operator=(const Guard&) = delete;
   Mode mode() const noexcept { return mode_; }
 
  private:
+  bool locks() const noexcept { return mode_ == Mode::kShared || mode_ == Mode::kExclusive; }
+  void take() noexcept;
+  void drop() noexcept;
   Mode mode_;
   const core::File* tf_;
 };
@@ -73,9 +80,12 @@ int reverse_path_check(core::File* f) noexcept;
 // edges_changed()).  Same preconditions and results as reverse_path_check.
 int leaf_path_check(Instance* ep, core::File* tf) noexcept;
 
-// True if ep's cached path profile is current and says that a leaf watched
-// by ep alone passes the path limits (kSharedCached may be tried).
-bool leaf_profile_ok(Instance* ep) noexcept;
+// kCached's check (topology.cpp has the argument).  Preconditions: the
+// ADD's item is in ep's index, not yet on its file's queue, and ep's shard
+// lock for it is held.  True if no topology writer is active and ep's
+// cached path profile is current and says that a leaf watched by ep alone
+// passes the path limits.
+bool cached_add_ok(Instance* ep) noexcept;
 
 // Called under the target's wait-queue lock whenever an item whose target
 // is an instance is linked to or unlinked from it (an edge of the topology
@@ -92,10 +102,16 @@ long parents_of(core::File* f, std::vector<Instance*>* out) noexcept;
 // topology lock exclusively (Linux before the 2013 seed, epmutex).
 class GlobalCtlGuard {
  public:
-  explicit GlobalCtlGuard(bool take) noexcept;
-  ~GlobalCtlGuard();
+  explicit GlobalCtlGuard(bool take) noexcept : taken_(take) {
+    if (taken_) lock();
+  }
+  ~GlobalCtlGuard() {
+    if (taken_) unlock();
+  }
 
  private:
+  static void lock() noexcept;
+  static void unlock() noexcept;
   bool taken_;
 };
 

@@ -44,7 +44,7 @@ void give_back_credits() noexcept {
   c.n = 0;
 }
 
-long limit() noexcept {
+long read_limit() noexcept {
   auto& k = core::knobs().max_user_watches;
   long v = k.load(std::memory_order_relaxed);
   if (v < 0) {

@@ -11,13 +11,19 @@
 // Locks: none.
 #pragma once
 
+#include "core/tuning.h"
+
 namespace uepoll::epoll::watches {
 
 // Reserves one registration; false when the limit is reached (ENOSPC).
 bool reserve() noexcept;
 void unreserve() noexcept;
 long in_use() noexcept;  // reserved globally (including unused thread credits)
-long limit() noexcept;
+long read_limit() noexcept;  // limit() the first time: reads the kernel's
+inline long limit() noexcept {
+  const long v = core::knobs().max_user_watches.load(std::memory_order_relaxed);
+  return v >= 0 ? v : read_limit();
+}
 void set_limit(long n) noexcept;
 
 }  // namespace uepoll::epoll::watches

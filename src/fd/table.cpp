@@ -19,14 +19,16 @@
 
 namespace uepoll::fd {
 
+// Zero until a chunk is published (slot_locked): a lookup before the table
+// exists finds nothing, without making it.
+constinit std::atomic<std::atomic<core::File*>*> detail::g_chunks[detail::kChunks] = {};
+
 namespace {
 
-constexpr long kChunk = 4096;
-constexpr long kHardMax = 1L << 24;
-constexpr long kChunks = kHardMax / kChunk;
+using detail::g_chunks;
+using detail::kChunk;
 
 struct Table {
-  std::atomic<std::atomic<core::File*>*> chunks[kChunks] = {};
   core::Mutex mutex{core::lock_class::kFdTable};  // install / remove / bitmap (a leaf, 9)
   std::vector<uint64_t> used UEP_GUARDED_BY(mutex);     // bit i: index i allocated
   std::vector<uint64_t> full UEP_GUARDED_BY(mutex);     // bit j: used[j] == ~0
@@ -104,9 +106,10 @@ void mark_locked(Table& t, long idx, bool on) UEP_REQUIRES(t.mutex) {
     t.full[w / 64] &= ~fullbit;
 }
 
-// Preconditions: t.mutex held.  The slot for idx, allocating its chunk.
-std::atomic<core::File*>* slot_locked(Table& t, long idx) UEP_REQUIRES(t.mutex) {
-  auto& c = t.chunks[idx / kChunk];
+// Preconditions: t.mutex held (it serializes the chunk's allocation).  The
+// slot for idx, allocating its chunk.
+std::atomic<core::File*>* slot_locked([[maybe_unused]] Table& t, long idx) UEP_REQUIRES(t.mutex) {
+  auto& c = g_chunks[idx / kChunk];
   std::atomic<core::File*>* chunk = c.load(std::memory_order_relaxed);
   if (!chunk) {
     chunk = new (std::nothrow) std::atomic<core::File*>[kChunk];
@@ -180,8 +183,6 @@ void table_fork_parent() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
 }
 void table_fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { table_fork_parent(); }
 
-bool in_range(int fd) noexcept { return fd >= UEP_FD_BASE && fd < UEP_FD_BASE + kHardMax; }
-
 int install(core::File* f) noexcept {
   Table& t = table();
   core::MutexLock g(t.mutex);
@@ -196,7 +197,7 @@ int install_pair(core::File* a, core::File* b, int out[2]) noexcept {
   int fb = install_locked(t, b);
   if (fb < 0) {
     long idx = fa - UEP_FD_BASE;
-    t.chunks[idx / kChunk].load(std::memory_order_relaxed)[idx % kChunk].store(nullptr, std::memory_order_seq_cst);
+    g_chunks[idx / kChunk].load(std::memory_order_relaxed)[idx % kChunk].store(nullptr, std::memory_order_seq_cst);
     mark_locked(t, idx, false);
     t.open.fetch_sub(1, std::memory_order_relaxed);
     return fb;
@@ -261,24 +262,8 @@ bool get_cloexec(int fd) noexcept {
 
 core::File* lookup(int fd) noexcept {
   if (!in_range(fd)) return nullptr;
-  long idx = fd - UEP_FD_BASE;
-  Table& t = table();
-  // acquire: pairs with the release that published the chunk.
-  std::atomic<core::File*>* chunk = t.chunks[idx / kChunk].load(std::memory_order_acquire);
-  if (!chunk) return nullptr;
   core::reclaim::ReadGuard guard;
-  core::File* f = chunk[idx % kChunk].load(std::memory_order_seq_cst);
-  if (f && f->tryget()) return f;
-  return nullptr;
-}
-
-core::File* peek(int fd) noexcept {
-  if (!in_range(fd)) return nullptr;
-  long idx = fd - UEP_FD_BASE;
-  std::atomic<core::File*>* chunk = table().chunks[idx / kChunk].load(std::memory_order_acquire);
-  if (!chunk) return nullptr;
-  core::File* f = chunk[idx % kChunk].load(std::memory_order_seq_cst);
-  return f && f->refcount() > 0 ? f : nullptr;
+  return lookup_guarded(fd);
 }
 
 core::File* remove(int fd) noexcept {
@@ -286,7 +271,7 @@ core::File* remove(int fd) noexcept {
   long idx = fd - UEP_FD_BASE;
   Table& t = table();
   core::MutexLock g(t.mutex);
-  std::atomic<core::File*>* chunk = t.chunks[idx / kChunk].load(std::memory_order_relaxed);
+  std::atomic<core::File*>* chunk = g_chunks[idx / kChunk].load(std::memory_order_relaxed);
   if (!chunk) return nullptr;
   core::File* f = chunk[idx % kChunk].exchange(nullptr, std::memory_order_seq_cst);
   if (!f) return nullptr;
@@ -298,7 +283,7 @@ core::File* remove(int fd) noexcept {
 core::File* remove_slot(int fd) noexcept {
   if (!in_range(fd)) return nullptr;
   long idx = fd - UEP_FD_BASE;
-  std::atomic<core::File*>* chunk = table().chunks[idx / kChunk].load(std::memory_order_acquire);
+  std::atomic<core::File*>* chunk = g_chunks[idx / kChunk].load(std::memory_order_acquire);
   if (!chunk) return nullptr;
   return chunk[idx % kChunk].exchange(nullptr, std::memory_order_seq_cst);
 }

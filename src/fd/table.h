@@ -12,12 +12,20 @@
 // File::tryget(), so a concurrent close cannot free it under us.
 #pragma once
 
+#include <uepoll/uepoll.h>
+
 #include "core/file.h"
+
+#include <atomic>
 
 namespace uepoll::fd {
 
-// True if fd lies in uepoll's descriptor range (open or not).
-bool in_range(int fd) noexcept;
+// Most descriptors the table can ever hold (the "max_fds" knob's ceiling).
+inline constexpr long kHardMax = 1L << 24;
+
+// True if fd lies in uepoll's descriptor range (open or not).  Inline: every
+// call of the C API asks it first, some twice.
+inline bool in_range(int fd) noexcept { return fd >= UEP_FD_BASE && fd < UEP_FD_BASE + kHardMax; }
 
 // Installs f at the lowest free index; the table takes over one reference.
 // Returns the descriptor, or -EMFILE (past the "max_fds" limit) / -ENOMEM.
@@ -52,6 +60,33 @@ inline long cloexec_if(long r, bool on) noexcept {
 // A new reference to the file behind fd, or nullptr (fd not open).
 core::File* lookup(int fd) noexcept;
 
+namespace detail {
+// The slots, 4096 to a chunk allocated on first use (table.cpp); the
+// directory is static, so the lookups below are inline.
+inline constexpr long kChunk = 4096;
+inline constexpr long kChunks = kHardMax / kChunk;
+extern constinit std::atomic<std::atomic<core::File*>*> g_chunks[kChunks];
+// The slot of an in-range fd whose chunk exists, or nullptr.  acquire:
+// pairs with the release that published the chunk (its nulls visible).
+inline std::atomic<core::File*>* slot_of(int fd) noexcept {
+  const long idx = fd - UEP_FD_BASE;
+  std::atomic<core::File*>* chunk = g_chunks[idx / kChunk].load(std::memory_order_acquire);
+  return chunk ? &chunk[idx % kChunk] : nullptr;
+}
+}  // namespace detail
+
+// lookup() for a caller already inside a core::reclaim::ReadGuard (the
+// guard lookup() would open is then redundant): peek() pinned with tryget().
+inline core::File* lookup_guarded(int fd) noexcept {
+  if (!in_range(fd)) return nullptr;
+  std::atomic<core::File*>* s = detail::slot_of(fd);
+  if (!s) return nullptr;
+  // seq_cst: one total order with the removals' exchanges and the epoch
+  // (core/reclaim.cpp).
+  core::File* f = s->load(std::memory_order_seq_cst);
+  return f && f->tryget() ? f : nullptr;
+}
+
 // The file behind fd without taking a reference, or nullptr.  The caller
 // must be inside a core::reclaim::ReadGuard for as long as it uses the
 // pointer, and must cope with the file being released meanwhile (its
@@ -59,7 +94,14 @@ core::File* lookup(int fd) noexcept;
 // the instance so that threads sharing one instance do not bounce its
 // reference count (Linux's fdget avoids the count the same way for
 // single-threaded tables).
-core::File* peek(int fd) noexcept;
+inline core::File* peek(int fd) noexcept {
+  if (!in_range(fd)) return nullptr;
+  std::atomic<core::File*>* s = detail::slot_of(fd);
+  if (!s) return nullptr;
+  core::File* f = s->load(std::memory_order_seq_cst);  // as lookup_guarded
+  return f && f->refcount() > 0 ? f : nullptr;
+}
+
 
 // Detaches fd and returns the table's reference (the caller must put() it),
 // or nullptr if fd was not open.
