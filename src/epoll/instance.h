@@ -185,6 +185,7 @@ class Instance final : public core::File {
   void start_scan_locked(ListLink* tx) noexcept UEP_REQUIRES(ready_lock_);
   // Wakes a waiter if rdllist is left non-empty.
   void done_scan_locked(ListLink* tx) noexcept UEP_REQUIRES(ready_lock_);
+  void list_link_locked(ListLink* prev, ListLink* next, Item* it) noexcept UEP_REQUIRES(ready_lock_);
   void list_add_tail_locked(ListLink* head, Item* it) noexcept UEP_REQUIRES(ready_lock_);
   void list_add_head_locked(ListLink* head, Item* it) noexcept UEP_REQUIRES(ready_lock_);
   void list_del_locked(Item* it) noexcept UEP_REQUIRES(ready_lock_);

@@ -21,25 +21,20 @@ namespace uepoll::epoll {
 // ---------------------------------------------------------------------------
 // Ready-list primitives (ready_lock_ held)
 
-void Instance::list_add_tail_locked(ListLink* head, Item* it) noexcept {
+// Links it between two adjacent links of a ready list.
+void Instance::list_link_locked(ListLink* prev, ListLink* next, Item* it) noexcept {
   ListLink* l = &it->rdlink;
-  l->next = head;
-  l->prev = head->prev;
-  head->prev->next = l;
-  head->prev = l;
+  l->prev = prev;
+  l->next = next;
+  prev->next = l;
+  next->prev = l;
   it->set_state_locked(Item::kLinked, true);
   snap_invalidate_locked();
 }
 
-void Instance::list_add_head_locked(ListLink* head, Item* it) noexcept {
-  ListLink* l = &it->rdlink;
-  l->prev = head;
-  l->next = head->next;
-  head->next->prev = l;
-  head->next = l;
-  it->set_state_locked(Item::kLinked, true);
-  snap_invalidate_locked();
-}
+void Instance::list_add_tail_locked(ListLink* head, Item* it) noexcept { list_link_locked(head->prev, head, it); }
+
+void Instance::list_add_head_locked(ListLink* head, Item* it) noexcept { list_link_locked(head, head->next, it); }
 
 void Instance::list_del_locked(Item* it) noexcept {
   ListLink* l = &it->rdlink;
