@@ -3,7 +3,7 @@
 # test (compilers, CMake, GoogleTest, Google Benchmark, clang's libFuzzer and
 # sanitizer runtimes, valgrind, pkg-config, python3, the aarch64 cross
 # compiler and qemu-user for the aarch64 stage, libuv and Boost for two
-# examples, and nginx-light, redis-server, redis-tools, wrk, curl and procps
+# examples, lwIP for the lwIP socket provider, and nginx-light, redis-server, redis-tools, wrk, curl and procps
 # for the real programs run under uepoll-run by tests/realprograms/run.sh).
 #
 # Checks: each package's install state with dpkg-query; installs only what is
@@ -31,6 +31,7 @@ packages=(
   qemu-user           # test.sh aarch64: runs the aarch64 tests (qemu-aarch64)
   libuv1-dev          # examples/libuv_embed.c
   libboost-dev        # examples/asio_embed.cpp (Boost.Asio, header-only)
+  liblwip-dev         # providers/lwip: the lwIP socket provider (lwIP 2.1.3)
   # tests/realprograms/run.sh: unmodified servers and load tools under uepoll-run
   nginx-light         # web server (master + worker processes, epoll)
   redis-server        # key-value store (epoll, fork for BGSAVE)

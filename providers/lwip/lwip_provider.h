@@ -1,0 +1,91 @@
+/*
+ * lwip_provider.h - what the two halves of the lwIP provider share
+ * (providers/lwip/): the socket record, the event lock, and the helpers of
+ * lwip_stack.c (the stack, its loopback netif, netconn events, readiness)
+ * that lwip_sock.c (the socket operations) uses.
+ *
+ * Locks, in the order they may be taken:
+ *   1. lw_sock.rx_mu / lw_sock.tx_mu - one receiver / one sender at a time
+ *      on a socket (the leftover pbuf, stream order of writes).  Held
+ *      across non-blocking netconn calls.
+ *   2. lwIP's core lock (LOCK_TCPIP_CORE), taken by every netconn call and
+ *      held by lwIP around the event callbacks of its own thread.
+ *   3. lw_ev - every field marked "ev" below, the slot table and
+ *      netconn.socket.  Leaf, except that uep_file_set_mask and
+ *      uep_file_set_error run under it (they take no lock of ours and never
+ *      call back).  Never held across a netconn call.
+ */
+#ifndef UEPOLL_PROVIDER_LWIP_H
+#define UEPOLL_PROVIDER_LWIP_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <lwip/api.h>
+
+#include <uepoll/file.h>
+
+enum lw_state {
+  LW_NEW,        /* created (maybe bound), neither listening nor connected */
+  LW_LISTEN,     /* listening */
+  LW_CONNECTING, /* connect returned EINPROGRESS, no answer yet */
+  LW_CONNECTED,  /* established (also after a normal close: see fin, wr_shut) */
+  LW_FAILED      /* reset, refused or aborted: the error is posted */
+};
+
+struct lw_sock {
+  struct netconn *conn;  /* immutable */
+  struct uep_file *file; /* ev: set once uep_file_create returned */
+  int slot;              /* immutable: index in the slot table */
+
+  pthread_mutex_t rx_mu; /* level 1: receivers */
+  pthread_mutex_t tx_mu; /* level 1: senders */
+  struct pbuf *left;     /* rx_mu: rest of the pbuf last received */
+  uint16_t left_off;     /* rx_mu: bytes of `left` already read */
+  int eof_read;          /* rx_mu: the FIN was read: reads return 0 */
+
+  /* ev: readiness state, from netconn events and the operations */
+  enum lw_state state;
+  int rcv_events;    /* RCVPLUS - RCVMINUS: entries in the receive mbox */
+  int sendable;      /* SENDPLUS since the last SENDMINUS / EAGAIN */
+  unsigned send_gen; /* count of SENDPLUS events (lost-wakeup check) */
+  int fin;           /* the peer's FIN (or an error marker) is queued */
+  int rd_shut;       /* shutdown(SHUT_RD) */
+  int wr_shut;       /* shutdown(SHUT_WR) */
+  int closed;        /* lwIP closed the connection normally (ERR_CLSD) */
+  int has_left;      /* `left` is non-NULL (readable without the mbox) */
+  int rx_hold;       /* a receiver is between two pbufs: keep EPOLLIN */
+  int pending_err;   /* errno to post once the file exists */
+  uint32_t shown;    /* the mask last given to uep_file_set_mask */
+  int bound;         /* bind() (or an implicit bind) done */
+  int nodelay;       /* TCP_NODELAY as set (listeners pass it on) */
+};
+
+extern pthread_mutex_t lw_ev;
+
+/* The stack: started once by uep_provider_init.  0 or -errno. */
+int lw_stack_start(const char *config);
+/* Non-zero after fork in the child: the stack's thread is gone. */
+int lw_stack_dead(void);
+void lw_stack_at_fork(int phase);
+
+/* A record for conn (slot registered, conn->socket set, locks made).
+ * accepted: conn came from netconn_accept (its events before now are
+ * folded in).  NULL on ENOMEM. */
+struct lw_sock *lw_sock_new(struct netconn *conn, int accepted);
+/* Unregisters, deletes the netconn, frees (release). */
+void lw_sock_free(struct lw_sock *s);
+/* Publishes s->file (after uep_file_create) and the current mask. */
+void lw_sock_attach(struct lw_sock *s, struct uep_file *file);
+
+/* Under lw_ev: the EPOLL* mask of s; give it to uepoll if it changed. */
+uint32_t lw_mask_locked(const struct lw_sock *s);
+void lw_publish_locked(struct lw_sock *s);
+
+/* The netconn event callback given to netconn_new_with_callback. */
+void lw_event(struct netconn *conn, enum netconn_evt evt, u16_t len);
+
+/* lwIP's err_t as a positive errno (Linux's answers). */
+int lw_errno(err_t err);
+
+#endif

@@ -1,0 +1,540 @@
+/*
+ * lwip_sock.c - the lwIP provider's sockets (providers/lwip/): AF_INET
+ * SOCK_STREAM sockets as uepoll files (<uepoll/file.h>) over lwIP netconns,
+ * and uep_provider_init.
+ *
+ * Every operation is non-blocking (netconns are made non-blocking, calls
+ * pass NETCONN_DONTBLOCK) and returns -EAGAIN where Linux would sleep:
+ * uepoll does the sleeping, woken by the masks lwip_stack.c pushes.
+ * Answers follow Linux's TCP (net/ipv4/af_inet.c, tcp.c) where lwIP's
+ * differ: EPIPE (and SIGPIPE) for a send on an unconnected or shut
+ * socket, ENOTCONN for a receive on one, EISCONN / EALREADY for connect.
+ *
+ * Locks: lw_sock.rx_mu around receives, tx_mu around sends, lwIP's core
+ * lock around direct pcb access (options, FIONREAD's send side), lw_ev
+ * for the record's readiness fields (order: lwip_provider.h).
+ */
+#define _GNU_SOURCE
+#include "lwip_provider.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <lwip/ip_addr.h>
+#include <lwip/tcp.h>
+#include <lwip/tcpip.h>
+
+#include <uepoll/provider.h>
+
+static const struct uep_file_operations lw_ops;
+
+/* ---- addresses ------------------------------------------------------------------------ */
+/* Linux inet_bind / inet_stream_connect's checks of a sockaddr_in. */
+static int addr_in(const struct sockaddr *a, socklen_t len, ip_addr_t *ip, u16_t *port) {
+  if (!a || len < (socklen_t)sizeof(struct sockaddr_in)) return -EINVAL;
+  const struct sockaddr_in *sin = (const struct sockaddr_in *)a;
+  if (sin->sin_family != AF_INET) return -EAFNOSUPPORT;
+  ip_addr_set_ip4_u32_val(*ip, sin->sin_addr.s_addr);
+  *port = ntohs(sin->sin_port);
+  return 0;
+}
+
+static void addr_out(const ip_addr_t *ip, u16_t port, struct sockaddr *a, socklen_t *len) {
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof sin);
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons(port);
+  sin.sin_addr.s_addr = ip4_addr_get_u32(ip_2_ip4(ip));
+  socklen_t n = *len < (socklen_t)sizeof sin ? *len : (socklen_t)sizeof sin;
+  memcpy(a, &sin, (size_t)n);
+  *len = sizeof sin;
+}
+
+static enum lw_state state_of(struct lw_sock *s) {
+  pthread_mutex_lock(&lw_ev);
+  enum lw_state st = s->state;
+  pthread_mutex_unlock(&lw_ev);
+  return st;
+}
+
+/* ---- bind, listen, connect, accept -------------------------------------------------- */
+static int lw_bind(void *ctx, const struct sockaddr *a, socklen_t len) {
+  struct lw_sock *s = ctx;
+  ip_addr_t ip;
+  u16_t port;
+  int r = addr_in(a, len, &ip, &port);
+  if (r) return r;
+  if (lw_stack_dead()) return -ENETDOWN;
+  if (s->bound || state_of(s) != LW_NEW) return -EINVAL;
+  err_t e = netconn_bind(s->conn, &ip, port);
+  if (e != ERR_OK) return e == ERR_USE ? -EADDRINUSE : -lw_errno(e);
+  s->bound = 1;
+  return 0;
+}
+
+static int lw_listen(void *ctx, int backlog) {
+  struct lw_sock *s = ctx;
+  if (lw_stack_dead()) return -ENETDOWN;
+  enum lw_state st = state_of(s);
+  if (st != LW_NEW && st != LW_LISTEN) return -EINVAL;
+  if (!s->bound) { /* Linux: inet_autobind picks a port */
+    if (netconn_bind(s->conn, IP4_ADDR_ANY, 0) != ERR_OK) return -EADDRINUSE;
+    s->bound = 1;
+  }
+  if (backlog < 0 || backlog > 255) backlog = 255;
+  err_t e = netconn_listen_with_backlog(s->conn, (u8_t)backlog);
+  if (e != ERR_OK) return -lw_errno(e);
+  pthread_mutex_lock(&lw_ev);
+  s->state = LW_LISTEN;
+  lw_publish_locked(s);
+  pthread_mutex_unlock(&lw_ev);
+  return 0;
+}
+
+static int lw_connect(void *ctx, const struct sockaddr *a, socklen_t len, const struct uep_file_call *call) {
+  (void)call;
+  struct lw_sock *s = ctx;
+  ip_addr_t ip;
+  u16_t port;
+  int r = addr_in(a, len, &ip, &port);
+  if (r) return r;
+  if (lw_stack_dead()) return -ENETDOWN;
+  pthread_mutex_lock(&lw_ev);
+  enum lw_state st = s->state;
+  if (st == LW_NEW) s->state = LW_CONNECTING; /* before lwIP can answer */
+  pthread_mutex_unlock(&lw_ev);
+  switch (st) {
+    case LW_NEW: break;
+    case LW_CONNECTING: return -EALREADY;
+    case LW_FAILED: return -ECONNABORTED;
+    default: return -EISCONN;
+  }
+  err_t e = netconn_connect(s->conn, &ip, port);
+  pthread_mutex_lock(&lw_ev);
+  if (e == ERR_OK && s->state == LW_CONNECTING) s->state = LW_CONNECTED;
+  if (e != ERR_OK && e != ERR_INPROGRESS && s->state == LW_CONNECTING) s->state = LW_NEW;
+  s->bound = 1;
+  lw_publish_locked(s);
+  pthread_mutex_unlock(&lw_ev);
+  if (e == ERR_INPROGRESS) return -EINPROGRESS;
+  if (e == ERR_RST) return -ECONNREFUSED;
+  return -lw_errno(e);
+}
+
+static int lw_accept4(void *ctx, struct sockaddr *a, socklen_t *len, const struct uep_file_call *call) {
+  struct lw_sock *s = ctx;
+  if (lw_stack_dead()) return -ENETDOWN;
+  if (state_of(s) != LW_LISTEN) return -EINVAL;
+  struct netconn *nc;
+  err_t e = netconn_accept(s->conn, &nc);
+  if (e == ERR_WOULDBLOCK) return -EAGAIN;
+  if (e != ERR_OK) return e == ERR_ABRT ? -ECONNABORTED : -lw_errno(e);
+  struct lw_sock *ns = lw_sock_new(nc, 1);
+  if (!ns) {
+    netconn_delete(nc);
+    return -ENOMEM;
+  }
+  if (s->nodelay) {
+    LOCK_TCPIP_CORE();
+    if (nc->pcb.tcp) tcp_nagle_disable(nc->pcb.tcp);
+    UNLOCK_TCPIP_CORE();
+    ns->nodelay = 1;
+  }
+  if (a && len) {
+    ip_addr_t ip;
+    u16_t port = 0;
+    ip_addr_set_zero_ip4(&ip);
+    netconn_peer(nc, &ip, &port);
+    addr_out(&ip, port, a, len);
+  }
+  pthread_mutex_lock(&lw_ev);
+  uint32_t initial = lw_mask_locked(ns);
+  pthread_mutex_unlock(&lw_ev);
+  struct uep_file *f;
+  int fd = uep_file_create(&lw_ops, ns, call->flags & (SOCK_NONBLOCK | SOCK_CLOEXEC), initial, &f);
+  if (fd < 0) {
+    int err = errno;
+    lw_sock_free(ns);
+    return -err;
+  }
+  lw_sock_attach(ns, f);
+  return fd;
+}
+
+/* ---- receiving ----------------------------------------------------------------------- */
+/* Copies from the leftover pbuf into iov[*i] from offset *io on; returns bytes. */
+static size_t copy_out(struct lw_sock *s, const struct iovec *iov, int iovcnt, int *i, size_t *io, int peek) {
+  size_t done = 0;
+  u16_t off = s->left_off;
+  while (*i < iovcnt && off < s->left->tot_len) {
+    size_t room = iov[*i].iov_len - *io;
+    if (!room) {
+      ++*i;
+      *io = 0;
+      continue;
+    }
+    u16_t want = (u16_t)(room < (size_t)(s->left->tot_len - off) ? room : (size_t)(s->left->tot_len - off));
+    u16_t got = pbuf_copy_partial(s->left, (char *)iov[*i].iov_base + *io, want, off);
+    off = (u16_t)(off + got);
+    *io += got;
+    done += got;
+  }
+  if (!peek) {
+    s->left_off = off;
+    if (off >= s->left->tot_len) {
+      pbuf_free(s->left);
+      s->left = NULL;
+      s->left_off = 0;
+    }
+  }
+  return done;
+}
+
+static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, int flags) {
+  if (flags & MSG_OOB) return -EINVAL; /* no urgent data (Linux tcp_recv_urg) */
+  if (lw_stack_dead()) return -ENETDOWN;
+  size_t total = 0;
+  for (int k = 0; k < iovcnt; ++k) total += iov[k].iov_len;
+  pthread_mutex_lock(&lw_ev);
+  enum lw_state st = s->state;
+  if (st == LW_CONNECTED) s->rx_hold = s->rcv_events > 0 || s->has_left;
+  pthread_mutex_unlock(&lw_ev);
+  if (st == LW_LISTEN || st == LW_NEW) return -ENOTCONN;
+  if (st == LW_CONNECTING) return -EAGAIN;
+  if (st == LW_FAILED) return 0; /* the error itself was uepoll's to return */
+  pthread_mutex_lock(&s->rx_mu);
+  size_t copied = 0, io = 0;
+  int i = 0;
+  ssize_t err = 0;
+  int peek = flags & MSG_PEEK;
+  while (copied < total) {
+    if (!s->left) {
+      if (s->eof_read) break;
+      struct pbuf *p = NULL;
+      err_t e = netconn_recv_tcp_pbuf_flags(s->conn, &p, NETCONN_DONTBLOCK);
+      if (e == ERR_WOULDBLOCK) break;
+      if (e != ERR_OK) {
+        /* ERR_CLSD: the FIN.  A reset or abort: its error is posted (the
+         * event callback), the stream ends here. */
+        s->eof_read = 1;
+        break;
+      }
+      s->left = p;
+      s->left_off = 0;
+    }
+    copied += copy_out(s, iov, iovcnt, &i, &io, peek);
+    if (peek) break;
+  }
+  int eof = s->eof_read;
+  pthread_mutex_lock(&lw_ev);
+  s->has_left = s->left != NULL;
+  s->rx_hold = 0;
+  lw_publish_locked(s);
+  pthread_mutex_unlock(&lw_ev);
+  pthread_mutex_unlock(&s->rx_mu);
+  if (copied || total == 0 || eof) return (ssize_t)copied;
+  pthread_mutex_lock(&lw_ev);
+  int rd_shut = s->rd_shut;
+  pthread_mutex_unlock(&lw_ev);
+  return rd_shut ? 0 : (err ? err : -EAGAIN);
+}
+
+static ssize_t lw_recvmsg(void *ctx, struct msghdr *m, const struct uep_file_call *call) {
+  m->msg_namelen = 0; /* a stream socket names no sender (Linux ____sys_recvmsg) */
+  m->msg_controllen = 0;
+  m->msg_flags = 0;
+  return recv_iov(ctx, m->msg_iov, (int)m->msg_iovlen, call->flags);
+}
+
+static ssize_t lw_read(void *ctx, const struct iovec *iov, int iovcnt, const struct uep_file_call *call) {
+  (void)call;
+  return recv_iov(ctx, iov, iovcnt, 0);
+}
+
+/* ---- sending --------------------------------------------------------------------------- */
+static ssize_t epipe(int flags) {
+  if (!(flags & MSG_NOSIGNAL)) pthread_kill(pthread_self(), SIGPIPE);
+  return -EPIPE;
+}
+
+static ssize_t send_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, int flags) {
+  if (flags & MSG_OOB) return -EOPNOTSUPP;
+  if (lw_stack_dead()) return -ENETDOWN;
+  pthread_mutex_lock(&lw_ev);
+  enum lw_state st = s->state;
+  int shut = s->wr_shut || s->closed;
+  unsigned gen = s->send_gen;
+  pthread_mutex_unlock(&lw_ev);
+  if (st == LW_CONNECTING) return -EAGAIN;
+  if (st != LW_CONNECTED || shut) return epipe(flags);
+  struct netvector small[64], *v = small;
+  if (iovcnt > 64 && !(v = malloc((size_t)iovcnt * sizeof *v))) return -ENOMEM;
+  u16_t n = 0;
+  size_t total = 0;
+  for (int k = 0; k < iovcnt && total < (1u << 30); ++k)
+    if (iov[k].iov_len) {
+      v[n].ptr = iov[k].iov_base;
+      v[n].len = iov[k].iov_len;
+      total += v[n++].len;
+    }
+  ssize_t r = 0;
+  if (n) {
+    size_t written = 0;
+    u8_t api = NETCONN_COPY | NETCONN_DONTBLOCK | ((flags & MSG_MORE) ? NETCONN_MORE : 0);
+    pthread_mutex_lock(&s->tx_mu);
+    err_t e = netconn_write_vectors_partly(s->conn, v, n, api, &written);
+    pthread_mutex_unlock(&s->tx_mu);
+    if (written) r = (ssize_t)written;
+    else if (e == ERR_OK || e == ERR_WOULDBLOCK || e == ERR_MEM) r = -EAGAIN;
+    else r = state_of(s) == LW_FAILED ? epipe(flags) : -lw_errno(e);
+    if (r == -EAGAIN) { /* wait for the next SENDPLUS (none came meanwhile) */
+      pthread_mutex_lock(&lw_ev);
+      if (s->send_gen == gen) s->sendable = 0;
+      lw_publish_locked(s);
+      pthread_mutex_unlock(&lw_ev);
+    }
+  }
+  if (v != small) free(v);
+  return r;
+}
+
+static ssize_t lw_sendmsg(void *ctx, const struct msghdr *m, const struct uep_file_call *call) {
+  return send_iov(ctx, m->msg_iov, (int)m->msg_iovlen, call->flags);
+}
+
+static ssize_t lw_write(void *ctx, const struct iovec *iov, int iovcnt, const struct uep_file_call *call) {
+  (void)call;
+  return send_iov(ctx, iov, iovcnt, 0);
+}
+
+static int lw_shutdown(void *ctx, int how) {
+  struct lw_sock *s = ctx;
+  if (how < SHUT_RD || how > SHUT_RDWR) return -EINVAL;
+  if (lw_stack_dead()) return -ENETDOWN;
+  enum lw_state st = state_of(s);
+  if (st == LW_LISTEN && how != SHUT_WR) { /* Linux: a listener just stops */
+    return 0;
+  }
+  if (st != LW_CONNECTED) return -ENOTCONN;
+  int rd = how != SHUT_WR, wr = how != SHUT_RD;
+  if (wr) netconn_shutdown(s->conn, 0, 1);
+  pthread_mutex_lock(&lw_ev);
+  if (rd) s->rd_shut = 1;
+  if (wr) s->wr_shut = 1;
+  lw_publish_locked(s);
+  pthread_mutex_unlock(&lw_ev);
+  return 0;
+}
+
+/* ---- names, options, ioctl -------------------------------------------------------- */
+static int getname(void *ctx, struct sockaddr *a, socklen_t *len, int local) {
+  struct lw_sock *s = ctx;
+  if (lw_stack_dead()) return -ENETDOWN;
+  ip_addr_t ip;
+  u16_t port = 0;
+  ip_addr_set_zero_ip4(&ip);
+  err_t e = netconn_getaddr(s->conn, &ip, &port, (u8_t)local);
+  if (e != ERR_OK) {
+    if (!local) return -ENOTCONN;
+    ip_addr_set_zero_ip4(&ip);
+    port = 0;
+  }
+  addr_out(&ip, port, a, len);
+  return 0;
+}
+static int lw_getsockname(void *ctx, struct sockaddr *a, socklen_t *len) { return getname(ctx, a, len, 1); }
+static int lw_getpeername(void *ctx, struct sockaddr *a, socklen_t *len) {
+  if (state_of(ctx) != LW_CONNECTED) return -ENOTCONN;
+  return getname(ctx, a, len, 0);
+}
+
+static int put_int(void *val, socklen_t *len, int v) {
+  if ((int)*len < 0) return -EINVAL;
+  socklen_t n = *len < (socklen_t)sizeof v ? *len : (socklen_t)sizeof v;
+  memcpy(val, &v, (size_t)n);
+  *len = n;
+  return 0;
+}
+
+/* Under the core lock: pcb is conn->pcb.tcp (NULL after an error); a
+ * listening pcb (struct tcp_pcb_listen) has only so_options. */
+static int sockopt_locked(struct lw_sock *s, int level, int name, int set, int *v) {
+  struct tcp_pcb *pcb = s->conn->pcb.tcp;
+  int listening = s->state == LW_LISTEN;
+  if (level == SOL_SOCKET) {
+    u8_t opt = name == SO_REUSEADDR ? SOF_REUSEADDR : name == SO_KEEPALIVE ? SOF_KEEPALIVE : 0;
+    if (opt) {
+      if (set && pcb) {
+        if (*v) ip_set_option(pcb, opt);
+        else ip_reset_option(pcb, opt);
+      }
+      if (!set) *v = pcb && ip_get_option(pcb, opt) ? 1 : 0;
+      return 0;
+    }
+    switch (name) {
+      case SO_RCVBUF: if (!set) *v = TCP_WND; return 0;      /* fixed at build time */
+      case SO_SNDBUF: if (!set) *v = TCP_SND_BUF; return 0;  /* fixed at build time */
+      case SO_ACCEPTCONN: if (set) return -ENOPROTOOPT; *v = listening; return 0;
+      default: return -ENOPROTOOPT;
+    }
+  }
+  if (level == IPPROTO_TCP) {
+    switch (name) {
+      case TCP_NODELAY:
+        if (set) {
+          s->nodelay = *v != 0;
+          if (pcb && !listening) {
+            if (*v) tcp_nagle_disable(pcb);
+            else tcp_nagle_enable(pcb);
+          }
+        } else {
+          *v = s->nodelay;
+        }
+        return 0;
+      case TCP_KEEPIDLE:
+      case TCP_KEEPINTVL:
+      case TCP_KEEPCNT: {
+        if (set && *v < 1) return -EINVAL;
+        if (!pcb || listening) {
+          if (!set) *v = name == TCP_KEEPCNT ? 9 : name == TCP_KEEPIDLE ? 7200 : 75;
+          return 0;
+        }
+        u32_t *f = name == TCP_KEEPIDLE ? &pcb->keep_idle : name == TCP_KEEPINTVL ? &pcb->keep_intvl : &pcb->keep_cnt;
+        u32_t scale = name == TCP_KEEPCNT ? 1 : 1000;
+        if (set) *f = (u32_t)*v * scale;
+        else *v = (int)(*f / scale);
+        return 0;
+      }
+      default: return -ENOPROTOOPT;
+    }
+  }
+  return -ENOPROTOOPT;
+}
+
+static int lw_getsockopt(void *ctx, int level, int name, void *val, socklen_t *len) {
+  struct lw_sock *s = ctx;
+  if (lw_stack_dead()) return -ENETDOWN;
+  int v = 0;
+  LOCK_TCPIP_CORE();
+  pthread_mutex_lock(&lw_ev);
+  int r = sockopt_locked(s, level, name, 0, &v);
+  pthread_mutex_unlock(&lw_ev);
+  UNLOCK_TCPIP_CORE();
+  return r ? r : put_int(val, len, v);
+}
+
+static int lw_setsockopt(void *ctx, int level, int name, const void *val, socklen_t len) {
+  struct lw_sock *s = ctx;
+  if (lw_stack_dead()) return -ENETDOWN;
+  if (len < (socklen_t)sizeof(int)) return -EINVAL;
+  int v;
+  memcpy(&v, val, sizeof v);
+  LOCK_TCPIP_CORE();
+  pthread_mutex_lock(&lw_ev);
+  int r = sockopt_locked(s, level, name, 1, &v);
+  pthread_mutex_unlock(&lw_ev);
+  UNLOCK_TCPIP_CORE();
+  return r;
+}
+
+static int lw_ioctl(void *ctx, unsigned long req, void *arg, const struct uep_file_call *call) {
+  (void)call;
+  struct lw_sock *s = ctx;
+  if (req != FIONREAD && req != TIOCOUTQ) return -ENOTTY;
+  if (lw_stack_dead()) return -ENETDOWN;
+  int v = 0;
+  if (state_of(s) == LW_LISTEN) return -EINVAL; /* Linux tcp_ioctl */
+  if (req == FIONREAD) {
+    pthread_mutex_lock(&s->rx_mu);
+    int avail = __atomic_load_n(&s->conn->recv_avail, __ATOMIC_RELAXED);
+    v = (avail > 0 ? avail : 0) + (s->left ? s->left->tot_len - s->left_off : 0);
+    pthread_mutex_unlock(&s->rx_mu);
+  } else {
+    LOCK_TCPIP_CORE();
+    struct tcp_pcb *pcb = s->conn->pcb.tcp;
+    v = pcb ? (int)(TCP_SND_BUF - tcp_sndbuf(pcb)) : 0;
+    UNLOCK_TCPIP_CORE();
+  }
+  memcpy(arg, &v, sizeof v);
+  return 0;
+}
+
+static void lw_release(void *ctx) { lw_sock_free(ctx); }
+
+static const struct uep_file_operations lw_ops = {
+    .size = sizeof(struct uep_file_operations),
+    .flags = UEP_FILE_PUSH | UEP_FILE_STREAM,
+    .sock_family = AF_INET,
+    .sock_type = SOCK_STREAM,
+    .sock_protocol = IPPROTO_TCP,
+    .read_iter = lw_read,
+    .write_iter = lw_write,
+    .ioctl = lw_ioctl,
+    .release = lw_release,
+    .bind = lw_bind,
+    .listen = lw_listen,
+    .accept4 = lw_accept4,
+    .connect = lw_connect,
+    .sendmsg = lw_sendmsg,
+    .recvmsg = lw_recvmsg,
+    .shutdown = lw_shutdown,
+    .getsockopt = lw_getsockopt,
+    .setsockopt = lw_setsockopt,
+    .getsockname = lw_getsockname,
+    .getpeername = lw_getpeername,
+};
+
+/* ---- the provider ------------------------------------------------------------------- */
+static int lw_socket(int family, int type, int protocol, int *fd) {
+  int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+  if (family != AF_INET || base != SOCK_STREAM || (protocol != 0 && protocol != IPPROTO_TCP))
+    return UEP_PROVIDER_DECLINE;
+  if (type & ~(SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC)) return -EINVAL;
+  if (lw_stack_dead()) return -ENETDOWN;
+  struct netconn *nc = netconn_new_with_callback(NETCONN_TCP, lw_event);
+  if (!nc) return -ENOBUFS;
+  struct lw_sock *s = lw_sock_new(nc, 0);
+  if (!s) {
+    netconn_delete(nc);
+    return -ENOMEM;
+  }
+  struct uep_file *f;
+  int u = uep_file_create(&lw_ops, s, type & (SOCK_NONBLOCK | SOCK_CLOEXEC), EPOLLOUT | EPOLLWRNORM | EPOLLHUP, &f);
+  if (u < 0) {
+    int err = errno;
+    lw_sock_free(s);
+    return -err;
+  }
+  lw_sock_attach(s, f);
+  *fd = u;
+  return 0;
+}
+
+static const struct uep_provider lw_provider = {
+    .size = sizeof(struct uep_provider),
+    .name = "lwip",
+    .socket = lw_socket,
+    .at_fork = lw_stack_at_fork,
+    .fini = NULL,
+};
+
+__attribute__((visibility("default"))) const struct uep_provider *uep_provider_init(const char *config) {
+  static int started; /* once per process: the preload calls it once */
+  if (!started) {
+    int r = lw_stack_start(config);
+    if (r) {
+      errno = -r;
+      return NULL;
+    }
+    started = 1;
+  }
+  return &lw_provider;
+}
