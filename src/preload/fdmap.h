@@ -24,7 +24,8 @@
 
 namespace uepoll::preload {
 
-enum class Kind : uint8_t { kNone = 0, kEpoll, kEventFd, kPipe, kSocket, kTimer, kCount };
+// kProvider: a socket served by the loaded socket provider (interpose_sock.c).
+enum class Kind : uint8_t { kNone = 0, kEpoll, kEventFd, kPipe, kSocket, kTimer, kProvider, kCount };
 
 // The uepoll descriptor shown as n, or 0.  Lock-free, async-signal-safe.
 int map(int n) noexcept;

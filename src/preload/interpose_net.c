@@ -5,11 +5,11 @@
  *
  * Calls uepoll cannot serve on a uepoll descriptor get Linux's answer when
  * Linux has a fixed one for that object type (mmap: ENODEV; fsync,
- * ftruncate: EINVAL; listen/accept/connect on a connected pair: EINVAL,
- * EINVAL, EISCONN; isatty: ENOTTY), otherwise an error and a one-line
+ * ftruncate: EINVAL; isatty: ENOTTY), otherwise an error and a one-line
  * warning naming the call (splice, sendfile, tee, copy_file_range, fstatfs,
- * flock, bind).  Anything else reaches the kernel with the placeholder
- * descriptor (fdmap.h), which answers EBADF.
+ * flock).  Anything else reaches the kernel with the placeholder
+ * descriptor (fdmap.h), which answers EBADF.  socket, bind, listen,
+ * accept, accept4 and connect are interpose_sock.c's.
  *
  * Locks: none.
  */
@@ -206,40 +206,6 @@ int getpeername(int fd, struct sockaddr *a, socklen_t *len) {
   UEP_PL_FORWARD2(fd, getpeername, (u, a, len), getpeername, (fd, a, len));
 }
 int shutdown(int fd, int how) { UEP_PL_FORWARD2(fd, shutdown, (u, how), shutdown, (fd, how)); }
-
-/* Linux's answer for a connected AF_UNIX stream pair, ENOTSOCK for the
- * other uepoll objects; -2 when fd is a kernel descriptor. */
-static int pair_answer(int fd, int err_for_pair) {
-  if (!uep_pl_map(fd)) return -2;
-  errno = uep_pl_kind(fd) == UEP_PL_SOCKET ? err_for_pair : ENOTSOCK;
-  return -1;
-}
-
-int listen(int fd, int backlog) {
-  int r = pair_answer(fd, EINVAL); /* unix_listen: an unbound socket */
-  return r == -2 ? UEP_PL_REAL(listen)(fd, backlog) : r;
-}
-int accept(int fd, struct sockaddr *a, socklen_t *len) {
-  int r = pair_answer(fd, EINVAL); /* not listening */
-  return r == -2 ? UEP_PL_REAL(accept)(fd, a, len) : r;
-}
-int accept4(int fd, struct sockaddr *a, socklen_t *len, int flags) {
-  int r = pair_answer(fd, EINVAL);
-  return r == -2 ? UEP_PL_REAL(accept4)(fd, a, len, flags) : r;
-}
-int connect(int fd, const struct sockaddr *a, socklen_t len) {
-  int r = pair_answer(fd, EISCONN);
-  return r == -2 ? UEP_PL_REAL(connect)(fd, a, len) : r;
-}
-int bind(int fd, const struct sockaddr *a, socklen_t len) {
-  if (uep_pl_map(fd) && uep_pl_kind(fd) == UEP_PL_SOCKET) {
-    uep_pl_refuse("bind() on a uepoll socket pair: not supported (EOPNOTSUPP)");
-    errno = EOPNOTSUPP;
-    return -1;
-  }
-  int r = pair_answer(fd, 0);
-  return r == -2 ? UEP_PL_REAL(bind)(fd, a, len) : r;
-}
 
 /* ---- calls uepoll does not implement --------------------------------------------- */
 static int refuse(const char *call, int err) {

@@ -9,8 +9,11 @@
 extern "C" {
 #endif
 
-/* Kinds, as uepoll::preload::Kind. */
-enum { UEP_PL_KERNEL = 0, UEP_PL_EPOLL, UEP_PL_EVENTFD, UEP_PL_PIPE, UEP_PL_SOCKET, UEP_PL_TIMER, UEP_PL_NKINDS };
+/* Kinds, as uepoll::preload::Kind.  UEP_PL_NKINDS: the kinds that
+ * UEPOLL_PRELOAD_KINDS chooses from; UEP_PL_PROVIDER: a socket a provider
+ * served (interpose_sock.c). */
+enum { UEP_PL_KERNEL = 0, UEP_PL_EPOLL, UEP_PL_EVENTFD, UEP_PL_PIPE, UEP_PL_SOCKET, UEP_PL_TIMER, UEP_PL_NKINDS,
+       UEP_PL_PROVIDER = UEP_PL_NKINDS };
 
 int uep_pl_map(int n);                        /* uepoll fd shown as n, or 0 */
 int uep_pl_kind(int n);

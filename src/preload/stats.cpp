@@ -40,7 +40,7 @@ void warn_once(const char* message) noexcept {
 namespace {
 
 const char* kind_name(int k) {
-  static const char* names[] = {"kernel", "epoll", "eventfd", "pipe", "socketpair", "timerfd"};
+  static const char* names[] = {"kernel", "epoll", "eventfd", "pipe", "socketpair", "timerfd", "provider"};
   return names[k];
 }
 
@@ -65,7 +65,8 @@ void write_stats() {
   std::string out = "uepoll-stats pid " + std::to_string(getpid()) + "\n";
   auto line = [&](const std::string& k, uint64_t v) { out += k + " " + std::to_string(v) + "\n"; };
   line("epoll_instances", s.created[static_cast<int>(Kind::kEpoll)].load());
-  for (int k = 2; k < static_cast<int>(Kind::kCount); ++k) line(std::string("objects_") + kind_name(k), s.created[k].load());
+  for (int k = 2; k < static_cast<int>(Kind::kProvider); ++k) line(std::string("objects_") + kind_name(k), s.created[k].load());
+  line("provider_sockets", s.created[static_cast<int>(Kind::kProvider)].load());  // made by socket() or accept()
   for (int k = 0; k < static_cast<int>(Kind::kCount); ++k)
     line(std::string("registrations_") + kind_name(k), s.registrations[k].load());
   line("ctl_calls", s.ctl_calls.load());
