@@ -12,7 +12,7 @@
  *   timerfd_settime timerfd_gettime read write readv writev pread pwrite
  *   lseek close dup dup2 dup3 fcntl ioctl fstat poll ppoll shutdown send
  *   recv sendto recvfrom sendmsg recvmsg getsockopt setsockopt getsockname
- *   getpeername
+ *   getpeername bind listen accept accept4 connect
  *
  * How.  This header first includes every system header that declares these
  * names, then defines each name as an object-like macro (`#define read
@@ -48,6 +48,9 @@
  *     off for the file, since glibc's fortified inline read() etc. would
  *     otherwise call the kernel directly.  Included last, the fortified
  *     wrappers are simply bypassed for these names.
+ *   - bind is a macro too: in C++, std::bind in the same file becomes
+ *     std::uep_bind (UEPOLL_COMPAT_NO_BIND leaves bind, listen, accept,
+ *     accept4 and connect alone).
  *   - UEPOLL_COMPAT_NO_<NAME> (e.g. -DUEPOLL_COMPAT_NO_CLOSE) leaves that
  *     name alone.
  */
@@ -169,6 +172,13 @@ static inline int uep_compat_eventfd_write(int fd, eventfd_t value) {
 #define setsockopt uep_setsockopt
 #define getsockname uep_getsockname
 #define getpeername uep_getpeername
+#endif
+#ifndef UEPOLL_COMPAT_NO_BIND
+#define bind uep_bind
+#define listen uep_listen
+#define accept uep_accept
+#define accept4 uep_accept4
+#define connect uep_connect
 #endif
 
 #endif /* UEPOLL_COMPAT_H */

@@ -148,8 +148,13 @@ int uep_poll(struct pollfd *fds, nfds_t nfds, int timeout);
  *   select/pselect: an fd_set cannot hold a uepoll descriptor (they lie
  *          far above FD_SETSIZE): these are the kernel's calls, for kernel
  *          descriptors only.  Use uep_poll/uep_ppoll for uepoll ones.
- *   Socket calls on uepoll socket pairs: MSG_DONTWAIT, MSG_NOSIGNAL,
- *          MSG_PEEK, MSG_WAITALL; no control messages (EOPNOTSUPP). */
+ *   Socket calls: on a uepoll descriptor that is not a socket ENOTSOCK
+ *          (after EBADF, in Linux's order); on a file made with
+ *          uep_file_create (<uepoll/file.h>) they reach its socket
+ *          operations.  On uepoll socket pairs: MSG_DONTWAIT, MSG_NOSIGNAL,
+ *          MSG_PEEK, MSG_WAITALL; no control messages (EOPNOTSUPP);
+ *          listen and accept EINVAL, connect EISCONN (a connected pair),
+ *          bind EOPNOTSUPP (naming a pair is not modelled). */
 int uep_fcntl(int fd, int cmd, ... /* arg */);
 int uep_ioctl(int fd, unsigned long request, ... /* arg */);
 int uep_dup2(int oldfd, int newfd);
@@ -181,6 +186,12 @@ int uep_setsockopt(int sockfd, int level, int optname, const void *optval,
                    socklen_t optlen);
 int uep_getsockname(int sockfd, struct sockaddr *addr, socklen_t *addrlen);
 int uep_getpeername(int sockfd, struct sockaddr *addr, socklen_t *addrlen);
+int uep_bind(int sockfd, const struct sockaddr *addr, socklen_t addrlen);
+int uep_listen(int sockfd, int backlog);
+int uep_accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen);
+int uep_accept4(int sockfd, struct sockaddr *addr, socklen_t *addrlen,
+                int flags);
+int uep_connect(int sockfd, const struct sockaddr *addr, socklen_t addrlen);
 
 /* Extension: 1 if fd is an open uepoll descriptor, 0 otherwise. */
 int uep_is_uepoll_fd(int fd);

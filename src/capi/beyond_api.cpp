@@ -1,7 +1,8 @@
-// beyond_api.cpp - the C edge of issue 10's extensions (uepoll.h "beyond
-// Linux"): the epoll ioctls (EPIOCSPARAMS / EPIOCGPARAMS, reached through
-// uep_ioctl's capi::epoll_ioctl hook), uep_epoll_ctl_batch and uep_fdinfo.  Argument checks in Linux 6.18's order
-// where Linux has the call.
+// beyond_api.cpp - the C edge of the extensions beyond Linux (uepoll.h
+// "beyond Linux"): the C++ API's entry to the epoll ioctls (EPIOCSPARAMS /
+// EPIOCGPARAMS, the instance's own, epoll/instance_file.cpp),
+// uep_epoll_ctl_batch and uep_fdinfo.  Argument checks in Linux 6.18's
+// order where Linux has the call.
 //
 // Locks: none here; ctl_on and the instance take their own.
 #include <uepoll/uepoll.h>
@@ -9,7 +10,6 @@
 
 #include "capi/ctl.h"
 #include "capi/edge.h"
-#include "capi/epoll_ioctl.h"
 #include "core/reclaim.h"
 #include "core/user_memory.h"
 #include "epoll/fdinfo.h"
@@ -21,64 +21,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
-#include <linux/capability.h>
 #include <string>
 #include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 using uepoll::capi::to_c;
-
-namespace {
-
-constexpr uint16_t kNapiPollWeight = 64;  // NAPI_POLL_WEIGHT
-
-// Linux capable(CAP_NET_ADMIN): the effective set.
-bool has_net_admin() {
-  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2]{};
-  if (::syscall(SYS_capget, &hdr, data) != 0) return false;
-  return (data[CAP_NET_ADMIN / 32].effective & (1u << (CAP_NET_ADMIN % 32))) != 0;
-}
-
-// Linux ep_eventpoll_bp_ioctl().
-long params_ioctl(uepoll::epoll::Instance* ep, unsigned long req, void* arg) {
-  uepoll::epoll::BusyPoll& bp = ep->busy_poll();
-  struct epoll_params p;
-  if (req == EPIOCSPARAMS) {
-    if (!uepoll::core::user_readable(arg, sizeof p)) return -EFAULT;  // copy_from_user
-    std::memcpy(&p, arg, sizeof p);
-    if (p.__pad) return -EINVAL;
-    if (p.busy_poll_usecs > static_cast<uint32_t>(INT32_MAX)) return -EINVAL;
-    if (p.prefer_busy_poll > 1) return -EINVAL;
-    if (p.busy_poll_budget > kNapiPollWeight && !has_net_admin()) return -EPERM;
-    bp.usecs.store(p.busy_poll_usecs, std::memory_order_relaxed);
-    bp.budget.store(p.busy_poll_budget, std::memory_order_relaxed);
-    bp.prefer.store(p.prefer_busy_poll, std::memory_order_relaxed);
-    bp.reset_adaptation();
-    return 0;
-  }
-  std::memset(&p, 0, sizeof p);
-  p.busy_poll_usecs = bp.usecs.load(std::memory_order_relaxed);
-  p.busy_poll_budget = bp.budget.load(std::memory_order_relaxed);
-  p.prefer_busy_poll = bp.prefer.load(std::memory_order_relaxed);
-  if (!uepoll::core::user_readable(arg, sizeof p) || uepoll::core::writable_prefix(arg, sizeof p) < sizeof p)
-    return -EFAULT;  // copy_to_user
-  std::memcpy(arg, &p, sizeof p);
-  return 0;
-}
-
-}  // namespace
-
-namespace uepoll::capi {
-
-// An instance's own ioctls (capi/epoll_ioctl.h; Linux ep_eventpoll_ioctl).
-long epoll_ioctl(core::File* ep, unsigned long req, void* arg) noexcept {
-  if (req != EPIOCSPARAMS && req != EPIOCGPARAMS) return -EINVAL;  // ep_eventpoll_ioctl
-  return params_ioctl(static_cast<uepoll::epoll::Instance*>(ep), req, arg);
-}
-
-}  // namespace uepoll::capi
 
 namespace uepoll::detail {
 
@@ -86,7 +33,7 @@ namespace uepoll::detail {
 // for uepoll descriptors, and the whole call for kernel ones: the C++ API's
 // Epoll::set_busy_poll/busy_poll.  The requests the VFS answers for every
 // file (FIONBIO, FIOCLEX, ...) are uep_ioctl's (capi/fd_surface_api.cpp),
-// which calls capi::epoll_ioctl for the rest on an instance.  0 or -errno.
+// which hands the rest to the file's ioctl.  0 or -errno.
 long epoll_ioctl(int fd, unsigned long req, void* arg) noexcept {
   if (!uepoll::fd::in_range(fd)) {
     int r = ::ioctl(fd, req, arg);
@@ -95,7 +42,7 @@ long epoll_ioctl(int fd, unsigned long req, void* arg) noexcept {
   uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
   if (!f) return -EBADF;
   if (!f->is_epoll()) return -ENOTTY;  // no unlocked_ioctl, or -ENOIOCTLCMD
-  return uepoll::capi::epoll_ioctl(f.get(), req, arg);
+  return f->ioctl(req, arg);  // Instance::ioctl
 }
 
 long epoll_ctl_batch(int epfd, struct uep_ctl_cmd* cmds, int ncmds) noexcept {

@@ -43,7 +43,6 @@ using uepoll::core::user_range_ok;
 using uepoll::core::user_readable;
 
 using uepoll::capi::kMaxRwCount;
-using uepoll::capi::rw_mode_check;
 
 // Linux do_sys_poll(): more entries than RLIMIT_NOFILE is EINVAL before
 // anything is read.
@@ -216,7 +215,7 @@ long read(int fd, void* buf, size_t count) noexcept {
   }
   FileRef f(uepoll::fd::lookup(fd));
   if (!f) return -EBADF;
-  if (long r = rw_mode_check(f.get(), false)) return r;
+  if (long r = f->rw_check(false)) return r;
   if (!user_range_ok(buf, count)) return -EFAULT;
   if (count > kMaxRwCount) count = kMaxRwCount;
   return f->read(buf, count);
@@ -229,7 +228,7 @@ long write(int fd, const void* buf, size_t count) noexcept {
   }
   FileRef f(uepoll::fd::lookup(fd));
   if (!f) return -EBADF;
-  if (long r = rw_mode_check(f.get(), true)) return r;
+  if (long r = f->rw_check(true)) return r;
   if (!user_range_ok(buf, count)) return -EFAULT;
   if (count > kMaxRwCount) count = kMaxRwCount;
   return f->write(buf, count);

@@ -4,45 +4,31 @@
 // uep_select, uep_pselect.  Each mirrors what Linux 6.18 does for the object
 // type (fs/fcntl.c setfl/do_fcntl, fs/ioctl.c do_vfs_ioctl, fs/file.c
 // do_dup2/ksys_dup3, fs/read_write.c, fs/stat.c), checks in Linux's order;
+// what depends on the kind of file is the file's operation (core/file.h);
 // kernel descriptors go to the kernel.  (Sockets' calls: socket_api.cpp.)
 //
-// Locks: one leaf mutex of its own (the warn-once list; core/lock_order.h
-// level 9), the fd table's mutex (fd::install_at, cloexec) and, inside the
-// objects, their wait-queue and leaf locks.
+// Locks: none of its own; the fd table's mutex (fd::install_at, cloexec)
+// and, inside the objects' operations, their wait-queue and leaf locks.
 #include <uepoll/uepoll.h>
 #include <uepoll/detail/ops.hpp>
 
 #include "capi/edge.h"
-#include "capi/epoll_ioctl.h"
 #include "capi/rw_check.h"
-#include "core/mutex.h"
 #include "core/user_memory.h"
 #include "fd/table.h"
-#include "objects/pipe.h"
-#include "objects/socketpair.h"
-#include "objects/user_ptr.h"
 
 #include <cerrno>
 #include <cstdarg>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <fcntl.h>
-#include <mutex>
-#include <string>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <vector>
 
 using uepoll::capi::to_c;
 using uepoll::capi::to_c_ssize;
 using uepoll::core::File;
-using uepoll::core::FileKind;
 using uepoll::fd::FileRef;
 
 namespace {
@@ -55,22 +41,19 @@ constexpr int kSetflMask = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYN
 constexpr int kUioMaxIov = 1024;  // UIO_MAXIOV
 constexpr int kSeekMax = 4;       // SEEK_MAX (SEEK_HOLE)
 
-// Anonymous-inode files (a user-defined file, uep_file_open, is one too).
-bool is_anon(FileKind k) {
-  return k == FileKind::kEpoll || k == FileKind::kEventFd || k == FileKind::kTimer || k == FileKind::kUser;
-}
-
 // Linux setfl(): the bits of SETFL_MASK change, the rest stay.  O_DIRECT
 // needs ->direct_IO or a pipe (EINVAL otherwise); O_ASYNC is kept only by
 // files with ->fasync (pipes and sockets; uepoll records it but sends no
 // SIGIO, docs/linux-deviations.md); O_NOATIME needs the inode's owner
-// (anonymous inodes belong to root).
+// (anonymous inodes belong to root); then the file's own hook.
 long setfl(File* f, int arg) {
   const int old = f->status_flags();
-  if ((arg & O_NOATIME) && !(old & O_NOATIME) && is_anon(f->kind()) && geteuid() != 0) return -EPERM;
-  if ((arg & O_DIRECT) && f->kind() != FileKind::kPipeRead && f->kind() != FileKind::kPipeWrite) return -EINVAL;
-  if (is_anon(f->kind())) arg &= ~O_ASYNC;
-  f->set_status_flags((arg & kSetflMask) | (old & ~kSetflMask));
+  if ((arg & O_NOATIME) && !(old & O_NOATIME) && f->anon_inode() && geteuid() != 0) return -EPERM;
+  if ((arg & O_DIRECT) && !f->direct_io()) return -EINVAL;
+  if (!f->has_fasync()) arg &= ~O_ASYNC;
+  const int next = (arg & kSetflMask) | (old & ~kSetflMask);
+  if (long r = f->setfl_hook(old, next)) return r;
+  f->set_status_flags(next);
   return 0;
 }
 
@@ -89,68 +72,6 @@ long dupfd(File* f, unsigned long arg, bool cloexec) {
   return uepoll::fd::cloexec_if(fd, cloexec);
 }
 
-void warn_once(const char* what) {
-  static uepoll::core::Mutex mu{uepoll::core::lock_class::kWarnOnce};
-  static std::vector<std::string>* seen = new std::vector<std::string>();
-  uepoll::core::MutexLock g(mu);
-  for (auto& s : *seen)
-    if (s == what) return;
-  seen->emplace_back(what);
-  std::fprintf(stderr, "uepoll: %s\n", what);
-}
-
-// ---- fstat ------------------------------------------------------------------
-// What Linux reports is taken from a real kernel object of the same kind,
-// fstat'ed once: an anonymous inode (epoll, eventfd, timerfd: mode 0600, no
-// type bits, one inode shared by all), pipefs (S_IFIFO|0600) and sockfs
-// (S_IFSOCK|0777).  Pipes and sockets get an inode number of their own
-// (unique while the object lives, not from the kernel's counter).
-struct StatTemplates {
-  struct stat anon {}, fifo{}, sock{};
-  int err = 0;
-};
-
-const StatTemplates& templates() {
-  static StatTemplates t;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    int e = ::eventfd(0, EFD_CLOEXEC);
-    int p[2] = {-1, -1}, s[2] = {-1, -1};
-    if (e < 0 || ::pipe2(p, O_CLOEXEC) < 0 || ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, s) < 0 ||
-        ::fstat(e, &t.anon) < 0 || ::fstat(p[0], &t.fifo) < 0 || ::fstat(s[0], &t.sock) < 0)
-      t.err = errno;
-    for (int fd : {e, p[0], p[1], s[0], s[1]})
-      if (fd >= 0) ::close(fd);
-  });
-  return t;
-}
-
-long stat_file(File* f, struct stat* st) {
-  const StatTemplates& t = templates();
-  if (t.err) return -t.err;
-  constexpr ino_t kInoBase = static_cast<ino_t>(1) << 40;  // far above pipefs/sockfs counters
-  switch (f->kind()) {
-    case FileKind::kPipeRead:
-    case FileKind::kPipeWrite: {
-      *st = t.fifo;
-      // Both ends share one inode, as in Linux: the ring's address.
-      const void* ring = f->kind() == FileKind::kPipeRead
-                             ? static_cast<const void*>(static_cast<uepoll::objects::PipeReader*>(f)->pipe())
-                             : static_cast<const void*>(static_cast<uepoll::objects::PipeWriter*>(f)->pipe());
-      st->st_ino = kInoBase + (reinterpret_cast<uintptr_t>(ring) >> 6);
-      break;
-    }
-    case FileKind::kSocket:
-      *st = t.sock;
-      st->st_ino = kInoBase + f->id();
-      break;
-    default:
-      *st = t.anon;
-      break;
-  }
-  return 0;
-}
-
 // ---- readv / writev -----------------------------------------------------------
 // Linux import_iovec: more than UIO_MAXIOV segments or a negative length is
 // EINVAL, an unreadable array EFAULT; the total is clamped to MAX_RW_COUNT.
@@ -165,69 +86,6 @@ long check_iov(const struct iovec* iov, int iovcnt, size_t* total) {
   }
   *total = sum;
   return 0;
-}
-
-// Bytes moved per call through the bounce buffer: a pipe's atomic unit
-// (PIPE_BUF) always fits in one call; larger totals go in chunks.
-constexpr size_t kChunk = 1 << 20;
-
-long do_readv(File* f, const struct iovec* iov, int iovcnt, size_t total) {
-  // Every uepoll object has Linux's ->read_iter semantics for readv (pipe,
-  // socket, eventfd and timerfd read into the whole vector at once).
-  std::vector<char> buf(total < kChunk ? total : kChunk);
-  const long r = f->read(buf.data(), buf.size());
-  if (r <= 0) return r;
-  size_t done = 0;
-  for (int i = 0; i < iovcnt && done < static_cast<size_t>(r); ++i) {
-    size_t n = iov[i].iov_len;
-    if (n > static_cast<size_t>(r) - done) n = static_cast<size_t>(r) - done;
-    if (n && uepoll::objects::faulting_ptr(iov[i].iov_base)) return done ? static_cast<long>(done) : -EFAULT;
-    std::memcpy(iov[i].iov_base, buf.data() + done, n);
-    done += n;
-  }
-  return r;
-}
-
-long do_writev(File* f, const struct iovec* iov, int iovcnt, size_t total) {
-  if (f->kind() == FileKind::kEventFd || f->kind() == FileKind::kUser) {
-    // eventfd (and a user file) has ->write only: Linux loops over the segments
-    // (do_loop_readv_writev), stopping at the first error or short write.
-    long done = 0;
-    for (int i = 0; i < iovcnt; ++i) {
-      if (!iov[i].iov_len) continue;
-      const long r = f->write(iov[i].iov_base, iov[i].iov_len);
-      if (r < 0) return done ? done : r;
-      done += r;
-      if (static_cast<size_t>(r) != iov[i].iov_len) break;
-    }
-    return done;
-  }
-  // Pipes and sockets: one ->write_iter over the whole vector.
-  std::vector<char> buf(total < kChunk ? total : kChunk);
-  long done = 0;
-  int seg = 0;
-  size_t off = 0;
-  while (static_cast<size_t>(done) < total) {
-    size_t n = 0;
-    while (n < buf.size() && seg < iovcnt) {
-      size_t take = iov[seg].iov_len - off;
-      if (take > buf.size() - n) take = buf.size() - n;
-      if (take && uepoll::objects::faulting_ptr(iov[seg].iov_base)) break;
-      std::memcpy(buf.data() + n, static_cast<const char*>(iov[seg].iov_base) + off, take);
-      n += take;
-      off += take;
-      if (off == iov[seg].iov_len) {
-        ++seg;
-        off = 0;
-      }
-    }
-    if (n == 0) return done ? done : -EFAULT;
-    const long r = f->write(buf.data(), n);
-    if (r < 0) return done ? done : r;
-    done += r;
-    if (static_cast<size_t>(r) < n) break;
-  }
-  return done;
 }
 
 }  // namespace
@@ -252,13 +110,7 @@ long fcntl(int fd, int cmd, unsigned long arg) noexcept {
       return setfl(f.get(), static_cast<int>(arg));
     case F_GETPIPE_SZ:
     case F_SETPIPE_SZ:
-      if (f->kind() != FileKind::kPipeRead && f->kind() != FileKind::kPipeWrite) return -EBADF;
-      if (cmd == F_GETPIPE_SZ) return uepoll::objects::kPipeSlots * uepoll::objects::kPipePage;
-      if (arg <= uepoll::objects::kPipeSlots * uepoll::objects::kPipePage &&
-          arg > (uepoll::objects::kPipeSlots / 2) * uepoll::objects::kPipePage)
-        return uepoll::objects::kPipeSlots * uepoll::objects::kPipePage;  // the size it has
-      warn_once("fcntl(F_SETPIPE_SZ): uepoll pipes keep their 64 KiB ring (EPERM)");
-      return -EPERM;
+      return f->pipe_size(cmd, arg);  // -EBADF on anything but a pipe
     case F_SETOWN:
       // Recorded for F_GETOWN; no SIGIO/SIGURG is ever sent (O_ASYNC is
       // not delivered, docs/linux-deviations.md).  Linux accepts it on any file.
@@ -287,39 +139,17 @@ long ioctl(int fd, unsigned long request, void* arg) noexcept {
       if (!user_readable(arg, sizeof(int))) return -EFAULT;
       const int on = *static_cast<const int*>(arg);
       const int bit = request == FIONBIO ? O_NONBLOCK : O_ASYNC;
-      if (request == FIOASYNC && is_anon(f->kind())) return 0;  // no ->fasync: nothing to change
+      if (request == FIOASYNC && !f->has_fasync()) return 0;  // no ->fasync: nothing to change
       const int old = f->status_flags();
-      f->set_status_flags(on ? (old | bit) : (old & ~bit));
+      const int next = on ? (old | bit) : (old & ~bit);
+      if (long r = f->setfl_hook(old, next)) return r;
+      f->set_status_flags(next);
       return 0;
     }
     default:
       break;
   }
-  int value = 0;
-  switch (f->kind()) {
-    case FileKind::kEpoll:
-      return uepoll::capi::epoll_ioctl(f.get(), request, arg);
-    case FileKind::kPipeRead:
-    case FileKind::kPipeWrite:
-      if (request != FIONREAD) return -ENOTTY;  // pipe_ioctl
-      value = uepoll::objects::pipe_queued_bytes(f.get());
-      break;
-    case FileKind::kSocket: {
-      auto* s = static_cast<uepoll::objects::UnixSocket*>(f.get());
-      if (request == FIONREAD)  // SIOCINQ
-        value = static_cast<int>(s->inq());
-      else if (request == TIOCOUTQ)  // SIOCOUTQ
-        value = static_cast<int>(s->outq());
-      else
-        return -ENOTTY;  // sock_ioctl: ENOIOCTLCMD
-      break;
-    }
-    default:
-      return -ENOTTY;  // eventfd, timerfd: no ->unlocked_ioctl
-  }
-  if (!user_readable(arg, sizeof(int))) return -EFAULT;  // put_user
-  *static_cast<int*>(arg) = value;
-  return 0;
+  return f->ioctl(request, arg);  // f_op->unlocked_ioctl (-ENOTTY without)
 }
 
 long dup3(int oldfd, int newfd, int flags) noexcept {
@@ -365,22 +195,22 @@ long readv(int fd, const struct iovec* iov, int iovcnt) noexcept {
   if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::readv(fd, iov, iovcnt));
   FileRef f(uepoll::fd::lookup(fd));
   if (!f) return -EBADF;
-  if (long r = uepoll::capi::rw_mode_check(f.get(), false)) return r;
+  if (long r = f->rw_check(false)) return r;
   size_t total = 0;
   if (long r = check_iov(iov, iovcnt, &total)) return r;
   if (total == 0) return 0;
-  return do_readv(f.get(), iov, iovcnt, total);
+  return f->read_iter(iov, iovcnt, total);
 }
 
 long writev(int fd, const struct iovec* iov, int iovcnt) noexcept {
   if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::writev(fd, iov, iovcnt));
   FileRef f(uepoll::fd::lookup(fd));
   if (!f) return -EBADF;
-  if (long r = uepoll::capi::rw_mode_check(f.get(), true)) return r;
+  if (long r = f->rw_check(true)) return r;
   size_t total = 0;
   if (long r = check_iov(iov, iovcnt, &total)) return r;
   if (total == 0) return 0;
-  return do_writev(f.get(), iov, iovcnt, total);
+  return f->write_iter(iov, iovcnt, total);
 }
 
 long pread(int fd, void* buf, size_t count, off_t offset) noexcept {
@@ -405,7 +235,7 @@ off_t lseek(int fd, off_t offset, int whence) noexcept {
   if (!f) return -EBADF;
   if (whence < 0 || whence > kSeekMax) return -EINVAL;
   // Pipes and sockets: no_llseek; anonymous inodes: noop_llseek (position 0).
-  return is_anon(f->kind()) ? 0 : -ESPIPE;
+  return f->anon_inode() ? 0 : -ESPIPE;
 }
 
 long fstat(int fd, struct stat* st) noexcept {
@@ -414,7 +244,7 @@ long fstat(int fd, struct stat* st) noexcept {
   if (!f) return -EBADF;
   if (!user_readable(st, sizeof *st)) return -EFAULT;  // cp_new_stat's copy_to_user
   struct stat tmp;
-  if (long r = stat_file(f.get(), &tmp)) return r;
+  if (long r = f->fstat(&tmp)) return r;
   *st = tmp;
   return 0;
 }

@@ -137,8 +137,9 @@ long timerfd_settime(int fd, int flags, const struct itimerspec* new_value, stru
     return -EINVAL;
   uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
   if (!f) return -EBADF;
-  if (f->kind() != uepoll::core::FileKind::kTimer) return -EINVAL;
-  return static_cast<uepoll::objects::TimerFd*>(f.get())->settime(flags, new_value, old_value);
+  auto* t = uepoll::objects::as_timerfd(f.get());
+  if (!t) return -EINVAL;
+  return t->settime(flags, new_value, old_value);
 }
 
 long timerfd_gettime(int fd, struct itimerspec* curr_value) noexcept {
@@ -147,8 +148,9 @@ long timerfd_gettime(int fd, struct itimerspec* curr_value) noexcept {
   // the kernel timerfd we forward to makes the last check.
   uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
   if (!f) return -EBADF;
-  if (f->kind() != uepoll::core::FileKind::kTimer) return -EINVAL;
-  return static_cast<uepoll::objects::TimerFd*>(f.get())->gettime(curr_value);
+  auto* t = uepoll::objects::as_timerfd(f.get());
+  if (!t) return -EINVAL;
+  return t->gettime(curr_value);
 }
 
 }  // namespace uepoll::detail

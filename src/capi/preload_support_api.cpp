@@ -8,8 +8,6 @@
 
 #include "core/file.h"
 #include "fd/table.h"
-#include "objects/pipe.h"
-#include "objects/socketpair.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -17,7 +15,6 @@
 namespace {
 
 using uepoll::core::File;
-using uepoll::core::FileKind;
 using uepoll::core::WaitEntry;
 
 // True if something other than an epoll item waits on f: a thread asleep in
@@ -37,28 +34,16 @@ extern "C" int uep__stream_state(int fd, struct uep__stream_state* out) {
     errno = EBADF;
     return -1;
   }
-  struct uep__stream_state st {};
-  switch (f->kind()) {
-    case FileKind::kPipeRead:
-      st.conn = reinterpret_cast<uintptr_t>(static_cast<uepoll::objects::PipeReader*>(f.get())->pipe());
-      st.side = 0;
-      break;
-    case FileKind::kPipeWrite:
-      st.conn = reinterpret_cast<uintptr_t>(static_cast<uepoll::objects::PipeWriter*>(f.get())->pipe());
-      st.side = 1;
-      break;
-    case FileKind::kSocket: {
-      auto* s = static_cast<uepoll::objects::UnixSocket*>(f.get());
-      st.conn = reinterpret_cast<uintptr_t>(s->conn_id());
-      st.side = s->side();
-      st.shutdown = s->shutdown_bits();
-      st.is_socket = 1;
-      break;
-    }
-    default:
-      errno = EINVAL;
-      return -1;
+  uepoll::core::StreamState ss;
+  if (!f->stream_state(&ss)) {  // not a pipe end or a socket of a pair
+    errno = EINVAL;
+    return -1;
   }
+  struct uep__stream_state st {};
+  st.conn = reinterpret_cast<uintptr_t>(ss.conn);
+  st.side = ss.side;
+  st.shutdown = ss.shutdown;
+  st.is_socket = ss.is_socket ? 1 : 0;
   st.blocked = has_blocked_caller(f.get()) ? 1 : 0;
   *out = st;
   return 0;

@@ -75,8 +75,4 @@ void File::free_retired(reclaim::Retired* r) noexcept {
   destroy(static_cast<File*>(r->object));
 }
 
-ssize_t File::read(void*, size_t) noexcept { return -EINVAL; }
-ssize_t File::write(const void*, size_t) noexcept { return -EINVAL; }
-int File::shutdown(int) noexcept { return -ENOTSOCK; }
-
 }  // namespace uepoll::core

@@ -20,12 +20,38 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 namespace uepoll::core {
 
-// kUser: a user-defined file (uep_file_open, objects/user_file.h).
+// kUser: a user-defined file (uep_file_open / uep_file_create,
+// objects/user_file*.h).  Only the objects themselves look at the kind
+// (src/objects, and is_epoll() for the epoll layer); everything that
+// differs between kinds is an operation below.
 enum class FileKind : uint8_t { kEpoll, kEventFd, kPipeRead, kPipeWrite, kSocket, kTimer, kUser };
+
+// What the preload's fork conversion needs of a pipe end or a socket of a
+// pair (capi/preload_support.h turns it into the C struct).
+struct StreamState {
+  const void* conn = nullptr;  // the same for both ends
+  int side = 0;                // pipe: 0 read end, 1 write end; pair: 0 or 1
+  int shutdown = 0;            // pair: RCV_SHUTDOWN 1 / SEND_SHUTDOWN 2
+  bool is_socket = false;
+};
+
+// fstat's answers, taken from a real kernel object of the same kind,
+// fstat'ed once (core/file_ops.cpp): an anonymous inode (epoll, eventfd,
+// timerfd: mode 0600, no type bits, one inode shared by all), pipefs
+// (S_IFIFO|0600) and sockfs (S_IFSOCK|0777).  Fills *st or returns -errno.
+enum class StatKind : uint8_t { kAnon, kFifo, kSock };
+long stat_template(StatKind kind, struct stat* st) noexcept;
+// Inode numbers of uepoll pipes and sockets start here: far above the
+// kernel's pipefs/sockfs counters.
+inline constexpr ino_t kInoBase = static_cast<ino_t>(1) << 40;
 
 // Cache-line aligned: files of different threads never share a line (the
 // reference count and the wait-queue lock are written on every call).
@@ -60,9 +86,7 @@ class alignas(64) File {
   // poll() reads only its cached mask, never user code (user_file.h), and
   // must not be pinned: a harvest's unpin could run its release callback
   // under the scan mutex.
-  bool poll_unpinned_ok() const noexcept {
-    return kind_ == FileKind::kEpoll || kind_ == FileKind::kEventFd || kind_ == FileKind::kUser;
-  }
+  bool poll_unpinned_ok() const noexcept { return poll_unpinned_; }
 
   // ---- references ---------------------------------------------------
   void get() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
@@ -80,14 +104,65 @@ class alignas(64) File {
   // release until it has dropped them.
   bool put_unless_last() noexcept;
 
-  // ---- operations (negative errno on failure) ------------------------
+  // ---- operations (Linux f_op + proto_ops; negative errno on failure) --
+  // Called by the C API after its argument checks (descriptor, user
+  // memory, MAX_RW_COUNT), with a reference held and no uepoll lock held.
+  // The defaults answer as Linux does for a file without the operation.
+  //
   // Current readiness (EPOLL* bits).  May take this file's wq lock; must be
   // called without it.  `depth` is the nesting depth of the caller
   // (instances use it to bound recursion).
   virtual uint32_t poll(int depth) noexcept = 0;
   virtual ssize_t read(void* buf, size_t count) noexcept;          // -EINVAL
   virtual ssize_t write(const void* buf, size_t count) noexcept;   // -EINVAL
-  virtual int shutdown(int how) noexcept;                          // -ENOTSOCK
+  // readv/writev over a checked vector of `total` bytes (> 0).  Defaults:
+  // read_iter reads once into a bounce buffer (every object's ->read_iter
+  // fills the whole vector at once); write_iter writes segment by segment,
+  // stopping at an error or a short write (Linux do_loop_readv_writev, for
+  // files with ->write only).  Pipes and sockets override write_iter with
+  // one gathered write (write_gathered).
+  virtual ssize_t read_iter(const struct iovec* iov, int iovcnt, size_t total) noexcept;
+  virtual ssize_t write_iter(const struct iovec* iov, int iovcnt, size_t total) noexcept;
+  // vfs_read/vfs_write's mode checks: -EBADF (not open for that
+  // direction), -EINVAL (no such operation), 0 to proceed.
+  virtual long rw_check(bool /*write*/) const noexcept { return 0; }
+  // The file-specific ioctls (f_op->unlocked_ioctl), after the generic
+  // ones (FIONBIO, FIOASYNC, FIOCLEX, FIONCLEX).  -ENOTTY.
+  virtual long ioctl(unsigned long request, void* arg) noexcept;
+  // fstat into a kernel-side copy; default: an anonymous inode (0600).
+  virtual long fstat(struct stat* st) noexcept;
+  // Linux setfl's per-file parts.  anon_inode: the inode is the kernel's
+  // anonymous one (owned by root: O_NOATIME needs root; lseek answers 0);
+  // has_fasync: O_ASYNC is kept (pipes and sockets); direct_io: O_DIRECT is
+  // accepted (pipes).  setfl_hook: called with the old and new flags before
+  // they change; a negative errno refuses the change.
+  virtual bool anon_inode() const noexcept { return true; }
+  virtual bool has_fasync() const noexcept { return false; }
+  virtual bool direct_io() const noexcept { return false; }
+  virtual long setfl_hook(int /*old_flags*/, int /*new_flags*/) noexcept { return 0; }
+  // F_GETPIPE_SZ / F_SETPIPE_SZ: -EBADF on anything but a pipe.
+  virtual long pipe_size(int cmd, unsigned long arg) noexcept;
+  // The fdinfo lines after the four common ones (f_op->show_fdinfo).
+  virtual void show_fdinfo(std::string& /*out*/) noexcept {}
+  // A pipe end or a socket of a pair: fills *out and returns true.
+  virtual bool stream_state(StreamState* /*out*/) noexcept { return false; }
+
+  // Socket operations (sock_from_file: is_socket()).  Every default is
+  // -ENOTSOCK; the C API checks is_socket() first in Linux's order.
+  virtual bool is_socket() const noexcept { return false; }
+  virtual int shutdown(int how) noexcept;
+  virtual long bind(const struct sockaddr* addr, socklen_t len) noexcept;
+  virtual long listen(int backlog) noexcept;
+  // Returns a new descriptor; flags: SOCK_NONBLOCK | SOCK_CLOEXEC.
+  virtual long accept4(struct sockaddr* addr, socklen_t* len, int flags) noexcept;
+  virtual long connect(const struct sockaddr* addr, socklen_t len) noexcept;
+  // msg (and its iovec array) is readable; flags are the call's MSG_*.
+  virtual long sendmsg(const struct msghdr* msg, int flags) noexcept;
+  virtual long recvmsg(struct msghdr* msg, int flags) noexcept;
+  virtual long getsockopt(int level, int name, void* val, socklen_t* len) noexcept;
+  virtual long setsockopt(int level, int name, const void* val, socklen_t len) noexcept;
+  virtual long getsockname(struct sockaddr* addr, socklen_t* len) noexcept;
+  virtual long getpeername(struct sockaddr* addr, socklen_t* len) noexcept;
 
   // Number of epoll items currently queued on wq_.  Written only under
   // wq_'s lock (add_watcher_locked / remove_watcher_locked: a plain
@@ -113,6 +188,12 @@ class alignas(64) File {
   virtual void dispose() noexcept { retire_memory(); }
   // Hands the memory to core/reclaim.h (freed after a grace period).
   void retire_memory() noexcept;
+  // For kinds whose poll() may run unpinned (see poll_unpinned_ok); set by
+  // the constructor, before the file is published.
+  void set_poll_unpinned() noexcept { poll_unpinned_ = true; }
+  // One ->write_iter over the whole vector (pipes, sockets): gathered
+  // through a bounce buffer in chunks of at most 1 MiB into write().
+  ssize_t write_gathered(const struct iovec* iov, int iovcnt, size_t total) noexcept;
 
  private:
   static void free_retired(reclaim::Retired* r) noexcept;
@@ -121,6 +202,7 @@ class alignas(64) File {
   std::atomic<long> refs_{1};
   std::atomic<int> status_flags_;
   const FileKind kind_;
+  bool poll_unpinned_ = false;  // written by the constructor only
   const uint64_t id_;
   reclaim::Retired retired_;
 };

@@ -23,6 +23,10 @@ namespace uepoll::core {
 // Linux TASK_SIZE on x86-64: user addresses end here.
 inline constexpr uintptr_t kTaskSize = 0x00007ffffffff000ULL;
 
+// True for pointers whose copy would fault on Linux no matter the mapping
+// (NULL and the first page, which access_ok() lets through).
+inline bool faulting_ptr(const void* p) noexcept { return reinterpret_cast<std::uintptr_t>(p) < 4096; }
+
 // Linux access_ok(): the range lies below TASK_SIZE (NULL passes).
 inline bool user_range_ok(const void* p, std::size_t len) noexcept {
   const auto a = reinterpret_cast<uintptr_t>(p);

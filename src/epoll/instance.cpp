@@ -32,6 +32,7 @@ namespace uepoll::epoll {
 // Not analysed: constructors initialise guarded fields before publication.
 Instance::Instance(int status_flags) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS
     : core::File(core::FileKind::kEpoll, status_flags) {
+  set_poll_unpinned();  // poll reads only the instance's own lists
   rdllist_.prev = rdllist_.next = &rdllist_;
 }
 

@@ -31,6 +31,7 @@
 #include "epoll/item_index.h"
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
@@ -81,6 +82,12 @@ class Instance final : public core::File {
   // Readiness of the instance as a file (Linux ep_eventpoll_poll): EPOLLIN |
   // EPOLLRDNORM if any item is truly ready, without consuming anything.
   uint32_t poll(int depth) noexcept override;
+  // The instance as a file (instance_file.cpp): no read/write (EINVAL),
+  // EPIOCSPARAMS / EPIOCGPARAMS (Linux ep_eventpoll_ioctl; any other
+  // request EINVAL), the "tfd:" fdinfo lines (ep_show_fdinfo).
+  long rw_check(bool) const noexcept override { return -EINVAL; }
+  long ioctl(unsigned long request, void* arg) noexcept override;
+  void show_fdinfo(std::string& out) noexcept override;
 
   // ---- used by release, topology and the test hooks ------------------
   // Removes `it` if still registered.  Precondition: caller holds an item

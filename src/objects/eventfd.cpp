@@ -15,13 +15,25 @@
 #include <climits>
 #include <cstring>
 #include <fcntl.h>
+#include <cstdio>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 
 namespace uepoll::objects {
 
 EventFd::EventFd(uint64_t initval, bool semaphore, int status_flags) noexcept
-    : core::File(core::FileKind::kEventFd, status_flags), count_(initval), semaphore_(semaphore) {}
+    : core::File(core::FileKind::kEventFd, status_flags), count_(initval), semaphore_(semaphore) {
+  set_poll_unpinned();  // poll reads count_ only
+}
+
+void EventFd::show_fdinfo(std::string& out) noexcept {
+  // Linux eventfd_show_fdinfo.
+  char buf[128];
+  const int n = std::snprintf(buf, sizeof buf, "eventfd-count: %16llx\neventfd-id: %d\neventfd-semaphore: %d\n",
+                              static_cast<unsigned long long>(count_snapshot()), static_cast<int>(id()),
+                              semaphore_ ? 1 : 0);
+  if (n > 0) out.append(buf, static_cast<size_t>(n) < sizeof buf ? static_cast<size_t>(n) : sizeof buf - 1);
+}
 
 uint32_t EventFd::poll(int) noexcept {
   // Linux eventfd_poll: READ_ONCE(ctx->count), no lock (see eventfd.h).

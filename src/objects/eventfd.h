@@ -46,7 +46,8 @@ class EventFd final : public core::File {
   // would reach ULLONG_MAX: -EAGAIN or sleeps until a read.
   ssize_t write(const void* buf, size_t count) noexcept override;
 
-  // For fdinfo (epoll/fdinfo.cpp): a relaxed snapshot, as Linux prints it.
+  // eventfd-count (a relaxed snapshot, as Linux prints it), -id, -semaphore.
+  void show_fdinfo(std::string& out) noexcept override;
   uint64_t count_snapshot() const noexcept { return count_.load(std::memory_order_relaxed); }
   bool semaphore() const noexcept { return semaphore_; }
 

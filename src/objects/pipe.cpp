@@ -29,9 +29,7 @@ void raise_sigpipe() noexcept {
   pthread_kill(pthread_self(), SIGPIPE);
 }
 
-int pipe_queued_bytes(const core::File* end) noexcept {
-  Pipe* p = end->kind() == core::FileKind::kPipeRead ? static_cast<const PipeReader*>(end)->pipe()
-                                                      : static_cast<const PipeWriter*>(end)->pipe();
+int pipe_queued_bytes(Pipe* p) noexcept {
   int n = 0;
   p->mu_.lock();
   for (unsigned i = p->tail_; i != p->head_; ++i) n += static_cast<int>(p->slot_locked(i).len);

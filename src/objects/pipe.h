@@ -62,6 +62,7 @@
 #include "core/spinlock.h"
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 
 namespace uepoll::objects {
@@ -84,7 +85,7 @@ class Pipe {
   friend class PipeReader;
   friend class PipeWriter;
   friend int make_pipe(int flags, int out[2]) noexcept;
-  friend int pipe_queued_bytes(const core::File* end) noexcept;
+  friend int pipe_queued_bytes(Pipe* p) noexcept;
 
   enum : uint8_t { kCanMerge = 1, kPacket = 2 };
   struct Buf {
@@ -144,6 +145,20 @@ class PipeReader final : public core::File {
   // Empty: 0 without writers, else -EAGAIN or sleeps (-EINTR on a signal).
   ssize_t read(void* buf, size_t count) noexcept override;
   ssize_t write(const void*, size_t) noexcept override { return -EBADF; }  // not FMODE_WRITE
+  long rw_check(bool write) const noexcept override { return write ? -EBADF : 0; }
+  // The per-kind operations both ends share (pipe_ops.cpp): one gathered
+  // write_iter, FIONREAD, fstat S_IFIFO (both ends one inode: the ring's
+  // address), O_ASYNC and O_DIRECT kept, F_GETPIPE_SZ/F_SETPIPE_SZ.
+  ssize_t write_iter(const struct iovec* iov, int iovcnt, size_t total) noexcept override {
+    return write_gathered(iov, iovcnt, total);
+  }
+  long ioctl(unsigned long request, void* arg) noexcept override;
+  long fstat(struct stat* st) noexcept override;
+  bool anon_inode() const noexcept override { return false; }
+  bool has_fasync() const noexcept override { return true; }
+  bool direct_io() const noexcept override { return true; }
+  long pipe_size(int cmd, unsigned long arg) noexcept override;
+  bool stream_state(core::StreamState* out) noexcept override;
   Pipe* pipe() const noexcept { return pipe_; }
 
  protected:
@@ -162,6 +177,20 @@ class PipeWriter final : public core::File {
   // SIGPIPE to the calling thread without readers, atomic up to PIPE_BUF,
   // partial counts for larger non-blocking writes, -EAGAIN when full.
   ssize_t write(const void* buf, size_t count) noexcept override;
+  long rw_check(bool write) const noexcept override { return write ? 0 : -EBADF; }
+  // The per-kind operations both ends share (pipe_ops.cpp): one gathered
+  // write_iter, FIONREAD, fstat S_IFIFO (both ends one inode: the ring's
+  // address), O_ASYNC and O_DIRECT kept, F_GETPIPE_SZ/F_SETPIPE_SZ.
+  ssize_t write_iter(const struct iovec* iov, int iovcnt, size_t total) noexcept override {
+    return write_gathered(iov, iovcnt, total);
+  }
+  long ioctl(unsigned long request, void* arg) noexcept override;
+  long fstat(struct stat* st) noexcept override;
+  bool anon_inode() const noexcept override { return false; }
+  bool has_fasync() const noexcept override { return true; }
+  bool direct_io() const noexcept override { return true; }
+  long pipe_size(int cmd, unsigned long arg) noexcept override;
+  bool stream_state(core::StreamState* out) noexcept override;
   Pipe* pipe() const noexcept { return pipe_; }
 
  protected:
@@ -189,8 +218,8 @@ class PipeWriter final : public core::File {
 int make_pipe(int flags, int out[2]) noexcept;
 
 // FIONREAD on either end (Linux pipe_ioctl): bytes queued in the ring.
-// Takes the ring's mu_ (leaf); `end` must be a PipeReader or PipeWriter.
-int pipe_queued_bytes(const core::File* end) noexcept;
+// Takes the ring's mu_ (leaf).
+int pipe_queued_bytes(Pipe* p) noexcept;
 
 // Sends SIGPIPE to the calling thread (Linux send_sig(SIGPIPE, current, 0)).
 void raise_sigpipe() noexcept;

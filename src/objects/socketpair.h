@@ -106,17 +106,43 @@ class UnixSocket final : public core::File {
   ssize_t write(const void* buf, size_t count) noexcept override;
   // how outside SHUT_RD..SHUT_RDWR: -EINVAL.
   int shutdown(int how) noexcept override;
+
+  // The socket calls of a connected, unnamed AF_UNIX stream socket
+  // (socketpair_calls.cpp; Linux unix_stream_ops): bind EOPNOTSUPP (a
+  // deviation), listen and accept EINVAL, connect EISCONN; sendmsg
+  // (MSG_DONTWAIT, MSG_NOSIGNAL; no control data, a name is EISCONN),
+  // recvmsg (MSG_PEEK, MSG_WAITALL, MSG_DONTWAIT), the SOL_SOCKET options
+  // a pair has, unnamed addresses.
+  bool is_socket() const noexcept override { return true; }
+  long bind(const struct sockaddr* addr, socklen_t len) noexcept override;
+  long listen(int backlog) noexcept override;
+  long accept4(struct sockaddr* addr, socklen_t* len, int flags) noexcept override;
+  long connect(const struct sockaddr* addr, socklen_t len) noexcept override;
+  long sendmsg(const struct msghdr* msg, int flags) noexcept override;
+  long recvmsg(struct msghdr* msg, int flags) noexcept override;
+  long getsockopt(int level, int name, void* val, socklen_t* len) noexcept override;
+  long setsockopt(int level, int name, const void* val, socklen_t len) noexcept override;
+  long getsockname(struct sockaddr* addr, socklen_t* len) noexcept override;
+  long getpeername(struct sockaddr* addr, socklen_t* len) noexcept override;
+  // As a file: one gathered write_iter, SIOCINQ/SIOCOUTQ, fstat S_IFSOCK
+  // (an inode of its own), O_ASYNC kept, "scm_fds: 0" in fdinfo.
+  ssize_t write_iter(const struct iovec* iov, int iovcnt, size_t total) noexcept override {
+    return write_gathered(iov, iovcnt, total);
+  }
+  long ioctl(unsigned long request, void* arg) noexcept override;
+  long fstat(struct stat* st) noexcept override;
+  bool anon_inode() const noexcept override { return false; }
+  bool has_fasync() const noexcept override { return true; }
+  void show_fdinfo(std::string& out) noexcept override { out += "scm_fds: 0\n"; }  // no SCM_RIGHTS in flight
+  bool stream_state(core::StreamState* out) noexcept override;
   // getsockopt(SO_ERROR): the pending error, consumed (sock_error()).
   int take_error() noexcept;
   // ioctl SIOCINQ (FIONREAD): unread bytes queued; SIOCOUTQ (TIOCOUTQ):
   // this socket's sk_wmem_alloc (truesize of its skbs not yet read).
   long inq() noexcept;
   long outq() noexcept;
-  // For the preload's conversion at fork (capi/preload_support.h): which
-  // connection and side this is, and this side's sk_shutdown bits
-  // (RCV_SHUTDOWN 1, SEND_SHUTDOWN 2, as Linux's).  Takes mu_ (leaf).
-  const void* conn_id() const noexcept { return conn_; }
-  int side() const noexcept { return me_; }
+  // This side's sk_shutdown bits (RCV_SHUTDOWN 1, SEND_SHUTDOWN 2, as
+  // Linux's), for the preload's conversion at fork.  Takes mu_ (leaf).
   int shutdown_bits() noexcept;
 
  protected:
@@ -128,6 +154,10 @@ class UnixSocket final : public core::File {
   // the count, -EFAULT, a pending error, 0 after RCV_SHUTDOWN, or -EAGAIN.
   // With `peek` nothing is consumed: the plan names the bytes to copy.
   long take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes) noexcept;
+  // One stream send over a gathered vector (unix_stream_sendmsg), one
+  // stream receive (unix_stream_recvmsg).
+  long send_iov(const struct iovec* iov, size_t n, int flags) noexcept;
+  long recv_buf(char* buf, size_t len, int flags) noexcept;
 
   UnixConn* const conn_;
   const int me_;  // 0 or 1; the peer is 1 - me_

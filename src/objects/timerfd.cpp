@@ -353,4 +353,17 @@ int make_timerfd(int clockid, int flags) noexcept {
   return fd;
 }
 
+void TimerFd::show_fdinfo(std::string& out) noexcept {
+  // Everything after the kernel timerfd's four common lines.
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", kfd_);
+  FILE* f = std::fopen(path, "re");
+  if (!f) return;
+  char line[256];
+  int n = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (++n > 4) out += line;
+  std::fclose(f);
+}
+
 }  // namespace uepoll::objects

@@ -34,6 +34,7 @@
 #include "core/file.h"
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <time.h>
 
@@ -50,6 +51,9 @@ class TimerFd final : public core::File {
   // it; -ECANCELED after a clock change (CANCEL_ON_SET); -EAGAIN or sleeps
   // when none; -EINTR on a signal; -EFAULT for a null buf (count consumed).
   ssize_t read(void* buf, size_t count) noexcept override;
+  long rw_check(bool write) const noexcept override { return write ? -EINVAL : 0; }  // no ->write
+  // The kernel timerfd's own per-type lines (its ticks, clockid, it_value).
+  void show_fdinfo(std::string& out) noexcept override;
 
   // Forwarded to the kernel timerfd; arguments already validated by the C
   // API (flags, itimerspec ranges, non-null new_value).  0 or -errno.
@@ -100,5 +104,11 @@ class TimerFd final : public core::File {
 // alarm clock without CAP_WAKE_ALARM, EMFILE/ENFILE for kernel descriptors),
 // -ENOMEM, -EAGAIN if the service thread cannot start, -EMFILE (uepoll table).
 int make_timerfd(int clockid, int flags) noexcept;
+
+// f as a timer, or nullptr for any other file (timerfd_settime/gettime:
+// EINVAL on another file, Linux's f_op != &timerfd_fops).
+inline TimerFd* as_timerfd(core::File* f) noexcept {
+  return f->kind() == core::FileKind::kTimer ? static_cast<TimerFd*>(f) : nullptr;
+}
 
 }  // namespace uepoll::objects

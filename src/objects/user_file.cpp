@@ -45,7 +45,9 @@ class FrameScope {
 }  // namespace
 
 UserFile::UserFile(const uep_file_ops& ops, void* ctx, int status_flags) noexcept
-    : core::File(core::FileKind::kUser, status_flags), ops_(ops), ctx_(ctx) {}
+    : core::File(core::FileKind::kUser, status_flags), ops_(ops), ctx_(ctx) {
+  set_poll_unpinned();  // poll reads the cached mask only
+}
 
 uint32_t UserFile::poll(int) noexcept {
   // relaxed: callers that must see a refresh are ordered after it by the

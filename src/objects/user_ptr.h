@@ -4,11 +4,10 @@
 // unmapped user pages; see docs/linux-deviations.md.
 #pragma once
 
-#include <cstdint>
+#include "core/user_memory.h"
 
 namespace uepoll::objects {
 
-// True for pointers whose copy would fault on Linux no matter the mapping.
-inline bool faulting_ptr(const void* p) noexcept { return reinterpret_cast<uintptr_t>(p) < 4096; }
+using core::faulting_ptr;  // NULL and the first page
 
 }  // namespace uepoll::objects

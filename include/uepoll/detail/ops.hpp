@@ -75,6 +75,11 @@ long getsockopt(int fd, int level, int optname, void* optval, socklen_t* optlen)
 long setsockopt(int fd, int level, int optname, const void* optval, socklen_t optlen) noexcept;
 long getsockname(int fd, struct sockaddr* addr, socklen_t* len) noexcept;
 long getpeername(int fd, struct sockaddr* addr, socklen_t* len) noexcept;
+long bind(int fd, const struct sockaddr* addr, socklen_t len) noexcept;
+long listen(int fd, int backlog) noexcept;
+long accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) noexcept;
+long connect(int fd, const struct sockaddr* addr, socklen_t len) noexcept;
+long recvfrom(int fd, void* buf, size_t len, int flags, struct sockaddr* addr, socklen_t* alen) noexcept;
 
 // User-defined files (uepoll.h: uep_file_open, uep_file_wake, uep_file_unref).
 long file_open(const uep_file_ops* ops, void* ctx, int flags, uep_file** handle) noexcept;

@@ -1,0 +1,224 @@
+// socketpair_calls.cpp - the socket calls and file operations of a uepoll
+// socket pair beyond read/write/poll/shutdown (socketpair.h): Linux 6.18
+// net/unix/af_unix.c (unix_stream_sendmsg, unix_stream_recvmsg,
+// unix_ioctl, unix_show_fdinfo) and net/core/sock.c (sock_getsockopt) for
+// what a connected, unnamed stream pair answers.  Per-call flags
+// (MSG_DONTWAIT, MSG_NOSIGNAL) reach read/write through core/call_flags.h.
+//
+// Locks: none of its own (the connection's, inside read/write/inq/outq).
+#include "core/call_flags.h"
+#include "core/sockopt.h"
+#include "core/user_memory.h"
+#include "objects/socketpair.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <vector>
+
+namespace uepoll::objects {
+
+namespace {
+
+using core::put_int_opt;
+using core::user_readable;
+
+long put_unnamed_addr(struct sockaddr* addr, socklen_t* len) {
+  // An unnamed AF_UNIX socket: just the family (unix_getname).
+  if (!user_readable(len, sizeof *len)) return -EFAULT;
+  if (static_cast<int>(*len) < 0) return -EINVAL;
+  const sa_family_t fam = AF_UNIX;
+  socklen_t n = *len < sizeof fam ? *len : sizeof fam;
+  if (n && !user_readable(addr, n)) return -EFAULT;
+  std::memcpy(addr, &fam, n);
+  *len = sizeof fam;
+  return 0;
+}
+
+// Boolean SOL_SOCKET options with no effect on a connected AF_UNIX stream
+// in Linux either: accepted, read back as 0.
+bool inert_bool_opt(int optname) {
+  switch (optname) {
+    case SO_KEEPALIVE:
+    case SO_REUSEADDR:
+    case SO_REUSEPORT:
+    case SO_BROADCAST:
+    case SO_DEBUG:
+    case SO_DONTROUTE:
+    case SO_OOBINLINE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void warn_unsupported_opt(const char* call, int optname) {
+  std::fprintf(stderr, "uepoll: %s(SOL_SOCKET, %d) on a uepoll socket pair: not supported (ENOPROTOOPT)\n", call,
+               optname);
+}
+
+}  // namespace
+
+long UnixSocket::send_iov(const struct iovec* iov, size_t n, int flags) noexcept {
+  if (flags & MSG_OOB) return -EOPNOTSUPP;  // a kernel without CONFIG_AF_UNIX_OOB
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += iov[i].iov_len;
+  std::vector<char> buf;
+  try {
+    buf.resize(total ? total : 1);
+  } catch (...) {
+    return -ENOBUFS;
+  }
+  size_t off = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (iov[i].iov_len && core::faulting_ptr(iov[i].iov_base)) return -EFAULT;
+    std::memcpy(buf.data() + off, iov[i].iov_base, iov[i].iov_len);
+    off += iov[i].iov_len;
+  }
+  core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, (flags & MSG_NOSIGNAL) != 0);
+  if (total == 0) return 0;
+  return write(buf.data(), total);
+}
+
+// MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL (a blocking call returns only with
+// `len` bytes, at EOF, on an error, or when a signal interrupts it after
+// some data).
+long UnixSocket::recv_buf(char* buf, size_t len, int flags) noexcept {
+  if (flags & MSG_OOB) return -EINVAL;       // no out-of-band byte pending
+  if (flags & MSG_ERRQUEUE) return -EAGAIN;  // unix sockets queue no errors
+  core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, false);
+  const bool peek = (flags & MSG_PEEK) != 0;
+  long done = recv(buf, len, peek);
+  if (done <= 0 || peek || !(flags & MSG_WAITALL) || nonblocking()) return done;
+  while (static_cast<size_t>(done) < len) {
+    const long r = recv(buf + done, len - static_cast<size_t>(done), false);
+    if (r <= 0) break;
+    done += r;
+  }
+  return done;
+}
+
+long UnixSocket::bind(const struct sockaddr*, socklen_t) noexcept {
+  return -EOPNOTSUPP;  // would name the socket: not modelled (docs/linux-deviations.md)
+}
+long UnixSocket::listen(int) noexcept { return -EINVAL; }                       // unix_listen: unbound
+long UnixSocket::accept4(struct sockaddr*, socklen_t*, int) noexcept { return -EINVAL; }  // not listening
+long UnixSocket::connect(const struct sockaddr*, socklen_t) noexcept { return -EISCONN; }
+
+long UnixSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
+  if (msg->msg_controllen) {
+    // SCM_RIGHTS / SCM_CREDENTIALS: uepoll pairs carry bytes only.
+    std::fprintf(stderr, "uepoll: sendmsg with control data on a uepoll socket pair: not supported (EOPNOTSUPP)\n");
+    return -EOPNOTSUPP;
+  }
+  if (msg->msg_namelen) return -EISCONN;  // unix_stream_sendmsg on a connected socket
+  return send_iov(msg->msg_iov, msg->msg_iovlen, flags);
+}
+
+long UnixSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
+  size_t total = 0;
+  for (size_t i = 0; i < msg->msg_iovlen; ++i) total += msg->msg_iov[i].iov_len;
+  if (msg->msg_iovlen == 1) {
+    // One segment (recv, recvfrom): straight into it (read() checks it).
+    const long r = total ? recv_buf(static_cast<char*>(msg->msg_iov[0].iov_base), total, flags) : 0;
+    if (r < 0) return r;
+    msg->msg_namelen = 0;
+    msg->msg_controllen = 0;
+    msg->msg_flags = 0;
+    return r;
+  }
+  std::vector<char> buf;
+  try {
+    buf.resize(total ? total : 1);
+  } catch (...) {
+    return -ENOMEM;
+  }
+  const long r = total ? recv_buf(buf.data(), total, flags) : 0;
+  if (r < 0) return r;
+  size_t off = 0;
+  for (size_t i = 0; i < msg->msg_iovlen && off < static_cast<size_t>(r); ++i) {
+    size_t n = msg->msg_iov[i].iov_len;
+    if (n > static_cast<size_t>(r) - off) n = static_cast<size_t>(r) - off;
+    std::memcpy(msg->msg_iov[i].iov_base, buf.data() + off, n);
+    off += n;
+  }
+  msg->msg_namelen = 0;  // the peer is unnamed
+  msg->msg_controllen = 0;
+  msg->msg_flags = 0;
+  return r;
+}
+
+long UnixSocket::getsockopt(int level, int optname, void* optval, socklen_t* optlen) noexcept {
+  if (level != SOL_SOCKET) return -EOPNOTSUPP;  // unix sockets have no other level
+  switch (optname) {
+    case SO_TYPE:
+      return put_int_opt(SOCK_STREAM, optval, optlen);
+    case SO_DOMAIN:
+      return put_int_opt(AF_UNIX, optval, optlen);
+    case SO_PROTOCOL:
+      return put_int_opt(0, optval, optlen);
+    case SO_ERROR:
+      return put_int_opt(take_error(), optval, optlen);
+    case SO_SNDBUF:
+    case SO_RCVBUF:
+      return put_int_opt(static_cast<int>(kUnixSndBuf), optval, optlen);
+    case SO_ACCEPTCONN:
+    case SO_PASSCRED:
+      return put_int_opt(0, optval, optlen);
+    default:
+      if (inert_bool_opt(optname)) return put_int_opt(0, optval, optlen);
+      warn_unsupported_opt("getsockopt", optname);
+      return -ENOPROTOOPT;
+  }
+}
+
+long UnixSocket::setsockopt(int level, int optname, const void* optval, socklen_t optlen) noexcept {
+  if (level != SOL_SOCKET) return -EOPNOTSUPP;
+  if (optlen < sizeof(int)) return -EINVAL;
+  if (!user_readable(optval, sizeof(int))) return -EFAULT;
+  switch (optname) {
+    case SO_TYPE:
+    case SO_DOMAIN:
+    case SO_PROTOCOL:
+    case SO_ERROR:
+    case SO_ACCEPTCONN:
+      return -ENOPROTOOPT;  // read-only options
+    default:
+      if (inert_bool_opt(optname)) return 0;
+      // SO_SNDBUF, SO_RCVBUF, timeouts...: would change behaviour uepoll's
+      // pairs do not model (docs/linux-deviations.md).
+      warn_unsupported_opt("setsockopt", optname);
+      return -ENOPROTOOPT;
+  }
+}
+
+long UnixSocket::getsockname(struct sockaddr* addr, socklen_t* len) noexcept { return put_unnamed_addr(addr, len); }
+long UnixSocket::getpeername(struct sockaddr* addr, socklen_t* len) noexcept { return put_unnamed_addr(addr, len); }
+
+long UnixSocket::ioctl(unsigned long request, void* arg) noexcept {
+  int value;
+  if (request == FIONREAD)  // SIOCINQ
+    value = static_cast<int>(inq());
+  else if (request == TIOCOUTQ)  // SIOCOUTQ
+    value = static_cast<int>(outq());
+  else
+    return -ENOTTY;  // sock_ioctl: ENOIOCTLCMD
+  if (!user_readable(arg, sizeof(int))) return -EFAULT;  // put_user
+  *static_cast<int*>(arg) = value;
+  return 0;
+}
+
+long UnixSocket::fstat(struct stat* st) noexcept {
+  if (long r = core::stat_template(core::StatKind::kSock, st)) return r;
+  st->st_ino = core::kInoBase + id();
+  return 0;
+}
+
+bool UnixSocket::stream_state(core::StreamState* out) noexcept {
+  *out = {conn_, me_, shutdown_bits(), true};
+  return true;
+}
+
+}  // namespace uepoll::objects
