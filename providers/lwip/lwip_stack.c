@@ -171,8 +171,8 @@ struct lw_sock *lw_sock_new(struct netconn *conn, int accepted) {
   }
   conn->socket = s->slot;
   pthread_mutex_unlock(&lw_ev);
+  netconn_set_nonblocking(conn, 1); /* netconn.flags: lwIP's thread writes it too */
   if (accepted) UNLOCK_TCPIP_CORE();
-  netconn_set_nonblocking(conn, 1);
   return s;
 }
 

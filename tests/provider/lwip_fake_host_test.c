@@ -246,6 +246,23 @@ int main(void) {
   CHECK(wait_mask(cs, EPOLLRDHUP | EPOLLHUP) & EPOLLHUP);
   CHECK(xrecv(cs, buf, sizeof buf, 0) == 0);
 
+  /* data and FIN that arrive before the program accepts: folded in at accept */
+  int es;
+  CHECK(p->socket(AF_INET, SOCK_STREAM, 0, &es) == 0);
+  r = ops->connect(F(es)->ctx, (struct sockaddr *)&got, sizeof got, &plain);
+  CHECK(wait_mask(es, EPOLLOUT) & EPOLLOUT);
+  CHECK(xsend(es, "early", 0) == 5);
+  CHECK(ops->shutdown(F(es)->ctx, SHUT_WR) == 0);
+  struct timespec pause = {0, 50000000};
+  nanosleep(&pause, NULL); /* lwIP's thread queues both before the accept */
+  int as = ops->accept4(F(ls)->ctx, NULL, NULL, &acc);
+  CHECK(as >= kBase);
+  CHECK((F(as)->mask & (EPOLLIN | EPOLLRDHUP)) == (EPOLLIN | EPOLLRDHUP));
+  CHECK(xrecv(as, buf, sizeof buf, 0) == 5 && memcmp(buf, "early", 5) == 0);
+  CHECK(xrecv(as, buf, sizeof buf, 0) == 0);
+  xclose(as);
+  xclose(es);
+
   /* refused: nobody listens on the port any more */
   xclose(ls);
   int rs;
