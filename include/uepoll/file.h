@@ -11,9 +11,10 @@
  * close.  uepoll's built-in objects are written through the same set of
  * operations.
  *
- * Status: this header states the contract; see docs/design.md, "The file
- * interface", for which locks are held (none of uepoll's) and from which
- * threads each operation runs.  Valid C (C99 and later) and C++.
+ * docs/design.md, "The file interface", says which locks are held (none
+ * of uepoll's) and from which threads each operation runs; tests/user_file/
+ * table_test.cpp holds a provider to every rule here.  Valid C (C99 and
+ * later) and C++.
  *
  * Conventions
  *  - Every operation returns a count or 0 on success and a NEGATIVE errno
@@ -86,9 +87,13 @@ struct uep_file_operations {
   int sock_protocol; /* SO_PROTOCOL's answer */
 
   /* Current readiness (EPOLL* bits).  Must not block, may take the
-   * provider's own locks.  uepoll never calls it from inside a wake: a
-   * wake carries its mask in its key (uep_file_notify) or sets the whole
-   * mask (uep_file_set_mask).  Optional with UEP_FILE_PUSH. */
+   * provider's own locks.  uepoll never calls it from inside a wake nor
+   * under a lock of its own: it is called at uep_file_create and after
+   * every operation on the file, in the program's thread.  Between those
+   * calls, epoll, poll and select see its last result with the key of
+   * every uep_file_notify since OR-ed in (so bits that go away outside an
+   * operation need uep_file_set_mask).  Never called with UEP_FILE_PUSH
+   * (then optional): the mask is initial_mask, notify and set_mask's. */
   uint32_t (*poll)(void *ctx);
 
   ssize_t (*read_iter)(void *ctx, const struct iovec *iov, int iovcnt,
@@ -145,8 +150,11 @@ struct uep_file_operations {
 };
 
 /* A new descriptor (lowest free uepoll number) for a new file with *ops
- * (copied, up to ops->size) and ctx; *handle gets one reference (drop it
- * with uep_file_put).  flags: O_NONBLOCK, O_CLOEXEC (SOCK_NONBLOCK and
+ * (copied, up to ops->size) and ctx; *handle gets the file's handle, for
+ * the wakes below.  The handle keeps itself valid, not the file open: the
+ * file is released when its descriptors (and pins) are gone, and the
+ * wakes on its handle then do nothing; drop the handle once with
+ * uep_file_put (any time, also inside release).  flags: O_NONBLOCK, O_CLOEXEC (SOCK_NONBLOCK and
  * SOCK_CLOEXEC are the same bits).  initial_mask: the readiness until the
  * first notify (with UEP_FILE_PUSH; otherwise poll is called once).
  * Errors (-1 and errno), in this order: EINVAL (other flags), EFAULT (ops
@@ -163,7 +171,8 @@ int uep_file_create(const struct uep_file_operations *ops, void *ctx,
  * for bits that go away); without it, the next harvest calls poll.
  * Any thread, any time, with any of the provider's locks held, also inside
  * any operation; never calls an operation, never runs release, never
- * blocks, allocates nothing.  After the file is released it does nothing. */
+ * blocks, allocates nothing.  After the file is released it does nothing
+ * (release starts only after every wake in flight has returned). */
 void uep_file_notify(struct uep_file *handle, uint32_t key);
 
 /* The file's whole current mask (for stacks that keep counters): bits
@@ -177,16 +186,17 @@ void uep_file_set_mask(struct uep_file *handle, uint32_t mask);
 void uep_file_set_error(struct uep_file *handle, int err);
 
 /* Linux's fget: the file behind descriptor fd, pinned (it is not released
- * before uep_file_put), if it was made with these operations (ops
- * compared by address of the table passed to uep_file_create); *ctx gets
+ * before uep_file_put of this handle, a different pointer from the create
+ * handle), if it was made with these operations (ops compared by address
+ * of the table passed to uep_file_create); *ctx (if ctx is not NULL) gets
  * its ctx.  NULL with errno EBADF (not open) or ENOTSOCK (a uepoll or
- * kernel descriptor of another kind). */
+ * kernel descriptor of another kind).  Works on a uep_dup'd descriptor. */
 struct uep_file *uep_file_get(int fd, const struct uep_file_operations *ops,
                               void **ctx);
-/* Drops a reference (uep_file_create's or uep_file_get's), from any
+/* Drops a handle (uep_file_create's or uep_file_get's), from any
  * thread, with any of the provider's locks held.  It never runs release:
- * if it drops the last reference of a closed file, release runs on
- * uepoll's own release thread (no lock held there either). */
+ * if it drops the last pin of a closed file, release runs on uepoll's own
+ * release thread (no lock held there either).  NULL is ignored. */
 void uep_file_put(struct uep_file *handle);
 
 UEP_API_END

@@ -1,0 +1,333 @@
+// user_file_table_ops.cpp - TableFile's operations (user_file_table.h):
+// each calls the provider's table with no uepoll lock held, owns the
+// blocking (wait, write_all), the pending error, SO_ERROR/SO_TYPE/
+// SO_DOMAIN/SO_PROTOCOL/SO_RCVTIMEO/SO_SNDTIMEO, and refreshes a pull
+// file's mask after every operation.
+// Locks: wq() (6) only, to queue and dequeue a blocked call's entry; never
+// while provider code runs.
+#include "core/sockopt.h"
+#include "core/user_memory.h"
+#include "core/waiter.h"
+#include "objects/user_file_table.h"
+
+#include <cerrno>
+#include <cstring>
+#include <sys/epoll.h>
+#include <sys/time.h>
+#include <vector>
+
+namespace uepoll::objects {
+
+namespace {
+
+// What ends a blocked call (file.h): reads, receives and accepts wait for
+// readable, writes, sends and connects for writable; both for hang-up and
+// error.  Key 0 matches every entry.
+constexpr uint32_t kReadWake = EPOLLIN | EPOLLRDNORM | EPOLLRDHUP | EPOLLHUP | EPOLLERR;
+constexpr uint32_t kWriteWake = EPOLLOUT | EPOLLWRNORM | EPOLLHUP | EPOLLERR;
+
+// A vector the provider may read: every segment is user memory (EFAULT).
+bool iov_ok(const struct iovec* iov, size_t n) noexcept {
+  for (size_t i = 0; i < n; ++i)
+    if (iov[i].iov_len && (core::faulting_ptr(iov[i].iov_base) || !core::user_range_ok(iov[i].iov_base, iov[i].iov_len)))
+      return false;
+  return true;
+}
+
+size_t iov_total(const struct iovec* iov, size_t n) noexcept {
+  size_t t = 0;
+  for (size_t i = 0; i < n; ++i) t += iov[i].iov_len;
+  return t;
+}
+
+}  // namespace
+
+template <class Fn>
+auto TableFile::run(Fn&& fn) noexcept -> decltype(fn()) {
+  auto r = fn();
+  refresh();  // a pull file's readiness after the operation (no lock held)
+  return r;
+}
+
+// Linux sk_wait_event() with the condition evaluated by the operation:
+// queue first, then call, then sleep, so a wake issued after the
+// operation saw "not ready" always finds the entry queued.
+template <class Op>
+long TableFile::wait(uint32_t want, bool nonblock, const timespec* dl, Op&& op) noexcept {
+  long r = op();
+  if (r != -EAGAIN || nonblock) return r;
+  int err = 0;
+  core::ThreadWaiter* w = core::ThreadWaiter::self(&err);
+  if (!w) return -err;
+  core::WaiterEntry we;
+  we.waiter = w;
+  we.mask = want;
+  core::SignalBlock blocked;  // no handler between the check and the sleep
+  for (;;) {
+    w->prepare();
+    wq().lock();
+    wq().add_locked(&we.entry);
+    wq().unlock();
+    r = op();
+    int s = 1;
+    if (r == -EAGAIN) s = w->sleep(dl, &blocked.saved());
+    wq().lock();
+    if (we.entry.queued()) wq().remove_locked(&we.entry);
+    wq().unlock();
+    if (r != -EAGAIN) return r;
+    if (s == -EINTR) return -EINTR;
+    if (s == 0) return -EAGAIN;  // SO_RCVTIMEO / SO_SNDTIMEO passed
+  }
+}
+
+template <class Op>
+long TableFile::write_all(const struct iovec* iov, size_t n, bool nonblock, Op&& op) noexcept {
+  timespec ts;
+  const timespec* dl = deadline(false, &ts);
+  if (!(ops_.flags & UEP_FILE_STREAM)) return wait(kWriteWake, nonblock, dl, [&] { return op(iov, n); });
+  std::vector<struct iovec> cur;
+  try {
+    cur.assign(iov, iov + n);
+  } catch (...) {
+    return -ENOBUFS;
+  }
+  const size_t total = iov_total(iov, n);
+  size_t seg = 0, done = 0;
+  for (;;) {
+    const long r = wait(kWriteWake, nonblock, dl, [&] { return op(cur.data() + seg, n - seg); });
+    if (r < 0) return done ? static_cast<long>(done) : r;  // a signal or timeout: the partial count
+    done += static_cast<size_t>(r);
+    for (size_t left = static_cast<size_t>(r); left && seg < n;) {
+      const size_t k = left < cur[seg].iov_len ? left : cur[seg].iov_len;
+      cur[seg].iov_base = static_cast<char*>(cur[seg].iov_base) + k;
+      cur[seg].iov_len -= k;
+      left -= k;
+      if (!cur[seg].iov_len) ++seg;
+    }
+    while (seg < n && !cur[seg].iov_len) ++seg;
+    if (done >= total || seg >= n || r == 0 || nonblock) return static_cast<long>(done);
+  }
+}
+
+const timespec* TableFile::deadline(bool rcv, timespec* out) const noexcept {
+  const int64_t ns = (rcv ? rcvtimeo_ns_ : sndtimeo_ns_).load(std::memory_order_relaxed);
+  if (ns == 0) return nullptr;  // no timeout
+  const timespec rel = ns < 0 ? timespec{0, 0} : timespec{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+  *out = core::deadline_after(rel);
+  return out;
+}
+
+ssize_t TableFile::read(void* buf, size_t count) noexcept {
+  struct iovec iov = {buf, count};
+  return count ? read_iter(&iov, 1, count) : (ops_.read_iter ? 0 : -EINVAL);
+}
+
+ssize_t TableFile::write(const void* buf, size_t count) noexcept {
+  struct iovec iov = {const_cast<void*>(buf), count};
+  return count ? write_iter(&iov, 1, count) : (ops_.write_iter ? 0 : -EINVAL);
+}
+
+ssize_t TableFile::read_iter(const struct iovec* iov, int iovcnt, size_t total) noexcept {
+  if (!ops_.read_iter) return -EINVAL;  // vfs_read: no ->read_iter
+  if (!iov_ok(iov, static_cast<size_t>(iovcnt))) return -EFAULT;
+  timespec ts;
+  const timespec* dl = deadline(true, &ts);
+  const uep_file_call c = call(0);
+  const long r = wait(kReadWake, nonblocking(), dl, [&] {
+    if (const int e = sock_error()) return static_cast<long>(-e);
+    return run([&] { return static_cast<long>(ops_.read_iter(ctx_, iov, iovcnt, &c)); });
+  });
+  return r > static_cast<long>(total) ? -EIO : r;
+}
+
+ssize_t TableFile::write_iter(const struct iovec* iov, int iovcnt, size_t) noexcept {
+  if (!ops_.write_iter) return -EINVAL;  // vfs_write: no ->write_iter
+  if (!iov_ok(iov, static_cast<size_t>(iovcnt))) return -EFAULT;
+  const uep_file_call c = call(0);
+  return write_all(iov, static_cast<size_t>(iovcnt), nonblocking(), [&](const struct iovec* v, size_t n) {
+    if (const int e = sock_error()) return static_cast<long>(-e);
+    return run([&] { return static_cast<long>(ops_.write_iter(ctx_, v, static_cast<int>(n), &c)); });
+  });
+}
+
+long TableFile::sendmsg(const struct msghdr* msg, int flags) noexcept {
+  if (!ops_.sendmsg) return -EOPNOTSUPP;  // sock_no_sendmsg
+  if (!iov_ok(msg->msg_iov, msg->msg_iovlen)) return -EFAULT;
+  const uep_file_call c = call(flags);
+  const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
+  return write_all(msg->msg_iov, msg->msg_iovlen, nb, [&](const struct iovec* v, size_t n) {
+    if (const int e = sock_error()) return static_cast<long>(-e);
+    struct msghdr m = *msg;
+    m.msg_iov = const_cast<struct iovec*>(v);
+    m.msg_iovlen = n;
+    return run([&] { return static_cast<long>(ops_.sendmsg(ctx_, &m, &c)); });
+  });
+}
+
+long TableFile::recvmsg(struct msghdr* msg, int flags) noexcept {
+  if (!ops_.recvmsg) return -EOPNOTSUPP;  // sock_no_recvmsg
+  if (!iov_ok(msg->msg_iov, msg->msg_iovlen)) return -EFAULT;
+  timespec ts;
+  const timespec* dl = deadline(true, &ts);
+  const uep_file_call c = call(flags);
+  const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
+  return wait(kReadWake, nb, dl, [&] {
+    if (const int e = sock_error()) return static_cast<long>(-e);
+    return run([&] { return static_cast<long>(ops_.recvmsg(ctx_, msg, &c)); });
+  });
+}
+
+long TableFile::accept4(struct sockaddr* addr, socklen_t* len, int flags) noexcept {
+  if (!ops_.accept4) return -EOPNOTSUPP;  // sock_no_accept
+  timespec ts;
+  const timespec* dl = deadline(true, &ts);  // Linux: accept waits sk_rcvtimeo
+  const uep_file_call c = call(flags);
+  return wait(kReadWake, nonblocking(), dl, [&] {
+    if (const int e = sock_error()) return static_cast<long>(-e);
+    return run([&] { return static_cast<long>(ops_.accept4(ctx_, addr, len, &c)); });
+  });
+}
+
+long TableFile::connect(const struct sockaddr* addr, socklen_t len) noexcept {
+  if (!ops_.connect) return -EOPNOTSUPP;  // sock_no_connect
+  const uep_file_call c = call(0);
+  const long r = run([&] { return static_cast<long>(ops_.connect(ctx_, addr, len, &c)); });
+  if (r != -EINPROGRESS || nonblocking()) return r;
+  // Linux inet_wait_for_connect (SO_SNDTIMEO), then sock_error().
+  timespec ts;
+  const timespec* dl = deadline(false, &ts);
+  const long w = wait(EPOLLOUT | EPOLLERR | EPOLLHUP, false, dl, [&] {
+    refresh();
+    return (poll(0) & (EPOLLOUT | EPOLLERR | EPOLLHUP)) ? 0L : -EAGAIN;
+  });
+  if (w == -EAGAIN) return -EINPROGRESS;  // timed out: still in progress
+  if (w < 0) return w;
+  const int e = take_error();
+  return e ? -e : 0;
+}
+
+int TableFile::shutdown(int how) noexcept {
+  if (how < SHUT_RD || how > SHUT_RDWR) return -EINVAL;  // inet_shutdown
+  if (!ops_.shutdown) return -EOPNOTSUPP;               // sock_no_shutdown
+  return static_cast<int>(run([&] { return static_cast<long>(ops_.shutdown(ctx_, how)); }));
+}
+
+long TableFile::bind(const struct sockaddr* addr, socklen_t len) noexcept {
+  if (!ops_.bind) return -EOPNOTSUPP;
+  return run([&] { return static_cast<long>(ops_.bind(ctx_, addr, len)); });
+}
+
+long TableFile::listen(int backlog) noexcept {
+  if (!ops_.listen) return -EOPNOTSUPP;
+  return run([&] { return static_cast<long>(ops_.listen(ctx_, backlog)); });
+}
+
+long TableFile::getsockname(struct sockaddr* addr, socklen_t* len) noexcept {
+  if (!ops_.getsockname) return -EOPNOTSUPP;
+  if (!core::user_readable(len, sizeof *len)) return -EFAULT;
+  return run([&] { return static_cast<long>(ops_.getsockname(ctx_, addr, len)); });
+}
+
+long TableFile::getpeername(struct sockaddr* addr, socklen_t* len) noexcept {
+  if (!ops_.getpeername) return -EOPNOTSUPP;
+  if (!core::user_readable(len, sizeof *len)) return -EFAULT;
+  return run([&] { return static_cast<long>(ops_.getpeername(ctx_, addr, len)); });
+}
+
+long TableFile::getsockopt(int level, int name, void* val, socklen_t* len) noexcept {
+  if (!core::user_readable(len, sizeof *len)) return -EFAULT;
+  if (static_cast<int>(*len) < 0) return -EINVAL;
+  if (level == SOL_SOCKET) {
+    switch (name) {
+      case SO_ERROR:
+        return core::put_int_opt(take_error(), val, len);
+      case SO_TYPE:
+        return core::put_int_opt(ops_.sock_type, val, len);
+      case SO_DOMAIN:
+        return core::put_int_opt(ops_.sock_family, val, len);
+      case SO_PROTOCOL:
+        return core::put_int_opt(ops_.sock_protocol, val, len);
+      case SO_RCVTIMEO:
+      case SO_SNDTIMEO: {  // sock_get_timeout: {0, 0} for none
+        const int64_t ns = (name == SO_RCVTIMEO ? rcvtimeo_ns_ : sndtimeo_ns_).load(std::memory_order_relaxed);
+        struct timeval tv = {0, 0};
+        if (ns > 0) tv = {static_cast<time_t>(ns / 1000000000), static_cast<suseconds_t>(ns % 1000000000 / 1000)};
+        const socklen_t n = *len < sizeof tv ? *len : static_cast<socklen_t>(sizeof tv);
+        if (n && !core::user_readable(val, n)) return -EFAULT;
+        std::memcpy(val, &tv, n);
+        *len = n;
+        return 0;
+      }
+      default:
+        break;
+    }
+  }
+  if (!ops_.getsockopt) return -ENOPROTOOPT;
+  if (*len && !core::user_readable(val, *len)) return -EFAULT;
+  return run([&] { return static_cast<long>(ops_.getsockopt(ctx_, level, name, val, len)); });
+}
+
+long TableFile::setsockopt(int level, int name, const void* val, socklen_t len) noexcept {
+  if (level == SOL_SOCKET) {
+    switch (name) {
+      case SO_RCVTIMEO:
+      case SO_SNDTIMEO: {  // Linux sock_set_timeout
+        struct timeval tv;
+        if (len < sizeof tv) return -EINVAL;
+        if (!core::user_readable(val, sizeof tv)) return -EFAULT;
+        std::memcpy(&tv, val, sizeof tv);
+        if (tv.tv_usec < 0 || tv.tv_usec >= 1000000) return -EDOM;
+        int64_t ns;
+        if (tv.tv_sec < 0)
+          ns = -1;  // an immediate timeout
+        else if (tv.tv_sec == 0 && tv.tv_usec == 0)
+          ns = 0;  // none
+        else
+          ns = static_cast<int64_t>(tv.tv_sec) * 1000000000 + static_cast<int64_t>(tv.tv_usec) * 1000;
+        (name == SO_RCVTIMEO ? rcvtimeo_ns_ : sndtimeo_ns_).store(ns, std::memory_order_relaxed);
+        return 0;
+      }
+      case SO_ERROR:
+      case SO_TYPE:
+      case SO_DOMAIN:
+      case SO_PROTOCOL:
+        return -ENOPROTOOPT;  // read-only
+      default:
+        break;
+    }
+  }
+  if (!ops_.setsockopt) return -ENOPROTOOPT;
+  if (len && !core::user_readable(val, len)) return -EFAULT;
+  return run([&] { return static_cast<long>(ops_.setsockopt(ctx_, level, name, val, len)); });
+}
+
+long TableFile::ioctl(unsigned long request, void* arg) noexcept {
+  if (!ops_.ioctl) return -ENOTTY;
+  const uep_file_call c = call(0);
+  return run([&] { return static_cast<long>(ops_.ioctl(ctx_, request, arg, &c)); });
+}
+
+long TableFile::fstat(struct stat* st) noexcept {
+  if (long r = core::stat_template(is_socket() ? core::StatKind::kSock : core::StatKind::kAnon, st)) return r;
+  if (is_socket()) st->st_ino = core::kInoBase + id();
+  if (ops_.fstat) return ops_.fstat(ctx_, st);
+  return 0;
+}
+
+long TableFile::setfl_hook(int old_flags, int new_flags) noexcept {
+  return ops_.setfl ? ops_.setfl(ctx_, old_flags, new_flags) : 0;
+}
+
+void TableFile::show_fdinfo(std::string& out) noexcept {
+  if (!ops_.show_fdinfo) return;
+  char buf[4096];
+  const ssize_t n = ops_.show_fdinfo(ctx_, buf, sizeof buf);
+  if (n > 0) {
+    try {
+      out.append(buf, static_cast<size_t>(n) < sizeof buf ? static_cast<size_t>(n) : sizeof buf);
+    } catch (...) {
+    }
+  }
+}
+
+}  // namespace uepoll::objects
