@@ -19,7 +19,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
+#include <linux/tcp.h> /* not netinet/tcp.h: its TCP_MSS is not lwIP's */
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>

@@ -103,6 +103,10 @@ int main(void) {
   socklen_t ml = sizeof me, tl = sizeof them;
   CHECK(getsockname(cs, (struct sockaddr *)&me, &ml) == 0 && getpeername(ss, (struct sockaddr *)&them, &tl) == 0);
   printf("names agree: %s\n", me.sin_port == them.sin_port ? "yes" : "no");
+  /* the client too (level-triggered): an echo may arrive after the send
+   * returned (a user-space stack delivers from its own thread) */
+  ev = (struct epoll_event){.events = EPOLLIN, .data.u32 = 5};
+  CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, cs, &ev) == 0);
 
   uint64_t one64 = 1;
   CHECK(write(efd, &one64, 8) == 8);
@@ -173,6 +177,7 @@ int main(void) {
   uint64_t ticks;
   CHECK(read(tfd, &ticks, 8) == 8);
 
+  CHECK(epoll_ctl(ep, EPOLL_CTL_DEL, cs, NULL) == 0);
   CHECK(shutdown(cs, SHUT_WR) == 0);
   while (wait_one(ep, &ev) != 4) {
   }

@@ -1,0 +1,202 @@
+/*
+ * lwip_pingpong.c - uepoll's own cost on a real stack: one TCP ping-pong
+ * over lwIP's loopback netif, measured twice in the same run:
+ *   native: lwIP's blocking netconn calls (netconn_write / netconn_recv),
+ *           a server thread and a client thread;
+ *   uepoll: the same stack through the lwIP provider's uepoll files
+ *           (uep_connect / uep_accept4 / uep_send / uep_recv, blocking owned
+ *           by uepoll, woken by the masks the provider pushes).
+ * Prints round trips per second and the mean round-trip time of each, the
+ * median of REPS runs, and the ratio uepoll / native.
+ *
+ *   lwip-pingpong [ROUNDS [REPS [SIZE]]]     (default 20000 5 64)
+ *
+ * Locks: none of its own.  The provider library is linked in; its uep_file_*
+ * calls bind to this program's libuepoll (ENABLE_EXPORTS).
+ */
+#define _GNU_SOURCE
+#include <uepoll/provider.h>
+#include <uepoll/uepoll.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <linux/tcp.h> /* not netinet/tcp.h: its TCP_MSS is not lwIP's */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <lwip/api.h>
+#include <lwip/tcp.h>
+
+const struct uep_provider *uep_provider_init(const char *config);
+
+static int rounds = 20000, size = 64;
+static const struct uep_provider *prov;
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void die(const char *what) {
+  fprintf(stderr, "lwip-pingpong: %s failed\n", what);
+  exit(1);
+}
+
+/* ---- native netconn ------------------------------------------------------------------ */
+static int nat_recv_exact(struct netconn *c, struct pbuf **keep, int n) {
+  int got = 0;
+  while (got < n) {
+    struct pbuf *p = *keep;
+    *keep = NULL;
+    if (!p && netconn_recv_tcp_pbuf(c, &p) != ERR_OK) return -1;
+    int take = p->tot_len;
+    if (got + take > n) die("native: more than a message");
+    got += take;
+    pbuf_free(p);
+  }
+  return got;
+}
+
+static struct netconn *nat_listener;
+static void *nat_server(void *arg) {
+  (void)arg;
+  struct netconn *c;
+  if (netconn_accept(nat_listener, &c) != ERR_OK) die("netconn_accept");
+  tcp_nagle_disable(c->pcb.tcp);
+  char *buf = calloc(1, (size_t)size);
+  struct pbuf *keep = NULL;
+  for (int i = 0; i < rounds; ++i) {
+    if (nat_recv_exact(c, &keep, size) != size) die("native server recv");
+    if (netconn_write(c, buf, (size_t)size, NETCONN_COPY) != ERR_OK) die("native server write");
+  }
+  free(buf);
+  netconn_close(c);
+  netconn_delete(c);
+  return NULL;
+}
+
+static double native_run(void) {
+  nat_listener = netconn_new(NETCONN_TCP);
+  if (netconn_bind(nat_listener, IP4_ADDR_ANY, 0) != ERR_OK || netconn_listen(nat_listener) != ERR_OK) die("listen");
+  ip_addr_t ip;
+  u16_t port;
+  netconn_getaddr(nat_listener, &ip, &port, 1);
+  pthread_t t;
+  pthread_create(&t, NULL, nat_server, NULL);
+  struct netconn *c = netconn_new(NETCONN_TCP);
+  ip_addr_t lo;
+  IP_ADDR4(&lo, 127, 0, 0, 1);
+  if (netconn_connect(c, &lo, port) != ERR_OK) die("netconn_connect");
+  tcp_nagle_disable(c->pcb.tcp);
+  char *buf = calloc(1, (size_t)size);
+  struct pbuf *keep = NULL;
+  double t0 = now();
+  for (int i = 0; i < rounds; ++i) {
+    if (netconn_write(c, buf, (size_t)size, NETCONN_COPY) != ERR_OK) die("native client write");
+    if (nat_recv_exact(c, &keep, size) != size) die("native client recv");
+  }
+  double dt = now() - t0;
+  pthread_join(t, NULL);
+  free(buf);
+  netconn_close(c);
+  netconn_delete(c);
+  netconn_delete(nat_listener);
+  return rounds / dt;
+}
+
+/* ---- through the provider's uepoll files ------------------------------------------ */
+static int recv_exact(int fd, char *buf, int n) {
+  int got = 0;
+  while (got < n) {
+    ssize_t r = uep_recv(fd, buf + got, (size_t)(n - got), 0);
+    if (r <= 0) return -1;
+    got += (int)r;
+  }
+  return got;
+}
+
+static int uep_listener;
+static void *uep_server(void *arg) {
+  (void)arg;
+  int c = uep_accept4(uep_listener, NULL, NULL, 0);
+  if (c < 0) die("uep_accept4");
+  int one = 1;
+  uep_setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  char *buf = calloc(1, (size_t)size);
+  for (int i = 0; i < rounds; ++i) {
+    if (recv_exact(c, buf, size) != size) die("uepoll server recv");
+    if (uep_send(c, buf, (size_t)size, 0) != size) die("uepoll server send");
+  }
+  free(buf);
+  uep_close(c);
+  return NULL;
+}
+
+static int provider_socket(void) {
+  int fd = -1;
+  if (prov->socket(AF_INET, SOCK_STREAM, 0, &fd) != 0) die("provider socket");
+  return fd;
+}
+
+static double uepoll_run(void) {
+  uep_listener = provider_socket();
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t al = sizeof a;
+  if (uep_bind(uep_listener, (struct sockaddr *)&a, sizeof a) || uep_listen(uep_listener, 4) ||
+      uep_getsockname(uep_listener, (struct sockaddr *)&a, &al))
+    die("uepoll listen");
+  pthread_t t;
+  pthread_create(&t, NULL, uep_server, NULL);
+  int c = provider_socket();
+  if (uep_connect(c, (struct sockaddr *)&a, sizeof a)) die("uep_connect");
+  int one = 1;
+  uep_setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  char *buf = calloc(1, (size_t)size);
+  double t0 = now();
+  for (int i = 0; i < rounds; ++i) {
+    if (uep_send(c, buf, (size_t)size, 0) != size) die("uepoll client send");
+    if (recv_exact(c, buf, size) != size) die("uepoll client recv");
+  }
+  double dt = now() - t0;
+  pthread_join(t, NULL);
+  free(buf);
+  uep_close(c);
+  uep_close(uep_listener);
+  return rounds / dt;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+  int reps = 5;
+  if (argc > 1) rounds = atoi(argv[1]);
+  if (argc > 2) reps = atoi(argv[2]);
+  if (argc > 3) size = atoi(argv[3]);
+  if (rounds < 1 || reps < 1 || reps > 99 || size < 1 || size > 65536) {
+    fprintf(stderr, "usage: lwip-pingpong [ROUNDS [REPS [SIZE]]]\n");
+    return 2;
+  }
+  prov = uep_provider_init(NULL);
+  if (!prov) die("uep_provider_init");
+  double nat[99], uep[99];
+  for (int r = 0; r < reps; ++r) { /* alternate, so that drift hits both alike */
+    nat[r] = native_run();
+    uep[r] = uepoll_run();
+  }
+  qsort(nat, (size_t)reps, sizeof *nat, cmp);
+  qsort(uep, (size_t)reps, sizeof *uep, cmp);
+  double n = nat[reps / 2], u = uep[reps / 2];
+  printf("lwip ping-pong, %d rounds of %d bytes, median of %d runs\n", rounds, size, reps);
+  printf("native netconn  %10.0f round trips/s  %7.2f us  (min %.0f, max %.0f)\n", n, 1e6 / n, nat[0], nat[reps - 1]);
+  printf("uepoll files    %10.0f round trips/s  %7.2f us  (min %.0f, max %.0f)\n", u, 1e6 / u, uep[0], uep[reps - 1]);
+  printf("uepoll / native %10.3f\n", u / n);
+  return 0;
+}
