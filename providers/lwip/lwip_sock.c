@@ -419,9 +419,27 @@ static int sockopt_locked(struct lw_sock *s, int level, int name, int set, int *
   return -ENOPROTOOPT;
 }
 
+/* SO_LINGER: lwIP's netconn.linger (seconds, < 0: off), used by its close. */
+static int linger_opt(struct lw_sock *s, int set, struct linger *l) {
+  LOCK_TCPIP_CORE();
+  if (set) s->conn->linger = l->l_onoff ? (s16_t)(l->l_linger < 0 ? 0 : l->l_linger > 32767 ? 32767 : l->l_linger) : -1;
+  else *l = (struct linger){s->conn->linger >= 0, s->conn->linger >= 0 ? s->conn->linger : 0};
+  UNLOCK_TCPIP_CORE();
+  return 0;
+}
+
 static int lw_getsockopt(void *ctx, int level, int name, void *val, socklen_t *len) {
   struct lw_sock *s = ctx;
   if (lw_stack_dead()) return -ENETDOWN;
+  if (level == SOL_SOCKET && name == SO_LINGER) {
+    if ((int)*len < 0) return -EINVAL;
+    struct linger l;
+    linger_opt(s, 0, &l);
+    socklen_t n = *len < (socklen_t)sizeof l ? *len : (socklen_t)sizeof l;
+    memcpy(val, &l, (size_t)n);
+    *len = n;
+    return 0;
+  }
   int v = 0;
   LOCK_TCPIP_CORE();
   pthread_mutex_lock(&lw_ev);
@@ -434,6 +452,12 @@ static int lw_getsockopt(void *ctx, int level, int name, void *val, socklen_t *l
 static int lw_setsockopt(void *ctx, int level, int name, const void *val, socklen_t len) {
   struct lw_sock *s = ctx;
   if (lw_stack_dead()) return -ENETDOWN;
+  if (level == SOL_SOCKET && name == SO_LINGER) {
+    struct linger l;
+    if (len < (socklen_t)sizeof l) return -EINVAL;
+    memcpy(&l, val, sizeof l);
+    return linger_opt(s, 1, &l);
+  }
   if (len < (socklen_t)sizeof(int)) return -EINVAL;
   int v;
   memcpy(&v, val, sizeof v);

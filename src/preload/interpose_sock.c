@@ -122,7 +122,13 @@ int socket(int family, int type, int protocol) {
 }
 
 /* ---- the calls that name an address or make a socket ----------------------------------- */
+/* Naming a uepoll socket pair is not modelled: say so (Linux would bind it). */
 int bind(int fd, const struct sockaddr *a, socklen_t len) {
+  if (uep_pl_map(fd) && uep_pl_kind(fd) == UEP_PL_SOCKET) {
+    uep_pl_refuse("bind() on a uepoll socket pair: not supported (EOPNOTSUPP)");
+    errno = EOPNOTSUPP;
+    return -1;
+  }
   UEP_PL_FORWARD2(fd, bind, (u, a, len), bind, (fd, a, len));
 }
 int listen(int fd, int backlog) { UEP_PL_FORWARD2(fd, listen, (u, backlog), listen, (fd, backlog)); }

@@ -128,6 +128,17 @@ check_kind() {
   [[ -n "$(find "$prefix" -name libuepoll-preload.so)" ]] || fail "no libuepoll-preload.so"
   run "$prefix/bin/uepoll-run" --stats "$out/preload-stats" true || fail "uepoll-run does not run a program"
   grep -q '^uepoll-stats' "$out/preload-stats" || fail "uepoll-run: no UEPOLL_STATS written"
+  # The lwIP socket provider (built where liblwip-dev is installed): beside
+  # the preload, found by name, and started by it.
+  local plib prov
+  plib="$(find "$prefix" -name libuepoll-preload.so | head -n1)"
+  prov="$(find "$prefix" -name libuepoll-provider-lwip.so | head -n1)"
+  if [[ -n "$prov" ]]; then
+    [[ "$(dirname "$prov")" == "$(dirname "$plib")" ]] || fail "libuepoll-provider-lwip.so is not beside libuepoll-preload.so"
+    run "$prefix/bin/uepoll-run" --provider lwip --stats "$out/provider-stats" /bin/true \
+      || fail "uepoll-run --provider lwip does not start a program"
+    step "lwIP provider: installed beside the preload, loaded by name"
+  fi
 
   # ---- pkg-config
   local pcdir pkc="pkg-config"

@@ -152,6 +152,12 @@ int main(void) {
   CHECK(ops->getsockopt(F(ls)->ctx, SOL_SOCKET, SO_REUSEADDR, &v, &vl) == 0 && v == 1 && vl == sizeof v);
   CHECK(ops->setsockopt(F(ls)->ctx, SOL_SOCKET, SO_REUSEADDR, &one, 1) == -EINVAL);
   CHECK(ops->getsockopt(F(ls)->ctx, SOL_SOCKET, 12345, &v, &vl) == -ENOPROTOOPT);
+  struct linger lg = {1, 5}, lg2 = {0, 0};
+  socklen_t lgl = sizeof lg2;
+  CHECK(ops->setsockopt(F(cs)->ctx, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0);
+  CHECK(ops->getsockopt(F(cs)->ctx, SOL_SOCKET, SO_LINGER, &lg2, &lgl) == 0 && lg2.l_onoff == 1 && lg2.l_linger == 5);
+  lg.l_onoff = 0;
+  CHECK(ops->setsockopt(F(cs)->ctx, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0);
 
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
