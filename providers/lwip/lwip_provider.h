@@ -1,6 +1,7 @@
 /*
- * lwip_provider.h - what the two halves of the lwIP provider share
- * (providers/lwip/): the socket record, the event lock, and the helpers of
+ * lwip_provider.h - what the parts of the lwIP provider share
+ * (providers/lwip/): the socket record, the event lock, the wire
+ * (lwip_wire.c), and the helpers of
  * lwip_stack.c (the stack, its loopback netif, netconn events, readiness)
  * that lwip_sock.c (the socket operations) uses.
  *
@@ -62,6 +63,12 @@ struct lw_sock {
 };
 
 extern pthread_mutex_t lw_ev;
+
+/* The datagram wire (lwip_wire.c): parse UEPOLL_PROVIDER_CONFIG and bind
+ * the socket (0 or -errno: EINVAL for settings it does not know); add the
+ * netif and start its reader, in lwIP's thread (0 when none configured). */
+int lw_wire_configure(const char *config);
+int lw_wire_start_locked(void);
 
 /* The stack: started once by uep_provider_init.  0 or -errno. */
 int lw_stack_start(const char *config);

@@ -2,7 +2,8 @@
  * lwip_stack.c - the lwIP provider's stack side (providers/lwip/): starts
  * lwIP's tcpip thread with a loopback netif of its own (127.0.0.1/8, every
  * packet looped back: Debian's lwIP is built without LWIP_HAVE_LOOPIF),
- * turns netconn events into uepoll readiness, and keeps the table that
+ * and, when UEPOLL_PROVIDER_CONFIG asks for one, the datagram wire of
+ * lwip_wire.c; turns netconn events into uepoll readiness, keeps the table that
  * leads from a netconn to its socket record.
  *
  * Readiness is pushed (UEP_FILE_PUSH): lw_event runs in lwIP's thread
@@ -245,6 +246,7 @@ static void stack_ready(void *arg) {
     netif_set_default(&loop_netif);
     netif_set_link_up(&loop_netif);
     netif_set_up(&loop_netif);
+    ok = lw_wire_start_locked() == 0;
   }
   pthread_mutex_lock(&st->mu);
   st->ok = ok;
@@ -254,7 +256,10 @@ static void stack_ready(void *arg) {
 }
 
 int lw_stack_start(const char *config) {
-  if (config && *config) return -EINVAL; /* no settings yet: loopback only */
+  if (config && *config) {
+    int r = lw_wire_configure(config);
+    if (r) return r;
+  }
   static struct start_state st = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
   tcpip_init(stack_ready, &st);
   pthread_mutex_lock(&st.mu);

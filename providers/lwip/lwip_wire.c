@@ -1,0 +1,142 @@
+/*
+ * lwip_wire.c - the lwIP provider's link between processes
+ * (providers/lwip/): a second netif whose IPv4 packets travel as datagrams
+ * of a kernel AF_UNIX socket to one peer process running the provider too
+ * (a "datagram wire": nothing leaves the machine, no privilege needed).
+ *
+ *   UEPOLL_PROVIDER_CONFIG="addr=10.7.0.1/24,wire=/tmp/a.sock,peer=/tmp/b.sock"
+ *
+ * addr: this stack's address and prefix on the wire; wire: the socket path
+ * this process binds (replaced if it exists); peer: the path of the other
+ * process's wire.  A packet the peer is not there to take is dropped (TCP
+ * retransmits).  One reader thread per process takes datagrams and hands
+ * them to lwIP's thread (tcpip_input).
+ *
+ * Locks: none of ours; netif set-up runs in lwIP's thread under its core
+ * lock (lwip_stack.c), output runs there too.
+ */
+#define _GNU_SOURCE
+#include "lwip_provider.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <lwip/ip4_addr.h>
+#include <lwip/netif.h>
+#include <lwip/pbuf.h>
+#include <lwip/tcpip.h>
+
+enum { kWireMtu = 1500 };
+
+static struct netif wire_netif;
+static int wire_fd = -1;
+static struct sockaddr_un wire_peer;
+static ip4_addr_t wire_addr, wire_mask;
+
+/* "key=value" in a comma-separated list: copies value into out. */
+static int config_get(const char *config, const char *key, char *out, size_t n) {
+  size_t klen = strlen(key);
+  for (const char *p = config; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+    if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+      const char *v = p + klen + 1, *end = strchr(v, ',');
+      size_t len = end ? (size_t)(end - v) : strlen(v);
+      if (len >= n) return -ENAMETOOLONG;
+      memcpy(out, v, len);
+      out[len] = 0;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int unix_addr(const char *path, struct sockaddr_un *sun) {
+  memset(sun, 0, sizeof *sun);
+  sun->sun_family = AF_UNIX;
+  if (!*path || strlen(path) >= sizeof sun->sun_path) return -EINVAL;
+  strcpy(sun->sun_path, path);
+  return 0;
+}
+
+int lw_wire_configure(const char *config) {
+  char addr[64], wire[sizeof wire_peer.sun_path], peer[sizeof wire_peer.sun_path];
+  int a = config_get(config, "addr", addr, sizeof addr), w = config_get(config, "wire", wire, sizeof wire),
+      p = config_get(config, "peer", peer, sizeof peer);
+  if (a < 0 || w < 0 || p < 0) return -ENAMETOOLONG;
+  if (!a && !w && !p) return -EINVAL; /* settings, but none of ours */
+  if (!a || !w || !p) return -EINVAL; /* all three or none */
+  char *slash = strchr(addr, '/');
+  int prefix = 24;
+  if (slash) {
+    *slash = 0;
+    prefix = atoi(slash + 1);
+    if (prefix < 1 || prefix > 30) return -EINVAL;
+  }
+  if (!ip4addr_aton(addr, &wire_addr)) return -EINVAL;
+  ip4_addr_set_u32(&wire_mask, lwip_htonl(0xffffffffu << (32 - prefix)));
+  struct sockaddr_un self;
+  if (unix_addr(wire, &self) || unix_addr(peer, &wire_peer)) return -EINVAL;
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -errno;
+  unlink(wire);
+  if (bind(fd, (struct sockaddr *)&self, sizeof self) < 0) {
+    int e = errno;
+    close(fd);
+    return -e;
+  }
+  wire_fd = fd;
+  return 0;
+}
+
+static err_t wire_output4(struct netif *nif, struct pbuf *p, const ip4_addr_t *dst) {
+  (void)nif;
+  (void)dst;
+  char buf[kWireMtu];
+  if (p->tot_len > sizeof buf) return ERR_BUF;
+  pbuf_copy_partial(p, buf, p->tot_len, 0);
+  /* a full or absent peer drops the packet, as a wire does */
+  (void)sendto(wire_fd, buf, p->tot_len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&wire_peer,
+               sizeof wire_peer);
+  return ERR_OK;
+}
+
+static err_t wire_init(struct netif *nif) {
+  nif->name[0] = 'w';
+  nif->name[1] = 'i';
+  nif->output = wire_output4;
+  nif->mtu = kWireMtu;
+  return ERR_OK;
+}
+
+static void *wire_reader(void *arg) {
+  (void)arg;
+  char buf[kWireMtu];
+  for (;;) {
+    ssize_t n = recv(wire_fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return NULL;
+    if (n == 0 || lw_stack_dead()) continue;
+    struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)n, PBUF_RAM);
+    if (!p) continue;
+    pbuf_take(p, buf, (u16_t)n);
+    if (wire_netif.input(p, &wire_netif) != ERR_OK) pbuf_free(p);
+  }
+}
+
+/* In lwIP's thread, core lock held: the netif, then its reader. */
+int lw_wire_start_locked(void) {
+  if (wire_fd < 0) return 0;
+  ip4_addr_t gw;
+  ip4_addr_set_zero(&gw);
+  if (!netif_add(&wire_netif, &wire_addr, &wire_mask, &gw, NULL, wire_init, tcpip_input)) return -ENOMEM;
+  netif_set_link_up(&wire_netif);
+  netif_set_up(&wire_netif);
+  pthread_t t;
+  if (pthread_create(&t, NULL, wire_reader, NULL)) return -EAGAIN;
+  pthread_detach(t);
+  return 0;
+}
