@@ -82,19 +82,20 @@ __attribute__((constructor)) static void load_provider(void) {
   if (!spec || !*spec || getauxval(AT_SECURE)) return;
   char path[PATH_MAX];
   provider_path(spec, path, sizeof path);
+  spec = path; /* the messages name the file */
   UEP_PL_ENTER();
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!h) provider_fail("socket provider '%s': cannot load %s: %s", spec, path, dlerror());
+  if (!h) provider_fail("socket provider %s: cannot load: %s", spec, dlerror());
   uep_provider_init_fn init = (uep_provider_init_fn)dlsym(h, UEP_PROVIDER_INIT_SYMBOL);
-  if (!init) provider_fail("socket provider '%s': %s has no %s", spec, path, UEP_PROVIDER_INIT_SYMBOL);
+  if (!init) provider_fail("socket provider %s: no %s", spec, UEP_PROVIDER_INIT_SYMBOL);
   errno = 0;
   const struct uep_provider *p = init(getenv("UEPOLL_PROVIDER_CONFIG"));
   int e = errno;
   UEP_PL_LEAVE();
   if (!p)
-    provider_fail("socket provider '%s' (%s) refused to start: %s", spec, path, e ? strerror(e) : "no reason given");
+    provider_fail("socket provider %s refused to start: %s", spec, e ? strerror(e) : "no reason given");
   if (p->size < offsetof(struct uep_provider, fini) + sizeof p->fini || !p->socket)
-    provider_fail("socket provider '%s' (%s): its struct uep_provider is incomplete", spec, path);
+    provider_fail("socket provider %s: its struct uep_provider is incomplete", spec);
   provider = p;
   if (p->at_fork) pthread_atfork(fork_prepare, fork_parent, fork_child);
   if (p->fini) atexit(provider_fini); /* runs after the program's own handlers */
