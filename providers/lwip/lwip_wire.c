@@ -9,7 +9,8 @@
  * addr: this stack's address and prefix on the wire; wire: the socket path
  * this process binds (replaced if it exists); peer: the path of the other
  * process's wire.  A packet the peer is not there to take is dropped (TCP
- * retransmits).  One reader thread per process takes datagrams and hands
+ * retransmits); one its full queue cannot take yet waits up to 50 ms.  One
+ * reader thread per process takes datagrams and hands
  * them to lwIP's thread (tcpip_input).
  *
  * Locks: none of ours; netif set-up runs in lwIP's thread under its core
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -88,6 +90,8 @@ int lw_wire_configure(const char *config) {
     close(fd);
     return -e;
   }
+  struct timeval tmo = {0, 50000}; /* wire_output4's longest wait */
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof tmo);
   wire_fd = fd;
   return 0;
 }
@@ -98,9 +102,11 @@ static err_t wire_output4(struct netif *nif, struct pbuf *p, const ip4_addr_t *d
   char buf[kWireMtu];
   if (p->tot_len > sizeof buf) return ERR_BUF;
   pbuf_copy_partial(p, buf, p->tot_len, 0);
-  /* a full or absent peer drops the packet, as a wire does */
-  (void)sendto(wire_fd, buf, p->tot_len, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&wire_peer,
-               sizeof wire_peer);
+  /* A full peer queue (net.unix.max_dgram_qlen, 10 by default) makes this
+   * wait, up to the socket's send timeout (wire_configure): dropping there
+   * would cost TCP a retransmission timeout.  The peer's reader never waits
+   * for us, so the wait ends.  An absent peer drops the packet at once. */
+  (void)sendto(wire_fd, buf, p->tot_len, MSG_NOSIGNAL, (struct sockaddr *)&wire_peer, sizeof wire_peer);
   return ERR_OK;
 }
 
