@@ -205,8 +205,12 @@ static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
   for (int k = 0; k < iovcnt; ++k) total += iov[k].iov_len;
   pthread_mutex_lock(&lw_ev);
   enum lw_state st = s->state;
-  if (st == LW_CONNECTED) s->rx_hold = s->rcv_events > 0 || s->has_left;
+  /* Nothing in the mbox (every entry, data, FIN or error marker, counts a
+   * RCVPLUS), nothing left over, no end: EAGAIN without asking lwIP. */
+  int empty = s->rcv_events <= 0 && !s->has_left && !s->fin && !s->rd_shut && !s->closed;
+  if (st == LW_CONNECTED) s->rx_hold = !empty;
   pthread_mutex_unlock(&lw_ev);
+  if (st == LW_CONNECTED && empty && total) return -EAGAIN;
   if (st == LW_LISTEN || st == LW_NEW) return -ENOTCONN;
   if (st == LW_CONNECTING) return -EAGAIN;
   if (st == LW_FAILED) return 0; /* the error itself was uepoll's to return */
