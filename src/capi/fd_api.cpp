@@ -147,6 +147,7 @@ long shutdown(int sockfd, int how) noexcept {
   if (!uepoll::fd::in_range(sockfd)) return ::shutdown(sockfd, how) < 0 ? -errno : 0;
   FileRef f(uepoll::fd::lookup(sockfd));
   if (!f) return -EBADF;
+  if (!f->is_socket()) return -ENOTSOCK;  // sockfd_lookup_light
   return f->shutdown(how);
 }
 
