@@ -96,6 +96,11 @@ struct uep_file_operations {
    * (then optional): the mask is initial_mask, notify and set_mask's. */
   uint32_t (*poll)(void *ctx);
 
+  /* The buffers are the caller's after Linux's access_ok (below the user
+   * address limit; EFAULT otherwise), as a driver gets them: an operation
+   * that copies must treat NULL and the first page as a fault (-EFAULT,
+   * after what it did first, as copy_to_user fails there).  A zero-length
+   * call reaches the operation. */
   ssize_t (*read_iter)(void *ctx, const struct iovec *iov, int iovcnt,
                        const struct uep_file_call *call);
   ssize_t (*write_iter)(void *ctx, const struct iovec *iov, int iovcnt,

@@ -1,13 +1,9 @@
 // fd_api.cpp - uep_read, uep_write, uep_close, uep_dup, uep_poll,
-// uep_shutdown, uep_is_uepoll_fd: descriptor calls that dispatch to the
-// file's operations, or forward to the kernel for kernel descriptors.
+// uep_ppoll, uep_shutdown, uep_is_uepoll_fd: descriptor calls that
+// dispatch to the file's operations (poll's engine: fd/poll.h), or forward
+// to the kernel for kernel descriptors.
 //
-// poll() over a mix of uepoll and kernel descriptors: one WaiterEntry per
-// uepoll file on that file's wait queue, and one ppoll over the kernel
-// descriptors plus the thread's waiter eventfd, so one sleep covers both.
-//
-// Locks: each file's wait-queue lock (6), one at a time, to (un)queue the
-// poll entries.  Never sleeps with a lock held.
+// Locks: none of its own (the table's and the files', inside the calls).
 #include <uepoll/uepoll.h>
 #include <uepoll/detail/ops.hpp>
 
@@ -17,8 +13,7 @@
 #include "core/lock_state.h"
 #include "core/user_memory.h"
 #include "core/waiter.h"
-#include "epoll/instance.h"
-#include "epoll/kernel_watch.h"
+#include "fd/poll.h"
 #include "fd/table.h"
 
 #include <cerrno>
@@ -43,166 +38,6 @@ using uepoll::core::user_range_ok;
 using uepoll::core::user_readable;
 
 using uepoll::capi::kMaxRwCount;
-
-// Linux do_sys_poll(): more entries than RLIMIT_NOFILE is EINVAL before
-// anything is read.
-bool too_many_fds(nfds_t nfds) {
-  rlimit rl{};
-  return getrlimit(RLIMIT_NOFILE, &rl) == 0 && nfds > rl.rlim_cur;
-}
-
-// True when a readable pollfd array names a uepoll descriptor (otherwise the
-// whole call goes to the kernel, which also makes its pointer checks).
-bool any_uepoll_fd(const struct pollfd* fds, nfds_t nfds) {
-  if (!nfds || reinterpret_cast<uintptr_t>(fds) < 4096 || !user_range_ok(fds, nfds * sizeof(struct pollfd)))
-    return false;
-  for (nfds_t i = 0; i < nfds; ++i)
-    if (fds[i].fd >= 0 && uepoll::fd::in_range(fds[i].fd)) return true;
-  return false;
-}
-
-struct PollSlot {
-  uepoll::core::WaiterEntry entry;
-  uepoll::core::File* file = nullptr;  // referenced while the call runs
-  bool queued = false;
-};
-
-// deadline: absolute CLOCK_MONOTONIC, nullptr = forever; `nonblock`: a zero
-// timeout; sigmask (ppoll): the mask in force while sleeping.
-int do_poll(struct pollfd* fds, nfds_t nfds, const timespec* deadline, bool nonblock, const sigset_t* sigmask) {
-  if (too_many_fds(nfds)) return -EINVAL;
-  if (nfds && !user_range_ok(fds, nfds * sizeof(struct pollfd))) return -EFAULT;
-  if (nfds && reinterpret_cast<uintptr_t>(fds) < 4096) return -EFAULT;
-
-  // Every allocation up front, before any file is looked up: out of memory
-  // is ENOMEM with nothing done (the push_backs below stay within capacity).
-  std::vector<PollSlot> slots;
-  // Kernel descriptors first, then the kernel sides of instances (at most
-  // two per descriptor in all: the capacity below).
-  std::vector<struct pollfd> kfds;
-  std::vector<nfds_t> kindex;        // kfds[i] came from fds[kindex[i]]
-  try {
-    slots.resize(nfds);
-    kfds.reserve(2 * nfds);
-    kindex.reserve(2 * nfds);
-  } catch (const std::bad_alloc&) {
-    return -ENOMEM;
-  }
-  for (nfds_t i = 0; i < nfds; ++i) {
-    const int fd = fds[i].fd;
-    if (fd >= 0 && uepoll::fd::in_range(fd)) {
-      slots[i].file = uepoll::fd::lookup(fd);  // nullptr -> POLLNVAL
-    } else if (fd >= 0) {
-      kfds.push_back({fd, fds[i].events, 0});
-      kindex.push_back(i);
-    }
-  }
-  const size_t n_kernel = kfds.size();
-  // An instance with kernel descriptors: also sleep on its kernel side (its
-  // readiness itself comes from Instance::poll).  Collected again on every
-  // round: an instance may gain its kernel side (or hub) while we sleep,
-  // and then kicks us (KernelWatch::kick_sleepers) once we are queued on it.
-  auto collect_sides = [&] {
-    kfds.resize(n_kernel);
-    kindex.resize(n_kernel);
-    for (nfds_t i = 0; i < nfds; ++i) {
-      if (!slots[i].file || !slots[i].file->is_epoll()) continue;
-      // Read under the queue's lock: kick_sleepers publishes, then takes
-      // it to kick us, so either we see the new side or we are kicked
-      // after our prepare().
-      auto* ep = static_cast<uepoll::epoll::Instance*>(slots[i].file);
-      struct pollfd side[2];
-      int n = 0;
-      ep->wq().lock();
-      if (auto* kw = ep->kernel_watch()) n = kw->sleep_fds(side);
-      ep->wq().unlock();
-      for (int k = 0; k < n; ++k) {
-        kfds.push_back(side[k]);
-        kindex.push_back(nfds);  // no fds[] entry of its own
-      }
-    }
-  };
-  struct Cleanup {
-    std::vector<PollSlot>& s;
-    ~Cleanup() {
-      for (PollSlot& p : s) {
-        if (!p.file) continue;
-        if (p.queued) {
-          p.file->wq().lock();
-          if (p.entry.entry.queued()) p.file->wq().remove_locked(&p.entry.entry);
-          p.file->wq().unlock();
-        }
-        p.file->put();
-      }
-    }
-  } cleanup{slots};
-
-  const timespec* dp = deadline;
-  uepoll::core::ThreadWaiter* w = nullptr;
-  std::optional<uepoll::core::SignalBlock> blocked;
-  for (;;) {
-    if (w) w->prepare();
-    collect_sides();  // after prepare: a kick from now on is not lost
-    int count = 0;
-    for (nfds_t i = 0; i < nfds; ++i) {
-      const int fd = fds[i].fd;
-      short rev = 0;
-      if (fd < 0) {
-        rev = 0;
-      } else if (uepoll::fd::in_range(fd)) {
-        if (!slots[i].file) {
-          rev = POLLNVAL;
-        } else {
-          const uint32_t want = static_cast<uint16_t>(fds[i].events) | POLLERR | POLLHUP;
-          rev = static_cast<short>(slots[i].file->poll(0) & want);
-        }
-      } else {
-        continue;  // filled in from the kernel below
-      }
-      fds[i].revents = rev;
-      if (rev) ++count;
-    }
-    if (!kfds.empty()) {
-      // The kernel descriptors' state right now (timeout 0).
-      int r = ::poll(kfds.data(), kfds.size(), 0);
-      if (r < 0) return -errno;
-      for (size_t k = 0; k < kfds.size(); ++k) {
-        if (kindex[k] == nfds) continue;  // an instance's kernel side
-        fds[kindex[k]].revents = kfds[k].revents;
-        if (kfds[k].revents) ++count;
-      }
-    }
-    if (count > 0 || nonblock) return count;
-    if (dp && uepoll::core::deadline_passed(*dp)) return 0;
-
-    if (!w) {
-      int err = 0;
-      w = uepoll::core::ThreadWaiter::self(&err);
-      if (!w) return -err;
-      blocked.emplace();
-      w->prepare();
-      for (nfds_t i = 0; i < nfds; ++i) {
-        PollSlot& p = slots[i];
-        if (!p.file) continue;
-        p.entry.waiter = w;
-        p.entry.mask = static_cast<uint16_t>(fds[i].events) | POLLERR | POLLHUP;
-        p.file->wq().lock();
-        p.file->wq().add_locked(&p.entry.entry);
-        p.file->wq().unlock();
-        p.queued = true;
-      }
-      continue;  // re-check now that we are queued
-    }
-    int s;
-    if (kfds.empty()) {
-      s = w->sleep(dp, sigmask ? sigmask : &blocked->saved());
-    } else {
-      // Sleep on the kernel descriptors and our waiter at once.
-      s = w->sleep_with(kfds.data(), kfds.size(), dp, sigmask ? sigmask : &blocked->saved());
-    }
-    if (s == -EINTR) return -EINTR;
-  }
-}
 
 }  // namespace
 
@@ -281,14 +116,14 @@ long dup(int oldfd) noexcept {
 }
 
 long poll(struct pollfd* fds, nfds_t nfds, int timeout) noexcept {
-  if (too_many_fds(nfds)) return -EINVAL;
-  if (!any_uepoll_fd(fds, nfds)) {
+  if (uepoll::fd::too_many_fds(nfds)) return -EINVAL;
+  if (!uepoll::fd::any_uepoll_fd(fds, nfds)) {
     int r = ::poll(fds, nfds, timeout);
     return r < 0 ? -errno : r;
   }
   timespec deadline{};
   if (timeout > 0) deadline = uepoll::core::deadline_after_ms(timeout);
-  return do_poll(fds, nfds, timeout > 0 ? &deadline : nullptr, timeout == 0, nullptr);
+  return uepoll::fd::do_poll(fds, nfds, timeout > 0 ? &deadline : nullptr, timeout == 0, nullptr);
 }
 
 long ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* tmo, const sigset_t* sigmask) noexcept {
@@ -297,21 +132,22 @@ long ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* tmo, const si
   if (tmo && !user_readable(tmo, sizeof *tmo)) return -EFAULT;
   if (tmo && (tmo->tv_sec < 0 || static_cast<unsigned long>(tmo->tv_nsec) >= 1000000000UL)) return -EINVAL;
   if (sigmask && !user_readable(sigmask, 8)) return -EFAULT;
-  if (too_many_fds(nfds)) return -EINVAL;
-  if (!any_uepoll_fd(fds, nfds)) {
+  if (uepoll::fd::too_many_fds(nfds)) return -EINVAL;
+  if (!uepoll::fd::any_uepoll_fd(fds, nfds)) {
     int r = ::ppoll(fds, nfds, tmo, sigmask);
     return r < 0 ? -errno : r;
   }
   const bool nonblock = tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0;
   timespec deadline{};
   if (tmo) deadline = uepoll::core::deadline_after(*tmo);
-  return do_poll(fds, nfds, tmo ? &deadline : nullptr, nonblock, sigmask);
+  return uepoll::fd::do_poll(fds, nfds, tmo ? &deadline : nullptr, nonblock, sigmask);
 }
 
 long shutdown(int sockfd, int how) noexcept {
   if (!uepoll::fd::in_range(sockfd)) return ::shutdown(sockfd, how) < 0 ? -errno : 0;
   FileRef f(uepoll::fd::lookup(sockfd));
   if (!f) return -EBADF;
+  if (!f->is_socket()) return -ENOTSOCK;  // sockfd_lookup_light
   return f->shutdown(how);
 }
 

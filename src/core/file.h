@@ -21,6 +21,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+
+struct pollfd;
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -144,6 +146,10 @@ class alignas(64) File {
   virtual long pipe_size(int cmd, unsigned long arg) noexcept;
   // The fdinfo lines after the four common ones (f_op->show_fdinfo).
   virtual void show_fdinfo(std::string& /*out*/) noexcept {}
+  // Kernel descriptors a poll() sleeper must also wait on (POLLIN) to learn
+  // of this file's readiness (an instance watching kernel descriptors);
+  // fills out[0..2), returns how many.  Takes the file's wq lock.
+  virtual int sleep_fds(struct pollfd* /*out*/) noexcept { return 0; }
   // A pipe end or a socket of a pair: fills *out and returns true.
   virtual bool stream_state(StreamState* /*out*/) noexcept { return false; }
 

@@ -90,7 +90,7 @@
 //                               kernel epoll: system calls under it) in
 //                               epoll/kernel_watch.cpp, the warn-once list
 //                               of the descriptor surface
-//                               (capi/fd_surface_api.cpp).
+//                               (core/warn.cpp).
 //
 // Outside this order: libuepoll-preload.so's init and warning mutexes
 // (src/preload/, std::mutex: the preload uses only the public API) are

@@ -88,6 +88,10 @@ class Instance final : public core::File {
   long rw_check(bool) const noexcept override { return -EINVAL; }
   long ioctl(unsigned long request, void* arg) noexcept override;
   void show_fdinfo(std::string& out) noexcept override;
+  // The kernel side's descriptors (KernelWatch::sleep_fds), read under
+  // wq(): kick_sleepers publishes a new side, then takes wq() to kick, so
+  // a poll() sleeper either sees it or is kicked after its prepare().
+  int sleep_fds(struct pollfd* out) noexcept override;
 
   // ---- used by release, topology and the test hooks ------------------
   // Removes `it` if still registered.  Precondition: caller holds an item

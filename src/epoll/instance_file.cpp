@@ -2,12 +2,13 @@
 // poll (Linux fs/eventpoll.c eventpoll_fops): the busy-poll ioctls
 // (ep_eventpoll_ioctl / ep_eventpoll_bp_ioctl: EPIOCSPARAMS, EPIOCGPARAMS,
 // the contract in uepoll.h "beyond Linux") and the fdinfo lines
-// (ep_show_fdinfo).
-// Locks: the shard locks (4), one at a time, for the fdinfo rows; none for
+// (ep_show_fdinfo), and the kernel descriptors a poll() over it sleeps on.
+// Locks: wq() (6) for sleep_fds; the shard locks (4), one at a time, for the fdinfo rows; none for
 // the ioctls (the parameters are relaxed atomics, busy_poll.h).
 #include "core/user_memory.h"
 #include "epoll/fdinfo.h"
 #include "epoll/instance.h"
+#include "epoll/kernel_watch.h"
 
 #include <uepoll/uepoll.h>
 
@@ -77,6 +78,14 @@ void Instance::show_fdinfo(std::string& out) noexcept {
     }
   } catch (...) {  // out of memory: the lines that fitted
   }
+}
+
+int Instance::sleep_fds(struct pollfd* out) noexcept {
+  int n = 0;
+  wq().lock();
+  if (KernelWatch* kw = kernel_watch()) n = kw->sleep_fds(out);
+  wq().unlock();
+  return n;
 }
 
 }  // namespace uepoll::epoll

@@ -55,11 +55,30 @@ void TableFile::refresh() noexcept {
 
 void TableFile::wake_queue(uint32_t key) noexcept {
   wq().lock();
-  wq().wake_locked(key);  // Linux wake_up_poll(): nr_exclusive 1
+  // Linux wake_up_poll(): one exclusive waiter; key 0 wakes every waiter
+  // (wake_up_all).
+  wq().wake_locked(key, key ? 1 : 0);
   wq().unlock();
 }
 
+namespace {
+// The operations of pull files running on this thread: a notify of such a
+// file from inside its own operation is deferred until the operation has
+// returned and the file is refreshed (OpFrame), so that no harvest woken
+// by it sees the mask from before the operation.
+thread_local TableFile::OpFrame* t_frames = nullptr;
+}  // namespace
+
+TableFile::OpScope::OpScope(TableFile* f) noexcept : frame_{f, t_frames} { t_frames = &frame_; }
+TableFile::OpScope::~OpScope() { t_frames = frame_.up; }
+
 void TableFile::notify(uint32_t key) noexcept {
+  for (OpFrame* f = t_frames; f; f = f->up) {
+    if (f->file != this) continue;
+    f->key = (f->pending && f->key == 0) || key == 0 ? 0 : f->key | key;
+    f->pending = true;
+    return;  // made by run() after the refresh; the operation's caller pins us
+  }
   // seq_cst pair with on_release (user_file_table.h).
   notifying_.fetch_add(1, std::memory_order_seq_cst);
   if (!released_.load(std::memory_order_seq_cst)) {

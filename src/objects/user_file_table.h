@@ -67,6 +67,26 @@ class TableFile final : public core::File {
   // Calls the provider's poll (if any) and publishes it.  No lock held.
   void refresh() noexcept;
 
+  // An operation of a pull file running on this thread (run()): notifies
+  // of the file from inside it are collected here (user_file_table.cpp).
+  struct OpFrame {
+    TableFile* file;
+    OpFrame* up;
+    bool pending = false;
+    uint32_t key = 0;  // union of the pending keys; 0 with pending = all
+  };
+  class OpScope {
+   public:
+    explicit OpScope(TableFile* f) noexcept;
+    ~OpScope();
+    OpScope(const OpScope&) = delete;
+    OpScope& operator=(const OpScope&) = delete;
+    const OpFrame& frame() const noexcept { return frame_; }
+
+   private:
+    OpFrame frame_;
+  };
+
   // ---- core::File ---------------------------------------------------------
   uint32_t poll(int depth) noexcept override;
   ssize_t read(void* buf, size_t count) noexcept override;

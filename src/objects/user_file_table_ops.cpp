@@ -26,11 +26,12 @@ namespace {
 constexpr uint32_t kReadWake = EPOLLIN | EPOLLRDNORM | EPOLLRDHUP | EPOLLHUP | EPOLLERR;
 constexpr uint32_t kWriteWake = EPOLLOUT | EPOLLWRNORM | EPOLLHUP | EPOLLERR;
 
-// A vector the provider may read: every segment is user memory (EFAULT).
+// Linux access_ok() on every segment (EFAULT): below TASK_SIZE.  NULL and
+// the first page pass, as in Linux: the provider's copy fails there
+// (file.h), after whatever the operation did first.
 bool iov_ok(const struct iovec* iov, size_t n) noexcept {
   for (size_t i = 0; i < n; ++i)
-    if (iov[i].iov_len && (core::faulting_ptr(iov[i].iov_base) || !core::user_range_ok(iov[i].iov_base, iov[i].iov_len)))
-      return false;
+    if (iov[i].iov_len && !core::user_range_ok(iov[i].iov_base, iov[i].iov_len)) return false;
   return true;
 }
 
@@ -44,8 +45,18 @@ size_t iov_total(const struct iovec* iov, size_t n) noexcept {
 
 template <class Fn>
 auto TableFile::run(Fn&& fn) noexcept -> decltype(fn()) {
-  auto r = fn();
+  if (ops_.flags & UEP_FILE_PUSH) return fn();
+  bool pending;
+  uint32_t key;
+  decltype(fn()) r;
+  {
+    OpScope scope(this);  // the operation's own notifies wait for the refresh
+    r = fn();
+    pending = scope.frame().pending;
+    key = scope.frame().key;
+  }
   refresh();  // a pull file's readiness after the operation (no lock held)
+  if (pending) notify(key);
   return r;
 }
 
@@ -117,14 +128,16 @@ const timespec* TableFile::deadline(bool rcv, timespec* out) const noexcept {
   return out;
 }
 
+// A zero-length read or write reaches the operation, as Linux's
+// new_sync_read/new_sync_write hand it to ->read_iter / ->write_iter.
 ssize_t TableFile::read(void* buf, size_t count) noexcept {
   struct iovec iov = {buf, count};
-  return count ? read_iter(&iov, 1, count) : (ops_.read_iter ? 0 : -EINVAL);
+  return read_iter(&iov, 1, count);
 }
 
 ssize_t TableFile::write(const void* buf, size_t count) noexcept {
   struct iovec iov = {const_cast<void*>(buf), count};
-  return count ? write_iter(&iov, 1, count) : (ops_.write_iter ? 0 : -EINVAL);
+  return write_iter(&iov, 1, count);
 }
 
 ssize_t TableFile::read_iter(const struct iovec* iov, int iovcnt, size_t total) noexcept {
@@ -207,6 +220,7 @@ long TableFile::connect(const struct sockaddr* addr, socklen_t len) noexcept {
 }
 
 int TableFile::shutdown(int how) noexcept {
+  if (!is_socket()) return -ENOTSOCK;
   if (how < SHUT_RD || how > SHUT_RDWR) return -EINVAL;  // inet_shutdown
   if (!ops_.shutdown) return -EOPNOTSUPP;               // sock_no_shutdown
   return static_cast<int>(run([&] { return static_cast<long>(ops_.shutdown(ctx_, how)); }));

@@ -2,11 +2,14 @@
 // rest of the descriptor surface: fcntl, ioctl, dup2/dup3, readv/writev,
 // pread/pwrite/lseek, fstat, ppoll and the socket calls.  A scenario takes
 // an `ST&` (a conf::T with these calls, each recorded as a trace line) and
-// runs against Linux and uepoll through surface_differential().  Owned by
+// runs against Linux and uepoll through surface_differential(), and once
+// more with every eventfd a provider's file (variants.h "user-files": the
+// descriptor surface reaches the file interface's operations).  Owned by
 // the descriptor-surface tests (surface_*_test.cpp).
 #pragma once
 
 #include "conformance/harness.h"
+#include "conformance/variants.h"
 
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -272,6 +275,12 @@ inline Traces surface_differential(const SurfaceScenario& s) {
   }
   EXPECT_TRUE(r.linux_trace == r.uepoll_trace) << "traces differ (L = Linux, U = uepoll):\n"
                                                << format_traces(r.linux_trace, r.uepoll_trace);
+  if (!variant_skip_reason("user-files")) {
+    ST t(user_files_api(), uepoll_surface());
+    s(t);
+    EXPECT_TRUE(r.linux_trace == t.lines) << "traces differ (L = Linux, U = uepoll variant \"user-files\"):\n"
+                                          << format_traces(r.linux_trace, t.lines);
+  }
   return r;
 }
 

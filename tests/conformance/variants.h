@@ -14,6 +14,10 @@
 //              would return events" guarantee, scenario by scenario.
 //   mixed+kfd  both at once: kernel objects in uepoll instances reached
 //              through their kernel descriptor.
+//   user-files uepoll instances, and every eventfd a provider's file made
+//              through the file interface (uep_file_create,
+//              support/table_objects.h): what a built-in object does, a
+//              user-defined file can do.
 //
 // A scenario whose trace cannot match in a variant for a documented reason
 // (docs/linux-deviations.md, "Kernel descriptors in uepoll instances") is
@@ -23,6 +27,7 @@
 #pragma once
 
 #include "harness.h"
+#include "support/table_objects.h"
 
 #include <cstring>
 #include <poll.h>
@@ -90,11 +95,13 @@ inline const Api& mixed_kfd_api() {
   return api;
 }
 
+inline const Api& user_files_api() { return uepoll_test::table_objects_api(uepoll_test::uepoll_api(), "user-files"); }
+
 // "Suite.Test" -> {variant, reason}: scenarios that cannot match Linux in
 // that variant, each for a reason written in docs/linux-deviations.md.
 struct VariantSkip {
   const char* test;
-  const char* variant;  // "mixed", "kfd", "mixed+kfd", or "*"
+  const char* variant;  // "mixed", "kfd", "mixed+kfd", "user-files", or "*"
   const char* reason;
 };
 inline const std::vector<VariantSkip>& variant_skips() {
@@ -116,7 +123,7 @@ inline const char* variant_skip_reason(const char* variant) {
 inline void run_variants(const Scenario& s, bool forked, const std::vector<std::string>& linux_trace) {
   const char* v = getenv("UEPOLL_CONF_VARIANTS");
   if (v && strcmp(v, "0") == 0) return;
-  for (const Api* api : {&mixed_api(), &kfd_api(), &mixed_kfd_api()}) {
+  for (const Api* api : {&mixed_api(), &kfd_api(), &mixed_kfd_api(), &user_files_api()}) {
     if (variant_skip_reason(api->name)) continue;
     std::vector<std::string> tr = forked ? run_forked(*api, s) : run_one(*api, s);
     EXPECT_TRUE(linux_trace == tr) << "traces differ (L = Linux, U = uepoll variant \"" << api->name
