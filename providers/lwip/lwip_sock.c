@@ -22,6 +22,7 @@
 #include <linux/tcp.h> /* not netinet/tcp.h: its TCP_MSS is not lwIP's */
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -198,11 +199,23 @@ static size_t copy_out(struct lw_sock *s, const struct iovec *iov, int iovcnt, i
   return done;
 }
 
+/* The iovecs before the first one uepoll leaves to us to fault on (NULL or
+ * the first page, file.h): the call uses those; none usable is EFAULT. */
+static int usable_iov(const struct iovec *iov, int iovcnt, size_t *total) {
+  *total = 0;
+  for (int k = 0; k < iovcnt; ++k) {
+    if (iov[k].iov_len && (uintptr_t)iov[k].iov_base < 4096) return *total ? k : -EFAULT;
+    *total += iov[k].iov_len;
+  }
+  return iovcnt;
+}
+
 static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, int flags) {
   if (flags & MSG_OOB) return -EINVAL; /* no urgent data (Linux tcp_recv_urg) */
   if (lw_stack_dead()) return -ENETDOWN;
-  size_t total = 0;
-  for (int k = 0; k < iovcnt; ++k) total += iov[k].iov_len;
+  size_t total;
+  iovcnt = usable_iov(iov, iovcnt, &total);
+  if (iovcnt < 0) return iovcnt;
   pthread_mutex_lock(&lw_ev);
   enum lw_state st = s->state;
   /* Nothing in the mbox (every entry, data, FIN or error marker, counts a
@@ -279,6 +292,9 @@ static ssize_t send_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
   pthread_mutex_unlock(&lw_ev);
   if (st == LW_CONNECTING) return -EAGAIN;
   if (st != LW_CONNECTED || shut) return epipe(flags);
+  size_t usable;
+  iovcnt = usable_iov(iov, iovcnt, &usable);
+  if (iovcnt < 0) return iovcnt;
   struct netvector small[64], *v = small;
   if (iovcnt > 64 && !(v = malloc((size_t)iovcnt * sizeof *v))) return -ENOMEM;
   u16_t n = 0;

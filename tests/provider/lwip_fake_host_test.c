@@ -206,10 +206,16 @@ int main(void) {
   CHECK(ops->getsockopt(F(cs)->ctx, IPPROTO_TCP, TCP_NODELAY, &v, &vl) == 0 && v == 1);
 
   CHECK(xrecv(ss, buf, sizeof buf, 0) == -EAGAIN);
+  CHECK(xsend(cs, "", 0) == 0);
+  struct iovec badv = {NULL, 4};
+  struct msghdr badm = {.msg_iov = &badv, .msg_iovlen = 1};
+  CHECK(ops->sendmsg(F(cs)->ctx, &badm, &plain) == -EFAULT);
   CHECK(xsend(cs, "hello, lwip", 0) == 11);
   CHECK(wait_mask(ss, EPOLLIN) & EPOLLIN);
   int n = -1;
   CHECK(ops->ioctl(F(ss)->ctx, FIONREAD, &n, &plain) == 0 && n == 11);
+  CHECK(ops->recvmsg(F(ss)->ctx, &badm, &plain) == -EFAULT);
+  CHECK(xrecv(ss, buf, 0, 0) == 0);
   CHECK(xrecv(ss, buf, 5, MSG_PEEK) == 5 && memcmp(buf, "hello", 5) == 0);
   memset(buf, 0, sizeof buf);
   CHECK(xrecv(ss, buf, 5, 0) == 5 && memcmp(buf, "hello", 5) == 0);
