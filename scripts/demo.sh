@@ -2,14 +2,14 @@
 # scripts/demo.sh - sets everything up, builds (Release) and runs the main
 # demonstration of uepoll, in about 1.5 minutes on a 2-CPU machine (the
 # build about a minute, the benchmark under a minute):
-#   1. uepoll-bench --quick: the side-by-side benchmark (uepoll and Linux epoll
+#   1. examples/echo_pipeline: an event-driven echo server on uepoll socket
+#      pairs, a timerfd, a nested instance, pipes to a worker and an eventfd;
+#   2. uepoll-bench --quick: the side-by-side benchmark (uepoll and Linux epoll
 #      in the same run).  The full table, JSON, CSV and SVG chart go to
 #      <build>/results/; the terminal shows the progress and then a short
 #      summary in plain words (what uepoll did faster than Linux epoll on
 #      this machine, what it did not and why, what the machine's system-call
-#      cost means for the ratios, where the files are);
-#   2. examples/echo_pipeline: an event-driven echo server on uepoll socket
-#      pairs, a timerfd, a nested instance, pipes to a worker and an eventfd.
+#      cost means for the ratios, where the files are): the last thing shown.
 # Checks: setup.sh succeeds (else the demo stops with its message), each
 # program exits 0; the script exits with the first failure.
 #
@@ -43,7 +43,7 @@ run() { printf '+ %s\n' "$*"; "$@"; }
 shown() { local p="$1"; [[ "$p" == "$ROOT/"* ]] && p="${p#"$ROOT/"}"; printf '%s' "$p"; }
 
 echo "demo: about 1.5 minutes on a 2-CPU machine: build (about 1 min), then"
-echo "demo: uepoll-bench ${bench_args[*]} (under a minute) and examples/echo_pipeline"
+echo "demo: examples/echo_pipeline and uepoll-bench ${bench_args[*]} (under a minute)"
 
 if [[ "${UEPOLL_SKIP_SETUP:-0}" != 1 ]]; then
   if ! bash "$ROOT/scripts/setup.sh"; then
@@ -69,14 +69,19 @@ targets=(echo_pipeline)
 ((have_bench)) && targets+=(uepoll-bench)
 run cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"
 
+printf '\n===== examples/echo_pipeline =====\n'
+run "$BUILD/examples/echo_pipeline"
+
 if ((have_bench)); then
   bench_bin="$(find "$BUILD" -type f -name uepoll-bench -perm -u+x | head -n1)"
   [[ -n "$bench_bin" ]] || { echo "demo: uepoll-bench was built but not found under $BUILD" >&2; exit 1; }
   res="$BUILD/results"
   mkdir -p "$res"
-  out=(--table "$res/bench.txt" --json "$res/bench.json" --csv "$res/bench.csv" --svg "$res/bench.svg")
+  rel="$(shown "$res")"   # the summary names the files as the person sees them
+  out=(--table "$rel/bench.txt" --json "$rel/bench.json" --csv "$rel/bench.csv" --svg "$rel/bench.svg")
   printf '\n===== uepoll-bench %s =====\n' "${bench_args[*]}"
-  printf '+ %s\n' "$(shown "$bench_bin") ${bench_args[*]} ${out[*]}"
+  printf '+ %s \\\n    %s\n' "$(shown "$bench_bin") ${bench_args[*]}" "${out[*]}"
+  echo "(under a minute: a line per case; all of the progress: $rel/progress.log)"
   # The progress (stderr) goes whole to progress.log; the terminal shows one
   # line per case, the bench's own messages and, on stdout, the summary.
   set +e
@@ -84,11 +89,7 @@ if ((have_bench)); then
       | grep --line-buffered -v '^    ' >&2; } 3>&1
   rc=${PIPESTATUS[0]}
   set -e
-  echo "progress log: $(shown "$res/progress.log")"
   ((rc == 0)) || { echo "demo: uepoll-bench exited $rc" >&2; exit "$rc"; }
 else
-  echo "demo: bench/ has no uepoll-bench yet: running the example only"
+  echo "demo: bench/ has no uepoll-bench yet: the example was the demo"
 fi
-
-printf '\n===== examples/echo_pipeline =====\n'
-run "$BUILD/examples/echo_pipeline"
