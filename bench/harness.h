@@ -97,6 +97,11 @@ struct Case {
   // pair: 2): the report projects the uepoll/Linux ratio to other
   // system-call costs from it.  0: not projected.
   double linux_syscalls = 0;
+  // The Linux-relative verdict compares CPU per operation instead of the
+  // medians (pass() then gets 1/CPU per op for each): what the load of a
+  // shared machine distorts less, for rows whose both sides make the same
+  // system calls.
+  bool by_cpu = false;
   // Row verdict from the medians (linux, uepoll); empty function: no target
   // (unless floor_k is set).
   std::function<bool(double linux_med, double uepoll_med, const std::map<std::string, double>& uepoll_extra)> pass;

@@ -167,6 +167,8 @@ void judge(CaseResult& r, const Limits& lim) {
       if (c.pass) ok = ok && c.pass(lran ? li->second.stats.median : 0, ui->second.stats.median, ui->second.extra);
       r.verdict = ok ? 1 : 0;
     }
+  } else if (c.pass && c.by_cpu) {
+    if (r.cpu_ratio > 0) r.verdict = c.pass(1 / r.linux_cpu, 1 / r.uepoll_cpu, ui->second.extra) ? 1 : 0;
   } else if (c.pass && r.ratio > 0) {
     r.verdict = c.pass(li->second.stats.median, ui->second.stats.median, ui->second.extra) ? 1 : 0;
   }

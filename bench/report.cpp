@@ -301,7 +301,7 @@ bool write_json(const std::string& path, const RunInfo& info, const std::vector<
       << ", \"why\": " << json_str(c.why) << ", \"floor\": " << (c.floor_k > 0 ? json_str(c.floor_name) : "null")
       << ", \"floor_k\": " << (c.floor_k > 0 ? json_num(c.floor_k) : "null")
       << ", \"floor_multiple\": " << (r.floor_multiple > 0 ? json_num(r.floor_multiple) : "null")
-      << ", \"linux_syscalls\": " << json_num(c.linux_syscalls)
+      << ", \"linux_syscalls\": " << json_num(c.linux_syscalls) << ", \"by_cpu\": " << (c.by_cpu ? "true" : "false")
       << ", \"linux_cpu_ns\": " << (r.linux_cpu > 0 ? json_num(r.linux_cpu) : "null")
       << ", \"uepoll_cpu_ns\": " << (r.uepoll_cpu > 0 ? json_num(r.uepoll_cpu) : "null")
       << ", \"ratio_at_100ns\": " << (ratio_at_syscall(r, info, 100) > 0 ? json_num(ratio_at_syscall(r, info, 100)) : "null")

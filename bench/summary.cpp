@@ -38,6 +38,10 @@ std::string phrase(const std::string& scenario) {
   return it == words.end() ? scenario : it->second;
 }
 
+// The ratio the summary shows: CPU per operation for rows judged on it
+// (Case::by_cpu), else the medians'.
+double shown_ratio(const CaseResult& r) { return r.c->by_cpu && r.cpu_ratio > 0 ? r.cpu_ratio : r.ratio; }
+
 // The reason a row is not faster when its case gives none.
 std::string default_why(const Case& c) {
   if (c.unit == "rounds/s" || c.unit == "round trips/s")
@@ -67,8 +71,8 @@ struct Group {
 void print_group(std::FILE* out, const RunInfo& info, const Group& g, bool give_why) {
   double lo = 1e300, hi = 0, plo = 1e300, phi = 0, qlo = 1e300, qhi = 0;
   for (const CaseResult* r : g.rows) {
-    lo = std::min(lo, r->ratio);
-    hi = std::max(hi, r->ratio);
+    lo = std::min(lo, shown_ratio(*r));
+    hi = std::max(hi, shown_ratio(*r));
     double p = ratio_at_syscall(*r, info, 100), q = ratio_at_syscall(*r, info, 1000);
     if (p > 0 && q > 0) {
       plo = std::min(plo, p), phi = std::max(phi, p);
@@ -83,6 +87,7 @@ void print_group(std::FILE* out, const RunInfo& info, const Group& g, bool give_
   if (phi > 0)
     more += (more.empty() ? "" : "; ") + std::string("at 0.1 us system calls ") + ratio_range(plo, phi) +
             ", at 1 us " + ratio_range(qlo, qhi);
+  if (g.rows.front()->c->by_cpu) more = "CPU time" + std::string(more.empty() ? "" : "; ") + more;
   std::string text = phrase(g.scenario) + (more.empty() ? "" : " (" + more + ")");
   if (give_why && !g.why.empty()) text += ": " + g.why;
   std::fputs(wrap(text, 80, "  " + head + " ", std::string(13, ' ')).c_str(), out);
@@ -127,7 +132,7 @@ void print_summary(std::FILE* out, const RunInfo& info, const std::vector<CaseRe
   // Within a list, one group per scenario and reason.
   for (const auto& r : results) {
     if (!comparable(r)) continue;
-    auto& list = r.ratio >= 1.1 ? faster : r.ratio > 0.9 ? same : slower;
+    auto& list = shown_ratio(r) >= 1.1 ? faster : shown_ratio(r) > 0.9 ? same : slower;
     const std::string why = r.c->why.empty() ? default_why(*r.c) : r.c->why;
     auto g = std::find_if(list.begin(), list.end(), [&](const Group& x) {
       return x.scenario == r.c->scenario && (&list == &faster || x.why == why);

@@ -88,9 +88,12 @@ def case_rows(d):
         ratio = "%.2fx" % c["ratio"] if c.get("ratio") else "-"
         cpu = "%.2fx" % c["cpu_ratio"] if c.get("cpu_ratio") else "-"
         lim = "%.3f" % c["limit_ratio"] if c.get("limit_ratio") else "-"
+        target = c["target"]
+        if c.get("floor_multiple"):
+            target += " (here %.0fx)" % c["floor_multiple"]
         out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             c["scenario"], label, c["unit"], fmt(med("linux")), fmt(med("uepoll")),
-            fmt(med("uepoll-off")), ratio, cpu, lim, c["target"], verdict))
+            fmt(med("uepoll-off")), ratio, cpu, lim, target, verdict))
     if d["checks"]:
         out += ["", "| check | value | target | verdict |", "|---|---:|---|---|"]
         for k in d["checks"]:
@@ -150,6 +153,10 @@ def judged(d, c, target_case):
             if k in extra and extra[k] >= 0.001:
                 ok = False
         return "%.0fx floor" % m, "PASS" if ok else "MISS"
+    if target_case.get("by_cpu"):
+        if not c.get("cpu_ratio"):
+            return "-", ""
+        return "CPU %.2fx" % c["cpu_ratio"], "PASS" if c["cpu_ratio"] >= 0.9 else "MISS"
     r = "%.2fx" % c["ratio"] if c.get("ratio") else "-"
     return r, c.get("verdict") or ""
 
