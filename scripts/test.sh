@@ -117,7 +117,7 @@ retried_tests() {   # retried_tests LOG: names, space-separated
   awk '
     match($0, /Test +#[0-9]+: [^ ]+ /) {
       name = substr($0, RSTART, RLENGTH); sub(/^Test +#[0-9]+: /, "", name); sub(/ $/, "", name)
-      if ($0 ~ /\*\*\*/) failed[name] = 1
+      if ($0 ~ /\*\*\*(Failed|Timeout|Exception)/) failed[name] = 1
       else if ($0 ~ / Passed /) { if (name in failed) retried[name] = 1 }
     }
     END { n = 0; for (t in retried) printf "%s%s", (n++ ? " " : ""), t }' "$1"
