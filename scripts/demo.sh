@@ -6,7 +6,8 @@
 #      pairs, a timerfd, a nested instance, pipes to a worker and an eventfd;
 #   2. uepoll-bench --quick: the side-by-side benchmark (uepoll and Linux epoll
 #      in the same run).  The full table, JSON, CSV and SVG chart go to
-#      <build>/results/; the terminal shows the progress and then a short
+#      <build>/results/ (with summary.txt and progress.log); the terminal
+#      shows a line per case and then a short
 #      summary in plain words (what uepoll did faster than Linux epoll on
 #      this machine, what it did not and why, what the machine's system-call
 #      cost means for the ratios, where the files are): the last thing shown.
@@ -83,12 +84,14 @@ if ((have_bench)); then
   printf '+ %s \\\n    %s\n' "$(shown "$bench_bin") ${bench_args[*]}" "${out[*]}"
   echo "(under a minute: a line per case; all of the progress: $rel/progress.log)"
   # The progress (stderr) goes whole to progress.log; the terminal shows one
-  # line per case, the bench's own messages and, on stdout, the summary.
+  # line per case and the bench's own messages, then the summary (stdout,
+  # kept in summary.txt).
   set +e
-  { "$bench_bin" "${bench_args[@]}" "${out[@]}" 2>&1 1>&3 3>&- | tee "$res/progress.log" \
-      | grep --line-buffered -v '^    ' >&2; } 3>&1
+  "$bench_bin" "${bench_args[@]}" "${out[@]}" 2>&1 >"$res/summary.txt" | tee "$res/progress.log" \
+    | grep --line-buffered -v '^    ' >&2
   rc=${PIPESTATUS[0]}
   set -e
+  cat "$res/summary.txt"
   ((rc == 0)) || { echo "demo: uepoll-bench exited $rc" >&2; exit "$rc"; }
 else
   echo "demo: bench/ has no uepoll-bench yet: the example was the demo"
