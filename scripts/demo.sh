@@ -81,8 +81,9 @@ if ((have_bench)); then
   rel="$(shown "$res")"   # the summary names the files as the person sees them
   out=(--table "$rel/bench.txt" --json "$rel/bench.json" --csv "$rel/bench.csv" --svg "$rel/bench.svg")
   printf '\n===== uepoll-bench %s =====\n' "${bench_args[*]}"
-  printf '+ %s \\\n    %s\n' "$(shown "$bench_bin") ${bench_args[*]}" "${out[*]}"
-  echo "(under a minute: a line per case; all of the progress: $rel/progress.log)"
+  printf '+ %s \\\n' "$(shown "$bench_bin") ${bench_args[*]}"
+  printf '    %s %s \\\n    %s %s \\\n    %s %s \\\n    %s %s\n' "${out[@]}"
+  echo "(under a minute; the whole progress goes to $rel/progress.log)"
   # The progress (stderr) goes whole to progress.log; the terminal shows one
   # line per case and the bench's own messages, then the summary (stdout,
   # kept in summary.txt).
