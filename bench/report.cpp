@@ -185,8 +185,10 @@ void print_row(std::FILE* out, const CaseResult& r, const std::string& last_why)
 
 }  // namespace
 
-void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResult>& results,
-                 const std::vector<Check>& checks) {
+namespace {
+
+// The run's header: date, machine, command, load, system-call cost, floors.
+void print_header(std::FILE* out, const RunInfo& info) {
   std::fprintf(out, "uepoll-bench  %s  Linux %s\n%s\n", info.date_utc.c_str(), info.kernel.c_str(),
                info.machine.c_str());
   std::fputs(wrap("command: " + info.command, 80, "", "    ").c_str(), out);
@@ -207,6 +209,14 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
   std::fputs(wrap(buf, 80, "", "    ").c_str(), out);
   std::fprintf(out, "%d repetitions per backend, alternating%s\n", info.reps, info.quick ? "; --quick" : "");
   if (!info.uepoll_available) std::fprintf(out, "uepoll NOT measured: %s\n", info.uepoll_error.c_str());
+}
+
+}  // namespace
+
+void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResult>& results,
+                 const std::vector<Check>& checks) {
+  print_header(out, info);
+  char buf[512];
   std::fputs(wrap("Columns: linux, uepoll, off: the median of the repetitions in the row's unit (off: "
                   "\"uepoll-off\", uepoll with the scenario's mechanism switched off, the knob named on the "
                   "scenario's line set to 0); u/L: uepoll's median over Linux's (for B/registration lower is "

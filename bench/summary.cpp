@@ -93,6 +93,41 @@ void print_group(std::FILE* out, const RunInfo& info, const Group& g, bool give_
   std::fputs(wrap(text, 80, "  " + head + " ", std::string(13, ' ')).c_str(), out);
 }
 
+// The targets met and missed, and where the outputs went.
+void print_targets_and_files(std::FILE* out, const std::vector<CaseResult>& results,
+                             const std::vector<Check>& checks, const Outputs& files) {
+  char buf[1024];
+  int pass = 0, miss = 0;
+  std::string missed;
+  for (const auto& r : results) {
+    if (r.verdict < 0) continue;
+    r.verdict ? ++pass : ++miss;
+    if (!r.verdict) missed += (missed.empty() ? "" : "; ") + r.c->scenario + " " + r.c->label;
+  }
+  for (const auto& ck : checks) {
+    if (ck.target == "(reference)") continue;
+    ck.pass ? ++pass : ++miss;
+    if (!ck.pass) missed += (missed.empty() ? "" : "; ") + ck.scenario + " " + ck.what;
+  }
+  std::snprintf(buf, sizeof buf,
+                "Targets: %d PASS, %d MISS (reported, not asserted). Each is stated so that it means the same on "
+                "any machine: uepoll's CPU per operation within k times a floor measured in this run, or uepoll "
+                "against Linux where both pay the same kernel work, or uepoll against itself; the table gives "
+                "each target's reason.",
+                pass, miss);
+  std::fputs(wrap(buf, 80, "\n", "").c_str(), out);
+  if (!missed.empty()) std::fputs(wrap("Missed: " + missed + ".", 80, "", "  ").c_str(), out);
+
+  std::fprintf(out, "\n");
+  auto where = [&](const char* what, const std::string& path) {
+    if (!path.empty()) std::fputs(wrap(std::string(what) + ": " + path, 80, "", "    ").c_str(), out);
+  };
+  where("Full table (80 columns, legend first)", files.table.empty() ? "above" : files.table);
+  where("JSON (every sample)", files.json);
+  where("CSV (a line per case and backend)", files.csv);
+  where("SVG chart (throughput against threads)", files.svg);
+}
+
 }  // namespace
 
 void print_summary(std::FILE* out, const RunInfo& info, const std::vector<CaseResult>& results,
@@ -161,35 +196,7 @@ void print_summary(std::FILE* out, const RunInfo& info, const std::vector<CaseRe
     std::fputs(wrap(buf, 80, "\n", "").c_str(), out);
   }
 
-  int pass = 0, miss = 0;
-  std::string missed;
-  for (const auto& r : results) {
-    if (r.verdict < 0) continue;
-    r.verdict ? ++pass : ++miss;
-    if (!r.verdict) missed += (missed.empty() ? "" : "; ") + r.c->scenario + " " + r.c->label;
-  }
-  for (const auto& ck : checks) {
-    if (ck.target == "(reference)") continue;
-    ck.pass ? ++pass : ++miss;
-    if (!ck.pass) missed += (missed.empty() ? "" : "; ") + ck.scenario + " " + ck.what;
-  }
-  std::snprintf(buf, sizeof buf,
-                "Targets: %d PASS, %d MISS (reported, not asserted). Each is stated so that it means the same on "
-                "any machine: uepoll's CPU per operation within k times a floor measured in this run, or uepoll "
-                "against Linux where both pay the same kernel work, or uepoll against itself; the table gives "
-                "each target's reason.",
-                pass, miss);
-  std::fputs(wrap(buf, 80, "\n", "").c_str(), out);
-  if (!missed.empty()) std::fputs(wrap("Missed: " + missed + ".", 80, "", "  ").c_str(), out);
-
-  std::fprintf(out, "\n");
-  auto where = [&](const char* what, const std::string& path) {
-    if (!path.empty()) std::fputs(wrap(std::string(what) + ": " + path, 80, "", "    ").c_str(), out);
-  };
-  where("Full table (80 columns, legend first)", files.table.empty() ? "above" : files.table);
-  where("JSON (every sample)", files.json);
-  where("CSV (a line per case and backend)", files.csv);
-  where("SVG chart (throughput against threads)", files.svg);
+  print_targets_and_files(out, results, checks, files);
 }
 
 }  // namespace uepoll_bench
