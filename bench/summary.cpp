@@ -110,10 +110,11 @@ void print_targets_and_files(std::FILE* out, const std::vector<CaseResult>& resu
     if (!ck.pass) missed += (missed.empty() ? "" : "; ") + ck.scenario + " " + ck.what;
   }
   std::snprintf(buf, sizeof buf,
-                "Targets: %d PASS, %d MISS (reported, not asserted). Each is stated so that it means the same on "
-                "any machine: uepoll's CPU per operation within k times a floor measured in this run, or uepoll "
-                "against Linux where both pay the same kernel work, or uepoll against itself; the table gives "
-                "each target's reason.",
+                "Targets: %d PASS, %d MISS (reported, not asserted). Most are stated so that they mean the "
+                "same on any machine: uepoll's CPU per operation within k times a floor measured in this run, "
+                "uepoll against Linux where both pay the same kernel work, or uepoll against itself. The herd "
+                "and busy-polling targets follow the kernel's wakeup cost and the load, which differ between "
+                "machines (bench/RESULTS.md). The table gives each target's reason.",
                 pass, miss);
   std::fputs(wrap(buf, 80, "\n", "").c_str(), out);
   if (!missed.empty()) std::fputs(wrap("Missed: " + missed + ".", 80, "", "  ").c_str(), out);
