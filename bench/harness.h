@@ -84,8 +84,26 @@ struct Case {
   const char* knob = nullptr;  // mechanism switched off for "uepoll-off"
   int reps = 0;           // 0: the --reps option; memory runs once
   bool warmup = true;
-  std::string target;     // human text, "uepoll >= 20x Linux"
-  // Row verdict from the medians (linux, uepoll); empty function: no target.
+  std::string target;     // human text, "CPU/pair <= 64x hash floor"
+  std::string why;        // the target's reason, printed beside it
+  // A target against a floor measured in the same run, so that it means the
+  // same on every machine: uepoll's CPU per operation (its cpu_ns/op,
+  // cpu_ns/event or cpu_ns/cmd) at most floor_k times the floor named by
+  // floor_name ("hash": the hash insert+erase, "wait": the ready check);
+  // `pass`, when set, adds the row's other conditions.  floor_k 0: none.
+  const char* floor_name = nullptr;
+  double floor_k = 0;
+  // System calls per operation Linux makes and uepoll does not (an ADD+DEL
+  // pair: 2): the report projects the uepoll/Linux ratio to other
+  // system-call costs from it.  0: not projected.
+  double linux_syscalls = 0;
+  // The Linux-relative verdict compares CPU per operation instead of the
+  // medians (pass() then gets 1/CPU per op for each): what the load of a
+  // shared machine distorts less, for rows whose both sides make the same
+  // system calls.
+  bool by_cpu = false;
+  // Row verdict from the medians (linux, uepoll); empty function: no target
+  // (unless floor_k is set).
   std::function<bool(double linux_med, double uepoll_med, const std::map<std::string, double>& uepoll_extra)> pass;
   std::function<RunFn(const Backend&)> prepare;
 };
@@ -121,6 +139,8 @@ struct CaseResult {
   double cpu_ratio = 0;   // linux CPU time per op / uepoll's (0: unknown)
   double limit = 0;       // the case's physical floor in its unit (floors.cpp; 0: none)
   double limit_ratio = 0; // uepoll median / limit (1.0: at the floor; 0: unknown)
+  double floor_multiple = 0;  // uepoll CPU per op / the case's floor_name floor (0: none)
+  double linux_cpu = 0, uepoll_cpu = 0;  // CPU ns per op (0: not measured)
   int verdict = -1;       // -1 no target / n.a., 0 MISS, 1 PASS
 };
 

@@ -1,11 +1,13 @@
 // main.cpp - uepoll-bench's driver: parses the command line, runs each
 // selected case against Linux epoll and uepoll (and uepoll with the case's
 // mechanism off) in the same process, alternating backends within every
-// repetition after a warm-up, then prints the table and writes JSON, CSV and
-// SVG.  Progress goes to stderr; the table to stdout.  Targets are shown
-// (PASS/MISS), never asserted: the exit status is 0 unless a Linux run failed
-// (a broken harness), the command line is wrong, or --strict is given and a
-// uepoll run failed (an error or a result Linux would not give).
+// repetition after a warm-up, judges each row (judge()), then prints the
+// table and writes JSON, CSV and SVG.  Progress goes to stderr; the table
+// (or --table FILE) and then a summary in plain words (summary.cpp) to
+// stdout.  Targets are shown (PASS/MISS), never asserted: the exit status is
+// 0 unless a Linux run failed (a broken harness), the command line is wrong,
+// an output file cannot be written, or --strict is given and a uepoll run
+// failed (an error or a result Linux would not give).
 #include "harness.h"
 #include "report.h"
 
@@ -52,6 +54,7 @@ void usage(std::FILE* out) {
                "  --scale-n LIST      scale: instance sizes (default 10,1000,100000,1000000; --quick drops 10^6)\n"
                "  --backends LIST     linux,uepoll,uepoll-off (default all three)\n"
                "  --no-off            same as --backends linux,uepoll\n"
+               "  --table FILE        write the table to FILE (stdout then has only the summary)\n"
                "  --json FILE         write every sample and statistic as JSON\n"
                "  --csv FILE          write one CSV line per case and backend\n"
                "  --svg FILE          draw throughput against threads (Linux, uepoll, uepoll mechanism off)\n"
@@ -134,6 +137,43 @@ std::string kernel_text() {
   return u.release;
 }
 
+// CPU ns per operation a backend's side metrics hold (0: none).
+double cpu_per_op(const VariantResult& v) {
+  for (const char* key : {"cpu_ns/op", "cpu_ns/event", "cpu_ns/cmd"}) {
+    auto it = v.extra.find(key);
+    if (it != v.extra.end() && it->second > 0) return it->second;
+  }
+  return 0;
+}
+
+// A row's ratios and verdict.  A floor target (Case::floor_k) compares
+// uepoll's CPU per operation with a floor of this run; any other target
+// compares the medians with Linux's (Case::pass).
+void judge(CaseResult& r, const Limits& lim) {
+  const Case& c = *r.c;
+  auto li = r.v.find("linux"), ui = r.v.find("uepoll");
+  const bool lran = li != r.v.end() && li->second.ran, uran = ui != r.v.end() && ui->second.ran;
+  if (uran) r.uepoll_cpu = cpu_per_op(ui->second);
+  if (lran) r.linux_cpu = cpu_per_op(li->second);
+  if (lran && uran && li->second.stats.median > 0) {
+    r.ratio = ui->second.stats.median / li->second.stats.median;
+    if (r.linux_cpu > 0 && r.uepoll_cpu > 0) r.cpu_ratio = r.linux_cpu / r.uepoll_cpu;
+  }
+  if (c.floor_k > 0) {
+    const double floor = std::strcmp(c.floor_name, "wait") == 0 ? lim.wait_ns : lim.hash_pair_ns;
+    if (uran && r.uepoll_cpu > 0 && floor > 0) {
+      r.floor_multiple = r.uepoll_cpu / floor;
+      bool ok = r.floor_multiple <= c.floor_k;
+      if (c.pass) ok = ok && c.pass(lran ? li->second.stats.median : 0, ui->second.stats.median, ui->second.extra);
+      r.verdict = ok ? 1 : 0;
+    }
+  } else if (c.pass && c.by_cpu) {
+    if (r.cpu_ratio > 0) r.verdict = c.pass(1 / r.linux_cpu, 1 / r.uepoll_cpu, ui->second.extra) ? 1 : 0;
+  } else if (c.pass && r.ratio > 0) {
+    r.verdict = c.pass(li->second.stats.median, ui->second.stats.median, ui->second.extra) ? 1 : 0;
+  }
+}
+
 // Whether uepoll is usable in this build: create and close one instance.
 bool probe_uepoll(std::string& why) {
   int ep = uep_epoll_create1(0);
@@ -157,7 +197,7 @@ int main(int argc, char** argv) {
 
   Options o;
   std::vector<std::string> chosen;
-  std::string json, csv, svg;
+  std::string json, csv, svg, table;
   std::set<std::string> backends{"linux", "uepoll", "uepoll-off"};
   bool reps_given = false;
   bool strict = false;
@@ -242,6 +282,8 @@ int main(int argc, char** argv) {
       strict = true;
     } else if (a == "--no-off") {
       backends.erase("uepoll-off");
+    } else if (a == "--table") {
+      table = need();
     } else if (a == "--json") {
       json = need();
     } else if (a == "--csv") {
@@ -391,15 +433,7 @@ int main(int argc, char** argv) {
         auto it = r.v.find(vn);
         if (it != r.v.end() && !it->second.ran && !it->second.error.empty()) uepoll_broken = true;
       }
-      if (li != r.v.end() && ui != r.v.end() && li->second.ran && ui->second.ran && li->second.stats.median > 0) {
-        r.ratio = ui->second.stats.median / li->second.stats.median;
-        for (const char* key : {"cpu_ns/op", "cpu_ns/event"}) {
-          auto lc = li->second.extra.find(key), uc = ui->second.extra.find(key);
-          if (lc != li->second.extra.end() && uc != ui->second.extra.end() && uc->second > 0)
-            r.cpu_ratio = lc->second / uc->second;
-        }
-        if (c.pass) r.verdict = c.pass(li->second.stats.median, ui->second.stats.median, ui->second.extra) ? 1 : 0;
-      }
+      judge(r, info.limits);
       r.limit = limit_for(c, info.limits);
       if (r.limit > 0 && c.higher_is_better && ui != r.v.end() && ui->second.ran)
         r.limit_ratio = ui->second.stats.median / r.limit;
@@ -416,9 +450,16 @@ int main(int argc, char** argv) {
   info.seconds = total_s;
   info.load_end = loadavg();
 
-  print_table(stdout, info, results, checks);
-  std::fflush(stdout);
   int rc = 0;
+  if (table.empty()) {
+    print_table(stdout, info, results, checks);
+  } else if (std::FILE* f = std::fopen(table.c_str(), "w")) {
+    print_table(f, info, results, checks);
+    if (std::fclose(f) != 0) rc = 1;
+  } else {
+    rc = 1;
+  }
+  if (rc) std::fprintf(stderr, "uepoll-bench: cannot write %s\n", table.c_str());
   if (!json.empty() && !write_json(json, info, results, checks)) {
     std::fprintf(stderr, "uepoll-bench: cannot write %s\n", json.c_str());
     rc = 1;
@@ -431,6 +472,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "uepoll-bench: cannot write %s\n", svg.c_str());
     rc = 1;
   }
+  Outputs files{table, json, csv, svg};
+  print_summary(stdout, info, results, checks, files);
+  std::fflush(stdout);
   if (linux_broken) {
     std::fprintf(stderr, "uepoll-bench: a Linux baseline run failed (see the table)\n");
     rc = 1;

@@ -1,12 +1,14 @@
-// report.cpp - output formats for uepoll-bench: the text table with the
-// uepoll/Linux ratio, target and PASS/MISS marker; JSON (everything, every
-// sample); CSV (one line per case and backend); SVG (one panel per scenario
-// group, throughput against threads on a log scale, three lines: Linux,
-// uepoll, uepoll with the scenario's mechanism switched off).
+// report.cpp - output formats for uepoll-bench: the text table (80 columns:
+// one line of medians and ratios per case, then its ranges, target with the
+// reason and side metrics, wrapped), JSON (everything, every sample), CSV
+// (one line per case and backend) and SVG (one panel per scenario group,
+// throughput against threads on a log scale, three lines: Linux, uepoll,
+// uepoll with the scenario's mechanism switched off).  Takes no lock.
 #include "report.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -79,15 +81,6 @@ std::string extras_text(const std::map<std::string, double>& ex) {
   return o;
 }
 
-std::string cell(const CaseResult& r, const char* variant) {
-  auto it = r.v.find(variant);
-  if (it == r.v.end()) return "-";
-  const VariantResult& v = it->second;
-  if (!v.ran) return "n/a";
-  if (v.samples.size() <= 1) return fmt_value(v.stats.median);
-  return fmt_value(v.stats.median) + " [" + fmt_value(v.stats.min) + "-" + fmt_value(v.stats.max) + "]";
-}
-
 }  // namespace
 
 std::string fmt_value(double v) {
@@ -101,65 +94,162 @@ std::string fmt_value(double v) {
   return buf;
 }
 
+std::string wrap(const std::string& text, size_t width, const std::string& first, const std::string& rest) {
+  std::string out, line = first;
+  bool empty = true;
+  std::istringstream words(text);
+  std::string w;
+  while (words >> w) {
+    if (!empty && line.size() + 1 + w.size() > width) {
+      out += line + "\n";
+      line = rest;
+      empty = true;
+    }
+    line += (empty ? "" : " ") + w;
+    empty = false;
+  }
+  if (!empty) out += line + "\n";
+  return out;
+}
+
+double ratio_at_syscall(const CaseResult& r, const RunInfo& info, double syscall_ns) {
+  const double n = r.c->linux_syscalls;
+  if (n <= 0 || r.linux_cpu <= 0 || r.uepoll_cpu <= 0 || info.syscall_ns <= 0) return 0;
+  const double linux_there = r.linux_cpu + n * (syscall_ns - info.syscall_ns);
+  return linux_there > 0 ? linux_there / r.uepoll_cpu : 0;
+}
+
+namespace {
+
+const char* const kTableRow = "%-16s %9s %9s %9s %7s %7s %8s %s\n";
+
+// The target line of a row: the target, the measured multiple of the floor
+// for a floor target, and the reason unless the row before gave the same.
+std::string target_text(const CaseResult& r, const std::string& last_why) {
+  const Case& c = *r.c;
+  if (c.target.empty()) return "";
+  std::string t = "target: " + c.target;
+  if (r.floor_multiple > 0) {
+    char buf[48];
+    std::snprintf(buf, sizeof buf, " (here %.0fx)", r.floor_multiple);
+    t += buf;
+  }
+  if (!c.why.empty() && c.why != last_why) t += ": " + c.why;
+  return t;
+}
+
+std::string range_text(const CaseResult& r) {
+  std::string t = r.c->unit;
+  bool any = false;
+  for (const char* vn : kVariants) {
+    auto it = r.v.find(vn);
+    if (it == r.v.end() || !it->second.ran || it->second.samples.size() <= 1) continue;
+    t += std::string(any ? ", " : "; min-max: ") + (std::strcmp(vn, "uepoll-off") == 0 ? "off" : vn) + " " +
+         fmt_value(it->second.stats.min) + "-" + fmt_value(it->second.stats.max);
+    any = true;
+  }
+  return t;
+}
+
+void print_row(std::FILE* out, const CaseResult& r, const std::string& last_why) {
+  const Case& c = *r.c;
+  char ratio[32] = "-", cpu_ratio[32] = "-", lim_ratio[32] = "-";
+  if (r.ratio > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.ratio);
+  if (r.limit_ratio > 0) std::snprintf(lim_ratio, sizeof lim_ratio, "%.3f", r.limit_ratio);
+  if (r.cpu_ratio > 0) std::snprintf(cpu_ratio, sizeof cpu_ratio, "%.2fx", r.cpu_ratio);
+  auto median = [&](const char* vn) -> std::string {
+    auto it = r.v.find(vn);
+    if (it == r.v.end()) return "-";
+    return it->second.ran ? fmt_value(it->second.stats.median) : "n/a";
+  };
+  const char* verdict = r.verdict == 1 ? "PASS" : r.verdict == 0 ? "MISS" : "";
+  std::string label = c.label;
+  if (label.size() > 16) {
+    std::fprintf(out, "%s\n", label.c_str());
+    label.clear();
+  }
+  std::fprintf(out, kTableRow, label.c_str(), median("linux").c_str(), median("uepoll").c_str(),
+               median("uepoll-off").c_str(), ratio, cpu_ratio, lim_ratio, verdict);
+  std::fputs(wrap(range_text(r), 80, "  ", "    ").c_str(), out);
+  std::fputs(wrap(target_text(r, last_why), 80, "  ", "    ").c_str(), out);
+  for (const char* vn : kVariants) {
+    auto it = r.v.find(vn);
+    if (it == r.v.end()) continue;
+    const VariantResult& v = it->second;
+    std::string t = v.ran ? extras_text(v.extra) : "";
+    if (!v.note.empty()) t += (t.empty() ? "" : "; ") + v.note;
+    if (!v.ran && !v.error.empty()) t = "error: " + v.error;
+    if (!t.empty()) std::fputs(wrap(std::string(vn) + ": " + t, 80, "  ", "    ").c_str(), out);
+  }
+}
+
+}  // namespace
+
+namespace {
+
+// The run's header: date, machine, command, load, system-call cost, floors.
+void print_header(std::FILE* out, const RunInfo& info) {
+  std::fprintf(out, "uepoll-bench  %s  Linux %s\n%s\n", info.date_utc.c_str(), info.kernel.c_str(),
+               info.machine.c_str());
+  std::fputs(wrap("command: " + info.command, 80, "", "    ").c_str(), out);
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "load average at start: %s, at end: %s; run took %.0f s", info.load_start.c_str(),
+                info.load_end.c_str(), info.seconds);
+  std::fputs(wrap(buf, 80, "", "    ").c_str(), out);
+  std::snprintf(buf, sizeof buf,
+                "null system call (getppid): %.0f ns CPU; every Linux epoll call pays at least this, uepoll calls "
+                "on uepoll descriptors none",
+                info.syscall_ns);
+  std::fputs(wrap(buf, 80, "", "    ").c_str(), out);
+  const Limits& lim = info.limits;
+  std::snprintf(buf, sizeof buf,
+                "floors measured in this run (floors.cpp): hash insert+erase %.1f ns (ctl pair), ready flag + "
+                "12-byte copy %.2f ns (wait), futex round trip %.0f ns (blocking handoff), %d CPUs",
+                lim.hash_pair_ns, lim.wait_ns, lim.futex_rt_ns, lim.cpus);
+  std::fputs(wrap(buf, 80, "", "    ").c_str(), out);
+  std::fprintf(out, "%d repetitions per backend, alternating%s\n", info.reps, info.quick ? "; --quick" : "");
+  if (!info.uepoll_available) std::fprintf(out, "uepoll NOT measured: %s\n", info.uepoll_error.c_str());
+}
+
+}  // namespace
+
 void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResult>& results,
                  const std::vector<Check>& checks) {
-  std::fprintf(out, "uepoll-bench  %s  Linux %s  %s\n", info.date_utc.c_str(), info.kernel.c_str(),
-               info.machine.c_str());
-  std::fprintf(out, "command: %s\n", info.command.c_str());
-  std::fprintf(out, "load average at start: %s, at end: %s; run took %.0f s\n", info.load_start.c_str(),
-               info.load_end.c_str(), info.seconds);
-  std::fprintf(out,
-               "null system call (getppid): %.0f ns CPU; every Linux epoll call pays at least this, uepoll calls "
-               "none\n",
-               info.syscall_ns);
-  const Limits& lim = info.limits;
-  std::fprintf(out,
-               "floors measured in this run (floors.cpp): hash insert+erase %.1f ns (ctl pair), ready flag + 12-byte "
-               "copy %.2f ns (wait), futex round trip %.0f ns (blocking handoff), %d CPUs\n",
-               lim.hash_pair_ns, lim.wait_ns, lim.futex_rt_ns, lim.cpus);
-  std::fprintf(out, "%d repetitions per backend, alternating; cells are median [min-max]%s\n", info.reps,
-               info.quick ? "; --quick" : "");
-  if (!info.uepoll_available) std::fprintf(out, "uepoll NOT measured: %s\n", info.uepoll_error.c_str());
-  std::fprintf(out, "\n");
-  const char* hdr = "%-12s %-16s %-15s %-26s %-26s %-26s %-9s %-9s %-9s %-36s %s\n";
-  std::fprintf(out, hdr, "scenario", "case", "unit", "linux", "uepoll", "uepoll-off", "uep/linux", "cpu ratio",
-               "uep/limit", "target", "verdict");
-  std::string last;
+  print_header(out, info);
+  char buf[512];
+  std::fputs(wrap("Columns: linux, uepoll, off: the median of the repetitions in the row's unit (off: "
+                  "\"uepoll-off\", uepoll with the scenario's mechanism switched off, the knob named on the "
+                  "scenario's line set to 0); u/L: uepoll's median over Linux's (for B/registration lower is "
+                  "better); cpu: Linux's CPU time per operation over uepoll's; u/limit: uepoll's median over the "
+                  "floor of its path (1.000: at the floor); verdict: PASS or MISS against the target printed "
+                  "under the row with its reason; then min-max of the repetitions and the side metrics.",
+                  80, "\n", "")
+                 .c_str(),
+             out);
+  std::string last, last_why;
   for (const auto& r : results) {
     const Case& c = *r.c;
     if (c.scenario != last) {
+      last_why.clear();
       std::set<std::string> knobs;
       for (const auto& rr : results)
         if (rr.c->scenario == c.scenario && rr.c->knob) knobs.insert(rr.c->knob);
       std::string k;
       for (const auto& s : knobs) k += (k.empty() ? "" : ", ") + s;
-      std::fprintf(out, "-- %s%s\n", c.scenario.c_str(), k.empty() ? "" : ("  (uepoll-off: " + k + " = 0)").c_str());
+      std::fprintf(out, "\n-- %s%s\n", c.scenario.c_str(), k.empty() ? "" : ("  (off: " + k + " = 0)").c_str());
+      std::fprintf(out, kTableRow, "case", "linux", "uepoll", "off", "u/L", "cpu", "u/limit", "verdict");
       last = c.scenario;
     }
-    char ratio[32] = "-", cpu_ratio[32] = "-", lim_ratio[32] = "-";
-    if (r.ratio > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", r.ratio);
-    if (r.limit_ratio > 0) std::snprintf(lim_ratio, sizeof lim_ratio, "%.3f", r.limit_ratio);
-    if (r.cpu_ratio > 0) std::snprintf(cpu_ratio, sizeof cpu_ratio, "%.2fx", r.cpu_ratio);
-    const char* verdict = r.verdict == 1 ? "PASS" : r.verdict == 0 ? "MISS" : "";
-    std::fprintf(out, hdr, "", c.label.c_str(), c.unit.c_str(), cell(r, "linux").c_str(), cell(r, "uepoll").c_str(),
-                 cell(r, "uepoll-off").c_str(), ratio, cpu_ratio, lim_ratio, c.target.c_str(), verdict);
-    std::string detail;
-    for (const char* vn : kVariants) {
-      auto it = r.v.find(vn);
-      if (it == r.v.end()) continue;
-      const VariantResult& v = it->second;
-      std::string t = v.ran ? extras_text(v.extra) : "";
-      if (!v.note.empty()) t += (t.empty() ? "" : "; ") + v.note;
-      if (!v.ran && !v.error.empty()) t = "error: " + v.error;
-      if (!t.empty()) detail += std::string("      ") + vn + ": " + t + "\n";
-    }
-    std::fputs(detail.c_str(), out);
+    print_row(out, r, last_why);
+    last_why = c.why;
   }
   if (!checks.empty()) {
-    std::fprintf(out, "\ncross-row checks\n");
-    for (const auto& ck : checks)
-      std::fprintf(out, "  %-12s %-50s %8.2f  target %-8s %s\n", ck.scenario.c_str(), ck.what.c_str(), ck.value,
-                   ck.target.c_str(), ck.target == "(reference)" ? "" : ck.pass ? "PASS" : "MISS");
+    std::fprintf(out, "\ncross-row checks (uepoll against itself: the same on any machine)\n");
+    for (const auto& ck : checks) {
+      std::snprintf(buf, sizeof buf, "%s %s: %.2f, target %s %s", ck.scenario.c_str(), ck.what.c_str(), ck.value,
+                    ck.target.c_str(), ck.target == "(reference)" ? "" : ck.pass ? "PASS" : "MISS");
+      std::fputs(wrap(buf, 80, "  ", "      ").c_str(), out);
+    }
   }
   int pass = 0, miss = 0;
   std::string misses;
@@ -167,7 +257,7 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
     if (r.verdict == 1) ++pass;
     if (r.verdict == 0) {
       ++miss;
-      misses += "  " + r.c->scenario + " " + r.c->label + "\n";
+      misses += (misses.empty() ? "" : "; ") + r.c->scenario + " " + r.c->label;
     }
   }
   for (const auto& ck : checks) {
@@ -175,17 +265,18 @@ void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResu
     if (ck.pass) ++pass;
     else {
       ++miss;
-      misses += "  " + ck.scenario + " " + ck.what + "\n";
+      misses += (misses.empty() ? "" : "; ") + ck.scenario + " " + ck.what;
     }
   }
-  std::fprintf(out,
-               "\nuep/linux: ratio of the medians (for B/registration lower is better); cpu ratio: Linux CPU time per\n"
-               "operation over uepoll's (threads' CPU clocks), which a loaded machine distorts less.\n"
-               "uep/limit: uepoll's median over the floor of its path in the same unit (1.000: at the floor; 0.250:\n"
-               "four times the floor's cost); pairs/s against the hash pair, waits/s against the ready check,\n"
-               "round trips and rounds against the futex round trip, times min(threads, CPUs).\n");
-  std::fprintf(out, "\ntargets: %d PASS, %d MISS (targets are reported, not asserted)\n%s", pass, miss,
-               misses.c_str());
+  std::fputs(wrap("u/limit: pairs/s against the hash pair, waits/s against the ready check, round trips and rounds "
+                  "against the futex round trip, times min(threads, CPUs). A target of the form \"CPU/op <= kx "
+                  "floor\" compares uepoll's CPU time per operation with a floor measured in the same run, so it "
+                  "means the same on a machine whose system calls cost 0.1 us and on one where they cost 1 us.",
+                  80, "\n", "")
+                 .c_str(),
+             out);
+  std::fprintf(out, "\ntargets: %d PASS, %d MISS (targets are reported, not asserted)\n", pass, miss);
+  if (!misses.empty()) std::fputs(wrap("missed: " + misses, 80, "  ", "    ").c_str(), out);
 }
 
 bool write_json(const std::string& path, const RunInfo& info, const std::vector<CaseResult>& results,
@@ -217,6 +308,14 @@ bool write_json(const std::string& path, const RunInfo& info, const std::vector<
       << ", \"label\": " << json_str(c.label) << ", \"x_name\": " << json_str(c.x_name) << ", \"x\": " << json_num(c.x)
       << ", \"unit\": " << json_str(c.unit) << ", \"higher_is_better\": " << (c.higher_is_better ? "true" : "false")
       << ", \"knob\": " << (c.knob ? json_str(c.knob) : "null") << ", \"target\": " << json_str(c.target)
+      << ", \"why\": " << json_str(c.why) << ", \"floor\": " << (c.floor_k > 0 ? json_str(c.floor_name) : "null")
+      << ", \"floor_k\": " << (c.floor_k > 0 ? json_num(c.floor_k) : "null")
+      << ", \"floor_multiple\": " << (r.floor_multiple > 0 ? json_num(r.floor_multiple) : "null")
+      << ", \"linux_syscalls\": " << json_num(c.linux_syscalls) << ", \"by_cpu\": " << (c.by_cpu ? "true" : "false")
+      << ", \"linux_cpu_ns\": " << (r.linux_cpu > 0 ? json_num(r.linux_cpu) : "null")
+      << ", \"uepoll_cpu_ns\": " << (r.uepoll_cpu > 0 ? json_num(r.uepoll_cpu) : "null")
+      << ", \"ratio_at_100ns\": " << (ratio_at_syscall(r, info, 100) > 0 ? json_num(ratio_at_syscall(r, info, 100)) : "null")
+      << ", \"ratio_at_1us\": " << (ratio_at_syscall(r, info, 1000) > 0 ? json_num(ratio_at_syscall(r, info, 1000)) : "null")
       << ", \"ratio\": " << (r.ratio > 0 ? json_num(r.ratio) : "null")
       << ", \"cpu_ratio\": " << (r.cpu_ratio > 0 ? json_num(r.cpu_ratio) : "null")
       << ", \"limit\": " << (r.limit > 0 ? json_num(r.limit) : "null")

@@ -1,6 +1,7 @@
-// report.h - turns measured cases into the text table (stdout), JSON, CSV and
-// an SVG chart (throughput against threads: Linux, uepoll, uepoll with the
-// mechanism off).  Pure formatting: nothing here measures.
+// report.h - turns measured cases into the text table (80 columns), JSON,
+// CSV, an SVG chart (throughput against threads: Linux, uepoll, uepoll with
+// the mechanism off) and a summary in plain words.  Pure formatting: nothing
+// here measures.
 #pragma once
 
 #include "harness.h"
@@ -32,6 +33,27 @@ struct RunInfo {
 inline const char* const kVariants[] = {"linux", "uepoll", "uepoll-off"};
 
 std::string fmt_value(double v);  // 1.23M, 456k, 12.3
+
+// `text` filled into lines of at most `width` columns (a longer word stands
+// alone), the first line starting with `first`, the others with `rest`.
+std::string wrap(const std::string& text, size_t width, const std::string& first, const std::string& rest);
+
+// The uepoll/Linux CPU ratio of a row had one system call cost `syscall_ns`
+// instead of the run's measured cost: Linux's CPU per operation moved by
+// Case::linux_syscalls times the difference (0: not projectable).
+double ratio_at_syscall(const CaseResult& r, const RunInfo& info, double syscall_ns);
+
+// Where the run's outputs went ("" for one not written; table "" = stdout).
+struct Outputs {
+  std::string table, json, csv, svg;
+};
+
+// The summary in plain words after the table (summary.cpp), at most 80
+// columns: what uepoll did faster than Linux here and by how much, what it
+// did not and why, the system-call cost and what it does to the ratios, the
+// targets, and where the outputs are.
+void print_summary(std::FILE* out, const RunInfo& info, const std::vector<CaseResult>& results,
+                   const std::vector<Check>& checks, const Outputs& files);
 
 void print_table(std::FILE* out, const RunInfo& info, const std::vector<CaseResult>& results,
                  const std::vector<Check>& checks);

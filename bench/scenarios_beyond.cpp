@@ -190,6 +190,7 @@ std::vector<Case> busy_cases(const Options& o, bool herd) {
       c.unit = "rounds/s";
       if (bp == 50) {
         c.target = "uepoll >= 3x Linux, p99 <= 1/3 Linux's";
+        c.why = "a spin replaces the kernel's wakeup, whose cost is the futex floor";
         c.pass = [](double l, double u, const std::map<std::string, double>&) { return l > 0 && u / l >= 3; };
       }
       c.prepare = [herd, w, bp, rounds](const Backend& b) {
@@ -280,6 +281,7 @@ std::vector<Case> rr_cases(const Options& o) {
       c.higher_is_better = false;
       if (rr) {
         c.target = "uepoll: every share in [" + std::to_string(80 / n) + "%, " + std::to_string(120 / n) + "%]";
+        c.why = "shares of the events: the same on any machine";
         c.pass = [n](double, double u, const std::map<std::string, double>& ex) {
           auto mn = ex.find("min_share_pct");
           return u <= 120.0 / n && mn != ex.end() && mn->second >= 80.0 / n;
@@ -347,6 +349,7 @@ std::vector<Case> batch_cases(const Options& o) {
       c.x_name = "threads";
       c.x = t;
       c.unit = "cmds/s";
+      c.linux_syscalls = 1;  // one epoll_ctl per command
       c.prepare = [t, batched, iters](const Backend& b) { return ctl_batch(b, t, batched, iters); };
       out.push_back(std::move(c));
     }

@@ -86,8 +86,11 @@ std::vector<Case> nested_wait_cases(const Options& o) {
       c.x = n;
       c.unit = "waits/s";
       c.knob = "lockless_nested_poll";
-      c.target = "uepoll >= 20x Linux";
-      c.pass = [](double l, double u, const std::map<std::string, double>&) { return ratio_at_least(l, u, 20); };
+      c.target = "CPU/wait <= 64x ready-check floor";
+      c.why = "20x Linux where set (1.1 us syscalls); one wait, two levels";
+      c.floor_name = "wait";
+      c.floor_k = 64;
+      c.linux_syscalls = 1;  // epoll_wait on the top instance
       c.prepare = [shared, n, bud](const Backend& b) { return nested_wait(b, shared, n, bud); };
       out.push_back(std::move(c));
     }
@@ -190,8 +193,10 @@ std::vector<Case> stress_cases(const Options& o) {
       c.x = p;
       c.unit = "events/ms";
       c.knob = "exclusive_autoremove";
-      c.target = "uepoll >= 3x Linux";
-      c.pass = [](double l, double u, const std::map<std::string, double>&) { return ratio_at_least(l, u, 3); };
+      c.target = "CPU/event <= 128x hash floor";
+      c.why = "an event: a write that wakes the instance, a share of a wait, a read";
+      c.floor_name = "hash";
+      c.floor_k = 128;
       c.prepare = [p, cn, bud](const Backend& b) { return stress(b, p, cn, bud); };
       out.push_back(std::move(c));
     }
@@ -308,7 +313,8 @@ std::vector<Case> herd_cases(const Options& o) {
     c.x = w;
     c.unit = "rounds/s";
     c.knob = "exclusive_autoremove";
-    c.target = "uepoll 0 lost, >= 1.5x Linux";  // issue 11
+    c.target = "uepoll 0 lost, >= 1.5x Linux";
+    c.why = "both wake W sleeping threads through the kernel each round";
     c.pass = [](double l, double u, const std::map<std::string, double>& ex) {
       auto lost = ex.find("lost");
       return ratio_at_least(l, u, 1.5) && lost != ex.end() && lost->second == 0;

@@ -6,13 +6,21 @@
 # examples, lwIP for the lwIP socket provider, and nginx-light, redis-server, redis-tools, wrk, curl and procps
 # for the real programs run under uepoll-run by tests/realprograms/run.sh).
 #
+# This list is the one list of what uepoll's scripts and tests need.
+#
 # Checks: each package's install state with dpkg-query; installs only what is
 # missing (one `apt-get update`, one `apt-get install`), and only as root.
-# Run as another user it lists what is missing and exits 0, so the build can
-# still be attempted.  Idempotent and quick (no apt call) when all is present.
+# When another apt or dpkg holds the package manager's lock, it says so and
+# waits for it (UEPOLL_SETUP_LOCK_WAIT seconds in all, default 600), then
+# installs, or fails saying the lock was still held.
+# Exit status: 0 when every package is installed; 1 when one is still
+# missing afterwards (apt failed, the lock stayed held, no candidate, or not
+# root: then it prints the apt-get command to run as root), with the names.
+# scripts/demo.sh and scripts/test.sh stop on that status (UEPOLL_SKIP_SETUP=1
+# skips this script there, to try a build with what is installed).
+# Idempotent and quick (no apt call) when all is present.
 #
-# Usage: scripts/setup.sh            (UEPOLL_SETUP_STRICT=1: exit 1 if a
-#                                      package is still missing afterwards)
+# Usage: scripts/setup.sh
 set -euo pipefail
 
 packages=(
@@ -41,6 +49,42 @@ packages=(
   procps              # tests/realprograms: pgrep finds nginx's worker to stop it
 )
 log() { printf 'setup: %s\n' "$*"; }
+LOCK_WAIT="${UEPOLL_SETUP_LOCK_WAIT:-600}"
+lock_deadline=$((SECONDS + LOCK_WAIT))
+
+# apt_locked ARGS...: runs apt-get ARGS, waiting while another process holds
+# the dpkg/apt lock: apt's own DPkg::Lock::Timeout covers the dpkg locks of
+# `apt-get install`; `apt-get update` does not wait for the package lists'
+# lock, so it is retried every 5 s until the deadline.  apt's output is shown
+# but for its lock errors, which are summed up once; the status is apt-get's.
+lock_re='could not get lock|unable to acquire|unable to lock'
+apt_locked() {
+  local out rc left said=0
+  out="$(mktemp)"
+  while :; do
+    left=$((lock_deadline - SECONDS)); ((left < 0)) && left=0
+    set +e
+    apt-get -o DPkg::Lock::Timeout="$left" "$@" </dev/null 2>&1 | tee "$out" \
+      | { grep -viE "$lock_re" || true; }
+    rc=${PIPESTATUS[0]}
+    set -e
+    ((rc)) && grep -qiE "$lock_re" "$out" || break
+    if ((!said)); then
+      log "another apt/dpkg process holds the package manager's lock:"
+      grep -iE 'held by' "$out" | head -n 1 | sed 's/^/setup:   /'
+      log "waiting for it (up to $LOCK_WAIT s in all; UEPOLL_SETUP_LOCK_WAIT sets that)"
+      said=1
+    fi
+    if ((SECONDS >= lock_deadline)); then
+      log "the package manager's lock was still held after $LOCK_WAIT s: giving up"
+      break
+    fi
+    sleep 5
+  done
+  ((said && !rc)) && log "got the package manager's lock"
+  rm -f "$out"
+  return "$rc"
+}
 
 installed() {
   # "install ok installed" is the only state in which the files are there.
@@ -49,6 +93,7 @@ installed() {
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
   log "dpkg-query not found: not a Debian system; install by hand: ${packages[*]}"
+  log "(continuing: the build finds out what is missing)"
   exit 0
 fi
 
@@ -64,13 +109,13 @@ fi
 
 log "missing: ${missing[*]}"
 if ((EUID != 0)); then
-  log "not root: not installing; run as root: apt-get install -y ${missing[*]}"
-  [[ "${UEPOLL_SETUP_STRICT:-0}" == 1 ]] && exit 1
-  exit 0
+  log "not root: cannot install them; as root run: apt-get install -y ${missing[*]}"
+  log "(or set UEPOLL_SKIP_SETUP=1 to try the demo or the tests without them)"
+  exit 1
 fi
 
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq || log "apt-get update failed: trying the cached package lists"
+apt_locked update -qq || log "apt-get update failed: trying the cached package lists"
 # Keep only the packages this apt knows (apt-cache policy shows a candidate),
 # so that one unknown name does not stop the rest from installing.
 available=()
@@ -90,7 +135,7 @@ if ((${#available[@]})); then
   if [[ ! -e $policy ]]; then
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod +x "$policy" && made_policy=1
   fi
-  apt-get install -y -qq --no-install-recommends "${available[@]}" </dev/null \
+  apt_locked install -y -qq --no-install-recommends "${available[@]}" \
     || log "apt-get install failed"
   if ((made_policy)); then rm -f "$policy"; fi
 fi
@@ -100,9 +145,9 @@ for p in "${missing[@]}"; do
   installed "$p" || still+=("$p")
 done
 if ((${#still[@]})); then
-  log "still missing: ${still[*]}"
-  [[ "${UEPOLL_SETUP_STRICT:-0}" == 1 ]] && exit 1
-else
-  log "installed: ${missing[*]}"
+  log "FAILED: still missing: ${still[*]}"
+  log "(the messages above say why; UEPOLL_SKIP_SETUP=1 tries the demo or the tests without them)"
+  exit 1
 fi
+log "installed: ${missing[*]}"
 exit 0

@@ -6,6 +6,13 @@
 # and the cross-row checks.
 #
 #   summarize.py FILE.json            print the tables
+#   summarize.py --compare A.json B.json
+#                                     the verdicts of A's targets on both runs,
+#                                     side by side (two machines with different
+#                                     system-call costs): a floor target is
+#                                     judged on B from B's own floors and CPU
+#                                     times; the ratios, measured and projected
+#                                     to 0.1 us and 1 us system calls
 #   summarize.py --write FILE.json    rewrite, in README.md and bench/RESULTS.md,
 #                                     only the text between the markers
 #                                     <!-- bench-table:begin --> and
@@ -81,9 +88,12 @@ def case_rows(d):
         ratio = "%.2fx" % c["ratio"] if c.get("ratio") else "-"
         cpu = "%.2fx" % c["cpu_ratio"] if c.get("cpu_ratio") else "-"
         lim = "%.3f" % c["limit_ratio"] if c.get("limit_ratio") else "-"
+        target = c["target"]
+        if c.get("floor_multiple"):
+            target += " (here %.0fx)" % c["floor_multiple"]
         out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             c["scenario"], label, c["unit"], fmt(med("linux")), fmt(med("uepoll")),
-            fmt(med("uepoll-off")), ratio, cpu, lim, c["target"], verdict))
+            fmt(med("uepoll-off")), ratio, cpu, lim, target, verdict))
     if d["checks"]:
         out += ["", "| check | value | target | verdict |", "|---|---:|---|---|"]
         for k in d["checks"]:
@@ -115,7 +125,85 @@ def rewrite(path, text):
     print("rewrote the table region of %s" % os.path.relpath(path, ROOT))
 
 
+def floor_of(d, c):
+    lim = d.get("limits", {})
+    return lim.get("wait_ns") if c.get("floor") == "wait" else lim.get("hash_pair_ns")
+
+
+def cpu_of(c, name):
+    v = c["backends"].get(name, {})
+    if not v.get("ran"):
+        return None
+    for k in ("cpu_ns/op", "cpu_ns/event", "cpu_ns/cmd"):
+        if v.get("extra", {}).get(k):
+            return v["extra"][k]
+    return None
+
+
+def judged(d, c, target_case):
+    """(value shown, verdict) of target_case's target on run d's case c."""
+    if target_case.get("floor_k"):
+        u, f = cpu_of(c, "uepoll"), floor_of(d, target_case)
+        if not u or not f:
+            return "-", ""
+        m = u / f
+        ok = m <= target_case["floor_k"]
+        extra = c["backends"].get("uepoll", {}).get("extra", {})
+        for k in ("uep_allocs/pair", "mallocs/pair"):
+            if k in extra and extra[k] >= 0.001:
+                ok = False
+        return "%.0fx floor" % m, "PASS" if ok else "MISS"
+    if target_case.get("by_cpu"):
+        if not c.get("cpu_ratio"):
+            return "-", ""
+        return "CPU %.2fx" % c["cpu_ratio"], "PASS" if c["cpu_ratio"] >= 0.9 else "MISS"
+    r = "%.2fx" % c["ratio"] if c.get("ratio") else "-"
+    return r, c.get("verdict") or ""
+
+
+def projected(d, c, target_case, s):
+    n = target_case.get("linux_syscalls") or 0
+    lc, uc, sc = cpu_of(c, "linux"), cpu_of(c, "uepoll"), d.get("limits", {}).get("syscall_ns")
+    if not n or not lc or not uc or not sc:
+        return "-"
+    there = lc + n * (s - sc)
+    return "%.1fx" % (there / uc) if there > 0 else "-"
+
+
+def compare(a, b):
+    sa, sb = a["limits"]["syscall_ns"], b["limits"]["syscall_ns"]
+    out = ["A: `%s`, %s, %s, null system call **%.0f ns**  " % (a["command"], a["date"], a["machine"], sa),
+           "B: `%s`, %s, %s, null system call **%.0f ns**" % (b["command"], b["date"], b["machine"], sb),
+           "",
+           "| row | target (A's) | A | A verdict | B | B verdict | uepoll/Linux CPU: A | B "
+           "| A projected to 0.1 us / 1 us | B projected to 0.1 us / 1 us |",
+           "|---|---|---:|---|---:|---|---:|---:|---:|---:|"]
+    index = {(c["scenario"], c["label"]): c for c in b["cases"]}
+    for c in a["cases"]:
+        if not c.get("target") or c["target"].startswith("("):
+            continue
+        cb = index.get((c["scenario"], c["label"]))
+        if cb is None:  # a scenario of one row whose size differs (memory N)
+            same = [x for x in b["cases"] if x["scenario"] == c["scenario"]]
+            mine = [x for x in a["cases"] if x["scenario"] == c["scenario"]]
+            cb = same[0] if len(same) == 1 and len(mine) == 1 else None
+        va, ja = judged(a, c, c)
+        vb, jb = judged(b, cb, c) if cb else ("-", "")
+        cra = "%.1fx" % c["cpu_ratio"] if c.get("cpu_ratio") else "-"
+        crb = "%.1fx" % cb["cpu_ratio"] if cb and cb.get("cpu_ratio") else "-"
+        pa = "%s / %s" % (projected(a, c, c, 100), projected(a, c, c, 1000))
+        pb = "%s / %s" % (projected(b, cb, c, 100), projected(b, cb, c, 1000)) if cb else "-"
+        out.append("| %s %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            c["scenario"], c["label"], c["target"], va, ja, vb, jb, cra, crb, pa, pb))
+    return "\n".join(out) + "\n"
+
+
 def main(argv):
+    if argv and argv[0] == "--compare":
+        if len(argv) != 3:
+            sys.exit("usage: summarize.py --compare A.json B.json")
+        sys.stdout.write(compare(json.load(open(argv[1])), json.load(open(argv[2]))))
+        return
     write = "--write" in argv
     args = [a for a in argv if a != "--write"]
     if len(args) != 1:
