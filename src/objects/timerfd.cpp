@@ -8,6 +8,7 @@
 #include "core/block.h"
 #include "core/fork.h"
 #include "core/mutex.h"
+#include "core/own_fds.h"
 #include "fd/table.h"
 #include "objects/user_ptr.h"
 
@@ -57,7 +58,7 @@ class TimerService {
   void fork_prepare() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { mu_.lock(); }
   void fork_parent() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { mu_.unlock(); }
   void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
-    if (epfd_ >= 0) ::close(epfd_);  // the child's copy of the parent's epoll
+    core::close_own(epfd_);  // the child's copy of the parent's epoll
     epfd_ = -1;
     started_ = false;
     bool any = false;
@@ -113,7 +114,7 @@ class TimerService {
   int start_locked() noexcept UEP_REQUIRES(mu_) {
     if (started_) return 0;
     if (epfd_ < 0) {
-      epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+      epfd_ = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
       if (epfd_ < 0) return -errno;
     }
     // The thread must never take a signal meant for the application.
@@ -304,12 +305,14 @@ int TimerFd::fork_rebuild() noexcept {
       return -e;
     }
   }
-  if (::dup3(nk, kfd_, O_CLOEXEC) < 0) {
-    const int e = errno;
-    ::close(nk);
-    return -e;
-  }
+  // kfd_ keeps its number; forgotten meanwhile, so that the preload's dup3
+  // sees an ordinary target.
+  core::forget_own(kfd_);
+  const int dr = ::dup3(nk, kfd_, O_CLOEXEC);
+  const int e = errno;
+  core::mark_own(kfd_);
   ::close(nk);
+  if (dr < 0) return -e;
   carried_.store(ticks, std::memory_order_relaxed);
   woke_since_read_.store(false, std::memory_order_relaxed);  // a new kernel timer: its expiries are new
   return 0;
@@ -332,20 +335,21 @@ void timers_fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
 
 void TimerFd::on_release() noexcept {
   TimerService::get().remove(kfd_);
-  ::close(kfd_);
+  core::close_own(kfd_);
 }
 
 int make_timerfd(int clockid, int flags) noexcept {
-  const int kfd = ::timerfd_create(clockid, TFD_NONBLOCK | TFD_CLOEXEC);
+  // A high number, not the program's next one (core/own_fds.h).
+  const int kfd = core::park_high(::timerfd_create(clockid, TFD_NONBLOCK | TFD_CLOEXEC));
   if (kfd < 0) return -errno;
   auto* t = core::create<TimerFd>(kfd, O_RDWR | (flags & O_NONBLOCK), clockid);
   if (!t) {
-    ::close(kfd);
+    core::close_own(kfd);
     return -ENOMEM;
   }
   if (const int err = TimerService::get().add(kfd, t); err < 0) {
     core::destroy(t);
-    ::close(kfd);
+    core::close_own(kfd);
     return err;
   }
   const int fd = fd::install(t);

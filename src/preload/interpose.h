@@ -15,6 +15,10 @@ static inline int uep_pl_inside(void) { return uep_pl_depth > 0; }
 #define UEP_PL_LEAVE() (--uep_pl_depth)
 
 int uep_pl_enabled(int kind);
+/* interpose_own.c: 1 if fd is one of uepoll's own kernel descriptors and
+ * the caller is the program (not uepoll); close_range that skips them. */
+int uep_pl_own(int fd);
+int uep_pl_close_range_sparing(unsigned first, unsigned last, int flags);
 int uep_pl_show(int u, int kind);
 
 /* The libc function `name` (dlsym RTLD_NEXT, resolved once; relaxed atomics:

@@ -279,6 +279,10 @@ ssize_t __pread64_chk(int fd, void *buf, size_t count, off64_t off, size_t bufle
  * uepoll sees every kernel descriptor's end (a registration of a kernel file
  * in a uepoll instance depends on it). */
 int close(int fd) {
+  if (uep_pl_own(fd)) { /* a number the program never had (interpose_own.c) */
+    errno = EBADF;
+    return -1;
+  }
   int u = uep_pl_unbind(fd);
   if (!u) {
     if (uep_pl_inside()) return UEP_PL_REAL(close)(fd);
@@ -319,6 +323,10 @@ int dup(int fd) {
 }
 
 int dup3(int oldfd, int newfd, int flags) {
+  if (uep_pl_own(newfd) && oldfd != newfd && !(flags & ~O_CLOEXEC) && fcntl(oldfd, F_GETFD) >= 0) {
+    errno = EBUSY; /* uepoll's own descriptor is there (interpose_own.c) */
+    return -1;
+  }
   int uo = uep_pl_map(oldfd);
   if (!uo) {
     if (!uep_pl_map(newfd)) {
@@ -366,6 +374,7 @@ int dup3(int oldfd, int newfd, int flags) {
 }
 
 int dup2(int oldfd, int newfd) {
+  if (uep_pl_own(newfd) && oldfd != newfd) return dup3(oldfd, newfd, 0);
   if (oldfd == newfd) {
     if (uep_pl_map(oldfd)) return newfd;
     return UEP_PL_REAL(dup2)(oldfd, newfd);
@@ -384,6 +393,10 @@ int dup2(int oldfd, int newfd) {
 static int do_fcntl(int fd, int cmd, unsigned long arg, int (*real)(int, int, ...)) {
   int u = uep_pl_map(fd);
   if (!u) {
+    if (uep_pl_own(fd)) { /* a number the program never had (interpose_own.c) */
+      errno = EBADF;
+      return -1;
+    }
     uep_pl_count(UEP_PL_FORWARDED, 1);
     return real(fd, cmd, arg);
   }

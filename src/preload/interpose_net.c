@@ -367,14 +367,15 @@ static void close_mapped(unsigned first, unsigned last) {
   }
 }
 
+/* uepoll's own descriptors in the range are skipped (interpose_own.c). */
 int close_range(unsigned int first, unsigned int last, int flags) {
   if (!(flags & CLOSE_RANGE_CLOEXEC)) close_mapped(first, last);
-  return UEP_PL_REAL(close_range)(first, last, flags);
+  return uep_pl_close_range_sparing(first, last, flags);
 }
 
 void closefrom(int lowfd) {
   close_mapped(lowfd < 0 ? 0 : (unsigned)lowfd, ~0u);
-  UEP_PL_REAL(closefrom)(lowfd);
+  if (lowfd < 0 || uep_pl_close_range_sparing((unsigned)lowfd, ~0u, 0) < 0) UEP_PL_REAL(closefrom)(lowfd);
 }
 
 /* ---- syscall(2) -------------------------------------------------------------------- */
@@ -413,7 +414,10 @@ long syscall(long nr, ...) {
     case SYS_pipe: return ret_long(pipe((int *)a[0]));
 #endif
     case SYS_timerfd_create: return ret_long(timerfd_create((int)a[0], (int)a[1]));
+    case SYS_close_range: return ret_long(close_range((unsigned)a[0], (unsigned)a[1], (int)a[2]));
     case SYS_close:
+      if (uep_pl_own((int)a[0])) return errno = EBADF, -1L; /* interpose_own.c */
+      /* fall through */
     case SYS_read:
     case SYS_write:
     case SYS_dup:
