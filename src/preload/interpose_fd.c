@@ -54,12 +54,22 @@ int uep_pl_enabled(int kind) {
     if (!s || !*s) {
       m = (1 << UEP_PL_NKINDS) - 1;
     } else {
+      /* Comma-separated names; uepoll-run refuses anything else, a program
+       * preloaded by hand is told once about what is ignored. */
       static const char *names[] = {"", "epoll", "eventfd", "pipe", "socketpair", "timerfd"};
       m = 0;
-      for (int k = 1; k < UEP_PL_NKINDS; ++k) {
-        const char *p = strstr(s, names[k]);
-        if (p) m |= 1 << k;
+      int bad = 0;
+      for (const char *p = s;; ++p) {
+        size_t len = strcspn(p, ",");
+        int k = 1;
+        while (k < UEP_PL_NKINDS && (strlen(names[k]) != len || strncmp(p, names[k], len) != 0)) ++k;
+        if (k < UEP_PL_NKINDS) m |= 1 << k;
+        else bad = 1;
+        p += len;
+        if (!*p) break;
       }
+      if (bad) uep_pl_refuse("UEPOLL_PRELOAD_KINDS: unknown or empty kinds ignored "
+                             "(known: epoll,eventfd,pipe,socketpair,timerfd)");
     }
     __atomic_store_n(&kinds_mask, m, __ATOMIC_RELAXED);
   }
