@@ -333,6 +333,10 @@ int dup(int fd) {
 }
 
 int dup3(int oldfd, int newfd, int flags) {
+  /* A standard stream's number gets a kernel pipe or pair (fork_convert.c). */
+  if (newfd >= 0 && newfd <= 2 && oldfd != newfd && !uep_pl_inside() &&
+      (uep_pl_kind(oldfd) == UEP_PL_PIPE || uep_pl_kind(oldfd) == UEP_PL_SOCKET) && uep_pl_map(oldfd))
+    uep_pl_convert_stream(oldfd);
   if (uep_pl_own(newfd) && oldfd != newfd && !(flags & ~O_CLOEXEC) && fcntl(oldfd, F_GETFD) >= 0) {
     errno = EBUSY; /* uepoll's own descriptor is there (interpose_own.c) */
     return -1;
@@ -384,7 +388,8 @@ int dup3(int oldfd, int newfd, int flags) {
 }
 
 int dup2(int oldfd, int newfd) {
-  if (uep_pl_own(newfd) && oldfd != newfd) return dup3(oldfd, newfd, 0);
+  if ((uep_pl_own(newfd) || (newfd >= 0 && newfd <= 2 && uep_pl_map(oldfd))) && oldfd != newfd)
+    return dup3(oldfd, newfd, 0);
   if (oldfd == newfd) {
     if (uep_pl_map(oldfd)) return newfd;
     return UEP_PL_REAL(dup2)(oldfd, newfd);
@@ -409,6 +414,15 @@ static int do_fcntl(int fd, int cmd, unsigned long arg, int (*real)(int, int, ..
     }
     uep_pl_count(UEP_PL_FORWARDED, 1);
     return real(fd, cmd, arg);
+  }
+  switch (cmd) {
+    /* Linux's answers for a kernel object of this type (interpose_kinds.c). */
+    case F_GETLK: case F_SETLK: case F_SETLKW: case F_OFD_GETLK: case F_OFD_SETLK: case F_OFD_SETLKW:
+    case F_GETLEASE: case F_SETLEASE: case F_NOTIFY: case F_ADD_SEALS: case F_GET_SEALS: {
+      int t = uep_pl_template(fd);
+      return t < 0 ? -1 : real(t, cmd, arg);
+    }
+    default: break;
   }
   UEP_PL_ENTER();
   int r;

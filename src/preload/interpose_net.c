@@ -7,8 +7,9 @@
  * Linux has a fixed one for that object type (mmap: ENODEV; fsync,
  * ftruncate: EINVAL; listen/accept/connect on a connected pair: EINVAL,
  * EINVAL, EISCONN; isatty: ENOTTY), otherwise an error and a one-line
- * warning naming the call (splice, sendfile, tee, copy_file_range, fstatfs,
- * flock, bind).  Anything else reaches the kernel with the placeholder
+ * warning naming the call (splice, sendfile, tee, copy_file_range, flock,
+ * bind); fstatfs is answered for a kernel object of the type
+ * (interpose_kinds.c).  Anything else reaches the kernel with the placeholder
  * descriptor (fdmap.h), which answers EBADF.
  *
  * Locks: none.
@@ -323,14 +324,9 @@ ssize_t copy_file_range(int in, off64_t *oin, int out, off64_t *oout, size_t n, 
   if (uep_pl_map(out) || uep_pl_map(in)) return refuse("copy_file_range", EINVAL);
   return UEP_PL_REAL(copy_file_range)(in, oin, out, oout, n, flags);
 }
-int fstatfs(int fd, struct statfs *st) {
-  if (uep_pl_map(fd)) return refuse("fstatfs", ENOSYS);
-  return UEP_PL_REAL(fstatfs)(fd, st);
-}
-int fstatfs64(int fd, struct statfs64 *st) {
-  if (uep_pl_map(fd)) return refuse("fstatfs", ENOSYS);
-  return UEP_PL_REAL(fstatfs64)(fd, st);
-}
+/* pipefs, sockfs or anon_inodefs, as Linux says (interpose_kinds.c). */
+int fstatfs(int fd, struct statfs *st) { return uep_pl_fstatfs(fd, st); }
+int fstatfs64(int fd, struct statfs64 *st) { return uep_pl_fstatfs64(fd, st); }
 int flock(int fd, int op) {
   if (uep_pl_map(fd)) return refuse("flock", EINVAL);
   return UEP_PL_REAL(flock)(fd, op);
