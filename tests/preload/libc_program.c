@@ -6,8 +6,8 @@
  * answered as Linux answers for the object's type (signalfd, fstatfs,
  * fallocate, posix_fadvise, readahead, sync_file_range, syncfs, fchdir,
  * inotify_add_watch, the xattr calls, fcntl's record locks and seals), the
- * positioned vector calls, recvmmsg/sendmmsg, and epoll_wait's error order
- * on a closed descriptor. */
+ * positioned vector calls, recvmmsg/sendmmsg, epoll_wait's error order on a
+ * closed descriptor, and reopening through /proc/self/fd and /dev/fd. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -206,5 +206,41 @@ int main(void) {
   say("recvmmsg(DONTWAIT, empty)", recvmmsg(s[1], rm, 4, MSG_DONTWAIT, NULL));
   say("recvmmsg(pipe-r)", recvmmsg(p[0], rm, 1, MSG_DONTWAIT, NULL));
   say("sendmmsg(pipe-w)", sendmmsg(p[1], sm, 1, 0));
+
+  /* Reopening through /proc/self/fd and /dev/fd: a pipe end reopens the
+   * pipe (either direction); the other objects are ENXIO. */
+  int q[2];
+  if (pipe(q) < 0) return 1;
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", q[0]);
+  int w2 = open(path, O_WRONLY); /* the read end's path, opened for writing */
+  say("open(/proc/self/fd/pipe-r, O_WRONLY)", w2);
+  say("write through it", write(w2, "hi", 2));
+  snprintf(path, sizeof path, "/dev/fd/%d", q[0]);
+  int rr = open(path, O_RDONLY | O_NONBLOCK);
+  say("open(/dev/fd/pipe-r, O_RDONLY|O_NONBLOCK)", rr);
+  memset(buf, 0, sizeof buf);
+  say("read through it", read(rr, buf, sizeof buf));
+  printf("got '%s', flags %#o / %#o\n", buf, fcntl(rr, F_GETFL) & ~O_LARGEFILE, fcntl(q[0], F_GETFL) & ~O_LARGEFILE);
+  say("read(pipe-r, nonblocking reopen drained it)", (write(q[1], "z", 1), read(q[0], buf, 1)));
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)getpid(), q[1]);
+  FILE *pf = fopen(path, "w");
+  printf("fopen(/proc/PID/fd/pipe-w) %s\n", pf ? "ok" : strerrorname_np(errno));
+  if (pf) {
+    fputs("via-fopen\n", pf);
+    fclose(pf);
+  }
+  memset(buf, 0, sizeof buf);
+  say("read", read(q[0], buf, sizeof buf - 1));
+  printf("got '%s'", buf);
+  int others[] = {s[0], e, ep};
+  for (unsigned i = 0; i < 3; ++i) {
+    snprintf(path, sizeof path, "/proc/self/fd/%d", others[i]);
+    snprintf(what, sizeof what, "open(/proc/self/fd/%s)", i == 0 ? "socket" : i == 1 ? "eventfd" : "epoll");
+    say(what, open(path, O_RDWR));
+    snprintf(path, sizeof path, "/dev/fd/%d", others[i]);
+    FILE *of = fopen(path, "r");
+    printf("fopen(/dev/fd/...) %s\n", of ? "ok" : strerrorname_np(errno));
+  }
   return 0;
 }
