@@ -324,6 +324,10 @@ static int show_dup(int fd, int u2, int min) {
 }
 
 int dup(int fd) {
+  if (uep_pl_own(fd)) { /* not open for the program (interpose_own.c) */
+    errno = EBADF;
+    return -1;
+  }
   int u = uep_pl_map(fd);
   if (!u) return UEP_PL_REAL(dup)(fd);
   UEP_PL_ENTER();
@@ -337,8 +341,15 @@ int dup3(int oldfd, int newfd, int flags) {
   if (newfd >= 0 && newfd <= 2 && oldfd != newfd && !uep_pl_inside() &&
       (uep_pl_kind(oldfd) == UEP_PL_PIPE || uep_pl_kind(oldfd) == UEP_PL_SOCKET) && uep_pl_map(oldfd))
     uep_pl_convert_stream(oldfd);
+  /* uepoll's own descriptors (interpose_own.c): not open for the program
+   * (EBADF, after Linux's flag and same-number checks), and not to be
+   * replaced (EBUSY). */
+  if (uep_pl_own(oldfd) && !(flags & ~O_CLOEXEC) && oldfd != newfd) {
+    errno = EBADF;
+    return -1;
+  }
   if (uep_pl_own(newfd) && oldfd != newfd && !(flags & ~O_CLOEXEC) && fcntl(oldfd, F_GETFD) >= 0) {
-    errno = EBUSY; /* uepoll's own descriptor is there (interpose_own.c) */
+    errno = EBUSY;
     return -1;
   }
   int uo = uep_pl_map(oldfd);
@@ -388,6 +399,10 @@ int dup3(int oldfd, int newfd, int flags) {
 }
 
 int dup2(int oldfd, int newfd) {
+  if (uep_pl_own(oldfd)) { /* not open for the program (interpose_own.c) */
+    errno = EBADF;
+    return -1;
+  }
   if ((uep_pl_own(newfd) || (newfd >= 0 && newfd <= 2 && uep_pl_map(oldfd))) && oldfd != newfd)
     return dup3(oldfd, newfd, 0);
   if (oldfd == newfd) {

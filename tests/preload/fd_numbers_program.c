@@ -127,17 +127,19 @@ static int own_check(void) {
   for (int fd = 100; fd < 65536; ++fd) inherited[fd] = (char)listed(fd);
   timer_fires("first");
   pipe_wakes("first");
-  int found = 0, closed_ebadf = 0, fcntl_ebadf = 0, dup2_ebusy = 0;
+  int found = 0, closed_ebadf = 0, fcntl_ebadf = 0, dup2_ebusy = 0, dup_ebadf = 0;
   for (int fd = 100; fd < 65536; ++fd) {
     if (inherited[fd] || !listed(fd)) continue;
     ++found;
     closed_ebadf += close(fd) < 0 && errno == EBADF;
     fcntl_ebadf += fcntl(fd, F_GETFD) < 0 && errno == EBADF;
     dup2_ebusy += dup2(1, fd) < 0 && errno == EBUSY;
+    dup_ebadf += dup(fd) < 0 && errno == EBADF && dup2(fd, 50) < 0 && errno == EBADF && dup3(fd, 50, 0) < 0 &&
+                 errno == EBADF;
   }
-  printf("own %s: close EBADF %s, fcntl EBADF %s, dup2 EBUSY %s\n", found >= 3 ? "found" : "MISSING",
+  printf("own %s: close EBADF %s, fcntl EBADF %s, dup2 EBUSY %s, dup from EBADF %s\n", found >= 3 ? "found" : "MISSING",
          closed_ebadf == found ? "all" : "NOT all", fcntl_ebadf == found ? "all" : "NOT all",
-         dup2_ebusy == found ? "all" : "NOT all");
+         dup2_ebusy == found ? "all" : "NOT all", dup_ebadf == found ? "all" : "NOT all");
   timer_fires("after");
   pipe_wakes("after");
   return 0;
