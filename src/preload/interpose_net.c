@@ -370,8 +370,9 @@ int close_range(unsigned int first, unsigned int last, int flags) {
 }
 
 void closefrom(int lowfd) {
-  close_mapped(lowfd < 0 ? 0 : (unsigned)lowfd, ~0u);
-  if (lowfd < 0 || uep_pl_close_range_sparing((unsigned)lowfd, ~0u, 0) < 0) UEP_PL_REAL(closefrom)(lowfd);
+  const unsigned first = lowfd < 0 ? 0 : (unsigned)lowfd; /* glibc: a negative lowfd is 0 */
+  close_mapped(first, ~0u);
+  if (uep_pl_close_range_sparing(first, ~0u, 0) < 0) UEP_PL_REAL(closefrom)(lowfd);
 }
 
 /* ---- syscall(2) -------------------------------------------------------------------- */
