@@ -15,7 +15,7 @@
  * fstatfs (pipefs, sockfs, anon_inodefs), fallocate/posix_fallocate,
  * posix_fadvise, readahead, sync_file_range, syncfs, the f*xattr calls,
  * setns, fstatvfs, fpathconf, fchmod/fchown/futimens (and their *at forms
- * on the descriptor itself), and fcntl's record locks, leases, F_NOTIFY and seals
+ * on the descriptor itself, with linkat and name_to_handle_at), and fcntl's record locks, leases, F_NOTIFY and seals
  * (interpose_fd.c).  None of these changes the template in a way another
  * call sees (record locks are the process's own on either file), except
  * that a mode, owner or time set on a pipe or socket is the template's, not
@@ -202,6 +202,14 @@ int fchmodat(int dirfd, const char *path, mode_t mode, int flags) {
 int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags) {
   if (!empty_at(dirfd, path, flags)) return UEP_PL_REAL(fchownat)(dirfd, path, uid, gid, flags);
   ON_TEMPLATE(int, -1, dirfd, UEP_PL_REAL(fchownat)(fd_, path, uid, gid, flags));
+}
+int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, int flags) {
+  if (!empty_at(olddirfd, oldpath, flags)) return UEP_PL_REAL(linkat)(olddirfd, oldpath, newdirfd, newpath, flags);
+  ON_TEMPLATE(int, -1, olddirfd, UEP_PL_REAL(linkat)(fd_, oldpath, newdirfd, newpath, flags));
+}
+int name_to_handle_at(int dirfd, const char *path, struct file_handle *h, int *mount_id, int flags) {
+  if (!empty_at(dirfd, path, flags)) return UEP_PL_REAL(name_to_handle_at)(dirfd, path, h, mount_id, flags);
+  ON_TEMPLATE(int, -1, dirfd, UEP_PL_REAL(name_to_handle_at)(fd_, path, h, mount_id, flags));
 }
 int utimensat(int dirfd, const char *path, const struct timespec t[2], int flags) {
   if (!empty_at(dirfd, path, flags)) return UEP_PL_REAL(utimensat)(dirfd, path, t, flags);

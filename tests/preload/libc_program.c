@@ -141,6 +141,13 @@ int main(void) {
     SAY("fchmodat(%s, \"\", AT_EMPTY_PATH)", fchmodat(fd, "", 0600, AT_EMPTY_PATH));
     SAY("fchownat(%s, \"\", AT_EMPTY_PATH)", fchownat(fd, "", (uid_t)-1, (gid_t)-1, AT_EMPTY_PATH));
     SAY("fchmodat(%s, \"x\")", fchmodat(fd, "x", 0600, 0));
+    SAY("linkat(%s, \"\", AT_EMPTY_PATH)", linkat(fd, "", AT_FDCWD, "/nonexistent-dir/x", AT_EMPTY_PATH));
+    struct {
+      struct file_handle h;
+      unsigned char space[128];
+    } fh = {.h.handle_bytes = 128};
+    int mount_id;
+    SAY("name_to_handle_at(%s, \"\", AT_EMPTY_PATH)", name_to_handle_at(fd, "", &fh.h, &mount_id, AT_EMPTY_PATH));
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
     SAY("fcntl(%s, F_SETLK wr)", fcntl(fd, F_SETLK, &fl));
     fl.l_type = F_RDLCK;
