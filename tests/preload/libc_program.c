@@ -16,7 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/epoll.h>
+#include <sys/fanotify.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/signalfd.h>
@@ -104,6 +106,7 @@ int main(void) {
   for (unsigned i = 0; i < sizeof fds / sizeof *fds; ++i) {
     int fd = fds[i];
     const char *n = names[i];
+    char xl0[256];
 #define SAY(fmt, call)                    \
   do {                                    \
     snprintf(what, sizeof what, fmt, n);  \
@@ -125,6 +128,8 @@ int main(void) {
     SAY("sync_file_range(%s)", sync_file_range(fd, 0, 0, 0));
     SAY("syncfs(%s)", syncfs(fd));
     SAY("fchdir(%s)", fchdir(fd));
+    SAY("getdents64(%s)", getdents64(fd, xl0, sizeof xl0));
+    SAY("fanotify_mark(%s)", fanotify_mark(fd, FAN_MARK_ADD, FAN_OPEN, AT_FDCWD, "/"));
     SAY("inotify_add_watch(%s)", inotify_add_watch(fd, "/", IN_ALL_EVENTS));
     SAY("inotify_rm_watch(%s)", inotify_rm_watch(fd, 1));
     char xl[256];
