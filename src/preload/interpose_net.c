@@ -6,11 +6,11 @@
  * Calls uepoll cannot serve on a uepoll descriptor get Linux's answer when
  * Linux has a fixed one for that object type (mmap: ENODEV; fsync,
  * ftruncate: EINVAL; listen/accept/connect on a connected pair: EINVAL,
- * EINVAL, EISCONN; isatty: ENOTTY), otherwise an error and a one-line
- * warning naming the call (splice, sendfile, tee, copy_file_range, flock,
- * bind); fstatfs is answered for a kernel object of the type
- * (interpose_kinds.c).  Anything else reaches the kernel with the placeholder
- * descriptor (fdmap.h), which answers EBADF.
+ * EINVAL, EISCONN; isatty: ENOTTY, or EINVAL for an epoll instance),
+ * otherwise an error and a one-line warning naming the call (splice,
+ * sendfile, tee, copy_file_range, flock, bind); fstatfs is answered for a
+ * kernel object of the type (interpose_kinds.c).  Anything else reaches the
+ * kernel with the placeholder descriptor (fdmap.h), which answers EBADF.
  *
  * Locks: none.
  */
@@ -37,6 +37,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "preload/interpose.h"
@@ -296,7 +297,10 @@ int ftruncate64(int fd, off64_t len) {
   return UEP_PL_REAL(ftruncate64)(fd, len);
 }
 int isatty(int fd) {
-  if (uep_pl_map(fd)) return errno = ENOTTY, 0;
+  if (uep_pl_map(fd)) { /* glibc: tcgetattr (ENOTTY; EINVAL for an epoll instance: interpose_libc.c) */
+    struct termios t;
+    return tcgetattr(fd, &t) == 0;
+  }
   return UEP_PL_REAL(isatty)(fd);
 }
 

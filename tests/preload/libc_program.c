@@ -167,6 +167,8 @@ int main(void) {
     SAY("lockf(%s, F_ULOCK)", lockf(fd, F_ULOCK, 0));
     struct termios t;
     SAY("tcgetattr(%s)", tcgetattr(fd, &t));
+    errno = 0;
+    SAY("isatty(%s)", isatty(fd) ? 1 : -1);
     SAY("tcsetattr(%s, bad)", tcsetattr(fd, 99, &t));
     SAY("tcflush(%s)", tcflush(fd, TCIFLUSH));
     SAY("tcgetpgrp(%s)", tcgetpgrp(fd));
