@@ -1,5 +1,5 @@
 /* preload_support.h - library entry points that only libuepoll-preload.so
- * calls (src/preload/fork_convert.c).  They are exported from a shared
+ * calls (src/preload/fork_convert.c, interpose_fd.c).  They are exported from a shared
  * libuepoll (the preload then links against it) but declared in no
  * installed header: they are not part of uepoll's API and may change with
  * any release.  The double underscore marks them private.
@@ -28,6 +28,15 @@ struct uep__stream_state {
 /* 0 and *out filled; -1 with EBADF (fd not open) or EINVAL (not a uepoll
  * pipe end or socket of a pair). */
 UEP_EXPORT int uep__stream_state(int fd, struct uep__stream_state *out);
+
+/* uepoll's own kernel descriptors (core/own_fds.h): 1 if fd is one, else
+ * 0; the lowest one >= from, or -1.  Lock-free, async-signal-safe (all but
+ * uep__park_fd_high). */
+UEP_EXPORT int uep__own_fd(int fd);
+/* Moves kernel descriptor fd high and records it as uepoll's own
+ * (core::park_high); returns its number. */
+UEP_EXPORT int uep__park_fd_high(int fd);
+UEP_EXPORT int uep__next_own_fd(int from);
 
 #ifdef __cplusplus
 }

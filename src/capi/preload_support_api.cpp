@@ -1,12 +1,14 @@
 // preload_support_api.cpp - uep__stream_state (capi/preload_support.h):
 // what libuepoll-preload.so reads from a pipe end or a socket of a pair to
-// turn it into a kernel one before fork().
+// turn it into a kernel one before fork(); uep__own_fd and
+// uep__next_own_fd: uepoll's own kernel descriptors (core/own_fds.h).
 //
 // Locks: the end's wait-queue lock (6) to look for blocked callers, then,
 // for a socket, its connection's leaf lock (8); never both at once.
 #include "capi/preload_support.h"
 
 #include "core/file.h"
+#include "core/own_fds.h"
 #include "fd/table.h"
 
 #include <cerrno>
@@ -48,3 +50,7 @@ extern "C" int uep__stream_state(int fd, struct uep__stream_state* out) {
   *out = st;
   return 0;
 }
+
+extern "C" int uep__own_fd(int fd) { return uepoll::core::is_own(fd) ? 1 : 0; }
+extern "C" int uep__next_own_fd(int from) { return uepoll::core::next_own(from); }
+extern "C" int uep__park_fd_high(int fd) { return uepoll::core::park_high(fd); }

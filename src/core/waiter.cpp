@@ -6,6 +6,7 @@
 #include "core/fork.h"
 #include "core/lock_state.h"
 #include "core/mutex.h"
+#include "core/own_fds.h"
 #include "core/thread_exit.h"
 
 #include <cerrno>
@@ -77,14 +78,15 @@ ThreadWaiter* ThreadWaiter::take_pooled() noexcept {
 }
 
 ThreadWaiter* ThreadWaiter::make(int* errno_out) noexcept {
-  int fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  // High numbers, not the program's next ones (core/own_fds.h).
+  int fd = park_high(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (fd < 0) {
     if (errno_out) *errno_out = errno;
     return nullptr;
   }
   auto* w = new (std::nothrow) ThreadWaiter();
   if (!w) {
-    ::close(fd);
+    close_own(fd);
     if (errno_out) *errno_out = ENOMEM;
     return nullptr;
   }
@@ -93,12 +95,12 @@ ThreadWaiter* ThreadWaiter::make(int* errno_out) noexcept {
   // epoll_pwait2 on it needs no read to drain the eventfd afterwards (each
   // kick is a new edge), one system call less per wakeup than ppoll+read.
   // Without it (EMFILE), sleeping falls back to ppoll.
-  w->kep_ = ::epoll_create1(EPOLL_CLOEXEC);
+  w->kep_ = park_high(::epoll_create1(EPOLL_CLOEXEC));
   if (w->kep_ >= 0) {
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLET;
     if (::epoll_ctl(w->kep_, EPOLL_CTL_ADD, fd, &ev) < 0) {
-      ::close(w->kep_);
+      close_own(w->kep_);
       w->kep_ = -1;
     }
   }
@@ -169,8 +171,8 @@ void ThreadWaiter::fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
     w->dead_ = true;
     // The child's copies of the parent's descriptions: closing them here
     // leaves the parent's untouched.
-    if (w->kep_ >= 0) ::close(w->kep_);
-    if (w->efd_ >= 0) ::close(w->efd_);
+    close_own(w->kep_);
+    close_own(w->efd_);
     w->kep_ = w->efd_ = -1;
   }
   g_all = nullptr;   // the dead ones are never freed (see the pool above)

@@ -3,6 +3,7 @@
 #include "epoll/kernel_watch.h"
 
 #include "core/mutex.h"
+#include "core/own_fds.h"
 
 #include "core/waiter.h"
 #include "epoll/instance.h"
@@ -76,7 +77,7 @@ core::Mutex& probe_mutex() {
 // Preconditions: probe_mutex() held.  An empty kernel epoll, never closed.
 int probe_fd_locked() {
   static int fd = -1;
-  if (fd < 0) fd = ::epoll_create1(EPOLL_CLOEXEC);
+  if (fd < 0) fd = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
   return fd >= 0 ? fd : -errno;
 }
 
@@ -119,19 +120,20 @@ int KernelWatch::sleep_fds(struct pollfd out[2]) const noexcept {
 KernelWatch* KernelWatch::get_or_create(Instance* ep, bool* created, int* err) noexcept {
   *created = false;
   if (KernelWatch* kw = ep->kernel_watch()) return kw;
-  const int sh = ::epoll_create1(EPOLL_CLOEXEC);
+  // Every kernel descriptor of this file lives high (core/own_fds.h).
+  const int sh = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
   if (sh < 0) {
     *err = errno;
     return nullptr;
   }
   auto* kw = new (std::nothrow) KernelWatch(sh);
   if (!kw) {
-    ::close(sh);
+    core::close_own(sh);
     *err = ENOMEM;
     return nullptr;
   }
   if (!registry_add(ep->id() | kChildBit, ep)) {
-    ::close(sh);
+    core::close_own(sh);
     delete kw;
     *err = ENOMEM;
     return nullptr;
@@ -140,7 +142,7 @@ KernelWatch* KernelWatch::get_or_create(Instance* ep, bool* created, int* err) n
   // seq_cst: a Dekker pair with on_release (stores dead_, then loads
   // kernel_): either it sees us and releases, or we see dead_ below.
   if (!ep->kernel_.compare_exchange_strong(expected, kw, std::memory_order_seq_cst)) {
-    ::close(sh);
+    core::close_own(sh);
     delete kw;
     return expected;  // another thread won; it registered the same id
   }
@@ -181,10 +183,10 @@ int KernelWatch::ensure_hub(Instance* ep) noexcept {
     core::MutexLock g(mu_);
     h = hub_.load(std::memory_order_relaxed);
     if (h >= 0) return h;
-    h = ::epoll_create1(EPOLL_CLOEXEC);
+    h = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
     if (h < 0) return -errno;
     if (const int r = add_edge(h, shadow_, kTagShadow)) {
-      ::close(h);
+      core::close_own(h);
       return r;
     }
     hub_.store(h, std::memory_order_release);
@@ -292,7 +294,7 @@ int KernelWatch::kernel_fd(Instance* ep) noexcept {
   (void)unused;
   // Level-triggered: readable while the shadow has a ready descriptor, the
   // hub an untranslated edge, or the signal a count.
-  const int k = ::epoll_create1(EPOLL_CLOEXEC);
+  const int k = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
   int r = k < 0 ? -errno : 0;
   for (int fd : {kw->shadow_, hub, w->event_fd()}) {
     struct epoll_event e{};
@@ -300,7 +302,7 @@ int KernelWatch::kernel_fd(Instance* ep) noexcept {
     if (r == 0 && ::epoll_ctl(k, EPOLL_CTL_ADD, fd, &e) < 0) r = -errno;
   }
   if (r < 0) {
-    if (k >= 0) ::close(k);
+    core::close_own(k);
     w->release_signal();
     return r;
   }
@@ -469,7 +471,7 @@ void KernelWatch::release(Instance* ep) noexcept {
 void KernelWatch::destroy(KernelWatch* kw) noexcept {
   if (!kw) return;
   for (int fd : {kw->kfd_.load(std::memory_order_acquire), kw->hub_.load(std::memory_order_acquire), kw->shadow_})
-    if (fd >= 0) ::close(fd);
+    core::close_own(fd);
   if (core::ThreadWaiter* w = kw->signal_.load(std::memory_order_acquire)) w->release_signal();
   delete kw;
 }

@@ -8,6 +8,7 @@
 #include "core/block.h"
 #include "core/fork.h"
 #include "core/mutex.h"
+#include "core/own_fds.h"
 #include "fd/table.h"
 #include "objects/user_ptr.h"
 
@@ -57,18 +58,19 @@ class TimerService {
   void fork_prepare() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { mu_.lock(); }
   void fork_parent() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { mu_.unlock(); }
   void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
-    if (epfd_ >= 0) ::close(epfd_);  // the child's copy of the parent's epoll
+    core::close_own(epfd_);  // the child's copy of the parent's epoll
     epfd_ = -1;
     started_ = false;
     bool any = false;
-    for (int k = 0; k < cap_; ++k) {
-      if (!table_[k]) continue;
-      (void)table_[k]->fork_rebuild();
+    for (int i = 0; i < cap_; ++i) {
+      if (!table_[i]) continue;
+      (void)table_[i]->fork_rebuild();
       any = true;
     }
     if (any && start_locked() == 0) {
-      for (int k = 0; k < cap_; ++k) {
-        if (!table_[k]) continue;
+      for (int i = 0; i < cap_; ++i) {
+        if (!table_[i]) continue;
+        const int k = base_ + i;
         epoll_event ev{};
         ev.events = EPOLLIN | EPOLLET;
         ev.data.fd = k;
@@ -82,38 +84,55 @@ class TimerService {
   int add(int kfd, TimerFd* t) noexcept {
     core::MutexLock l(mu_);
     if (int err = start_locked(); err < 0) return err;
-    if (kfd >= cap_) {
-      int ncap = cap_ ? cap_ : 64;
-      while (ncap <= kfd) ncap *= 2;
-      auto* nt = static_cast<TimerFd**>(core::raw_alloc(sizeof(TimerFd*) * static_cast<size_t>(ncap)));
-      if (!nt) return -ENOMEM;
-      for (int i = 0; i < ncap; ++i) nt[i] = i < cap_ ? table_[i] : nullptr;
-      if (table_) core::raw_free(table_);
-      table_ = nt;
-      cap_ = ncap;
-    }
+    if (!slot_locked(kfd) && !grow_locked(kfd)) return -ENOMEM;
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLET;
     ev.data.fd = kfd;
     if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, kfd, &ev) < 0) return -errno;
-    table_[kfd] = t;
+    *slot_locked(kfd) = t;
     return 0;
   }
 
   void remove(int kfd) noexcept {
     core::MutexLock l(mu_);
     if (epfd_ >= 0) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, kfd, nullptr);
-    if (kfd < cap_) table_[kfd] = nullptr;
+    if (TimerFd** slot = slot_locked(kfd)) *slot = nullptr;
   }
 
  private:
+  // The entry of kernel fd kfd, or nullptr when the table does not cover it.
+  TimerFd** slot_locked(int kfd) noexcept UEP_REQUIRES(mu_) {
+    const long i = static_cast<long>(kfd) - base_;
+    return i >= 0 && i < cap_ ? &table_[i] : nullptr;
+  }
+  // Makes the table cover kfd as well, with room below it (the kernel
+  // timers live high and are given out walking down: core/own_fds.h).
+  bool grow_locked(int kfd) noexcept UEP_REQUIRES(mu_) {
+    const int lo = cap_ ? (kfd < base_ ? kfd : base_) : kfd;
+    const int hi = cap_ ? (kfd + 1 > base_ + cap_ ? kfd + 1 : base_ + cap_) : kfd + 1;
+    int ncap = 64;
+    while (ncap < hi - lo) ncap *= 2;
+    const int nbase = hi - ncap > 0 ? hi - ncap : 0;
+    auto* nt = static_cast<TimerFd**>(core::raw_alloc(sizeof(TimerFd*) * static_cast<size_t>(ncap)));
+    if (!nt) return false;
+    for (int i = 0; i < ncap; ++i) {
+      const long old = static_cast<long>(nbase) + i - base_;
+      nt[i] = old >= 0 && old < cap_ ? table_[old] : nullptr;
+    }
+    if (table_) core::raw_free(table_);
+    table_ = nt;
+    base_ = nbase;
+    cap_ = ncap;
+    return true;
+  }
+
   TimerService() = default;
 
   // Preconditions: mu_ held.
   int start_locked() noexcept UEP_REQUIRES(mu_) {
     if (started_) return 0;
     if (epfd_ < 0) {
-      epfd_ = ::epoll_create1(EPOLL_CLOEXEC);
+      epfd_ = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
       if (epfd_ < 0) return -errno;
     }
     // The thread must never take a signal meant for the application.
@@ -166,7 +185,7 @@ class TimerService {
         const int kfd = evs[i].data.fd;
         // A stale event for a closed timer finds nullptr, or (if the kernel
         // fd number was reused) a spurious wakeup that a re-poll drops.
-        if (kfd >= 0 && kfd < cap_ && table_[kfd]) table_[kfd]->kernel_fired();
+        if (TimerFd** slot = slot_locked(kfd); slot && *slot) (*slot)->kernel_fired();
       }
     }
   }
@@ -175,7 +194,8 @@ class TimerService {
   core::Mutex mu_{core::lock_class::kTimerRegistry};  // guards everything below
   int epfd_ = -1;               // kernel epoll of all kernel timerfds (set once under mu_)
   bool started_ UEP_GUARDED_BY(mu_) = false;
-  TimerFd** table_ UEP_GUARDED_BY(mu_) = nullptr;  // kernel fd -> TimerFd (registered ones)
+  TimerFd** table_ UEP_GUARDED_BY(mu_) = nullptr;  // kernel fd base_ + i -> TimerFd (registered ones)
+  int base_ UEP_GUARDED_BY(mu_) = 0;               // the lowest kernel fd table_ covers
   int cap_ UEP_GUARDED_BY(mu_) = 0;
 };
 
@@ -304,12 +324,14 @@ int TimerFd::fork_rebuild() noexcept {
       return -e;
     }
   }
-  if (::dup3(nk, kfd_, O_CLOEXEC) < 0) {
-    const int e = errno;
-    ::close(nk);
-    return -e;
-  }
+  // kfd_ keeps its number; forgotten meanwhile, so that the preload's dup3
+  // sees an ordinary target.
+  core::forget_own(kfd_);
+  const int dr = ::dup3(nk, kfd_, O_CLOEXEC);
+  const int e = errno;
+  core::mark_own(kfd_);
   ::close(nk);
+  if (dr < 0) return -e;
   carried_.store(ticks, std::memory_order_relaxed);
   woke_since_read_.store(false, std::memory_order_relaxed);  // a new kernel timer: its expiries are new
   return 0;
@@ -332,20 +354,21 @@ void timers_fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
 
 void TimerFd::on_release() noexcept {
   TimerService::get().remove(kfd_);
-  ::close(kfd_);
+  core::close_own(kfd_);
 }
 
 int make_timerfd(int clockid, int flags) noexcept {
-  const int kfd = ::timerfd_create(clockid, TFD_NONBLOCK | TFD_CLOEXEC);
+  // A high number, not the program's next one (core/own_fds.h).
+  const int kfd = core::park_high(::timerfd_create(clockid, TFD_NONBLOCK | TFD_CLOEXEC));
   if (kfd < 0) return -errno;
   auto* t = core::create<TimerFd>(kfd, O_RDWR | (flags & O_NONBLOCK), clockid);
   if (!t) {
-    ::close(kfd);
+    core::close_own(kfd);
     return -ENOMEM;
   }
   if (const int err = TimerService::get().add(kfd, t); err < 0) {
     core::destroy(t);
-    ::close(kfd);
+    core::close_own(kfd);
     return err;
   }
   const int fd = fd::install(t);

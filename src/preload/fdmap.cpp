@@ -3,6 +3,7 @@
 // the /dev/null O_PATH descriptor the placeholders are duplicated from.
 #include "preload/fdmap.h"
 
+#include "capi/preload_support.h"
 #include "preload/real.h"
 
 #include <cerrno>
@@ -42,7 +43,8 @@ Slot* slots() noexcept {
   void* mem = mmap(nullptr, sizeof(Slot) * static_cast<size_t>(n), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
-  g_base = UEP_REAL(open)("/dev/null", O_PATH | O_CLOEXEC);
+  // At a high number, like uepoll's other own descriptors (core/own_fds.h).
+  g_base = uep__park_fd_high(UEP_REAL(open)("/dev/null", O_PATH | O_CLOEXEC));
   if (g_base < 0) {
     std::fprintf(stderr, "uepoll: cannot open /dev/null for descriptor placeholders\n");
     std::abort();

@@ -296,8 +296,9 @@ static int convert_group(struct shown *s, int ns, int first, const struct reg *r
   return 1;
 }
 
-/* Converts every uepoll pipe and socket pair the program shows. */
-static void convert_streams(void) {
+/* Converts every uepoll pipe and socket pair the program shows (only < 0),
+ * or only the one that number `only` shows. */
+static void convert_streams_of(int only) {
   const int hw = uep_pl_high_water();
   struct shown *s = NULL;
   int ns = 0, cap = 0;
@@ -327,12 +328,31 @@ static void convert_streams(void) {
   int nregs = 0;
   struct reg *regs = collect_registrations(hw, &nregs);
   int converted = 0;
-  for (int i = 0; i < ns; ++i)
-    if (!s[i].done) converted += convert_group(s, ns, i, regs, nregs);
+  for (int i = 0; i < ns; ++i) {
+    if (s[i].done) continue;
+    if (only >= 0) {
+      /* The group's first entry, i, shares the connection of `only`'s. */
+      int hit = 0;
+      for (int j = i; j < ns && !hit; ++j) hit = s[j].n == only && s[j].st.conn == s[i].st.conn;
+      if (!hit) continue;
+    }
+    converted += convert_group(s, ns, i, regs, nregs);
+  }
   UEP_PL_LEAVE();
   uep_pl_count(UEP_PL_CONVERTED, (uint64_t)converted);
   free(regs);
   free(s);
+}
+
+static void convert_streams(void) { convert_streams_of(-1); }
+
+/* stdin, stdout, stderr: glibc's stdio reads and writes them with its
+ * internal calls, which only a kernel descriptor serves, so a uepoll pipe or
+ * socket pair dup2'd onto 0, 1 or 2 is made a kernel one first
+ * (interpose_fd.c).  Returns with `n` a kernel descriptor, or unchanged
+ * when the object could not be converted (a thread blocked on it). */
+void uep_pl_convert_stream(int n) {
+  if (!uep_pl_inside()) convert_streams_of(n);
 }
 
 pid_t fork(void) {

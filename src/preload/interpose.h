@@ -15,6 +15,20 @@ static inline int uep_pl_inside(void) { return uep_pl_depth > 0; }
 #define UEP_PL_LEAVE() (--uep_pl_depth)
 
 int uep_pl_enabled(int kind);
+/* interpose_own.c: 1 if fd is one of uepoll's own kernel descriptors and
+ * the caller is the program (not uepoll); close_range that skips them. */
+int uep_pl_own(int fd);
+int uep_pl_close_range_sparing(unsigned first, unsigned last, int flags);
+/* interpose_kinds.c: a kernel object of the type and open mode of the
+ * uepoll object shown as fd (-1 with errno if none); fstatfs on it. */
+struct statfs;
+struct statfs64;
+int uep_pl_template(int fd);
+/* fork_convert.c: makes the uepoll pipe or socket pair shown as n a kernel
+ * one, under the same numbers. */
+void uep_pl_convert_stream(int n);
+int uep_pl_fstatfs(int fd, struct statfs *st);
+int uep_pl_fstatfs64(int fd, struct statfs64 *st);
 int uep_pl_show(int u, int kind);
 
 /* The libc function `name` (dlsym RTLD_NEXT, resolved once; relaxed atomics:

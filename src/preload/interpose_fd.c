@@ -54,12 +54,22 @@ int uep_pl_enabled(int kind) {
     if (!s || !*s) {
       m = (1 << UEP_PL_NKINDS) - 1;
     } else {
+      /* Comma-separated names; uepoll-run refuses anything else, a program
+       * preloaded by hand is told once about what is ignored. */
       static const char *names[] = {"", "epoll", "eventfd", "pipe", "socketpair", "timerfd"};
       m = 0;
-      for (int k = 1; k < UEP_PL_NKINDS; ++k) {
-        const char *p = strstr(s, names[k]);
-        if (p) m |= 1 << k;
+      int bad = 0;
+      for (const char *p = s;; ++p) {
+        size_t len = strcspn(p, ",");
+        int k = 1;
+        while (k < UEP_PL_NKINDS && (strlen(names[k]) != len || strncmp(p, names[k], len) != 0)) ++k;
+        if (k < UEP_PL_NKINDS) m |= 1 << k;
+        else bad = 1;
+        p += len;
+        if (!*p) break;
       }
+      if (bad) uep_pl_refuse("UEPOLL_PRELOAD_KINDS: unknown or empty kinds ignored "
+                             "(known: epoll,eventfd,pipe,socketpair,timerfd)");
     }
     __atomic_store_n(&kinds_mask, m, __ATOMIC_RELAXED);
   }
@@ -279,6 +289,10 @@ ssize_t __pread64_chk(int fd, void *buf, size_t count, off64_t off, size_t bufle
  * uepoll sees every kernel descriptor's end (a registration of a kernel file
  * in a uepoll instance depends on it). */
 int close(int fd) {
+  if (uep_pl_own(fd)) { /* a number the program never had (interpose_own.c) */
+    errno = EBADF;
+    return -1;
+  }
   int u = uep_pl_unbind(fd);
   if (!u) {
     if (uep_pl_inside()) return UEP_PL_REAL(close)(fd);
@@ -310,6 +324,10 @@ static int show_dup(int fd, int u2, int min) {
 }
 
 int dup(int fd) {
+  if (uep_pl_own(fd)) { /* not open for the program (interpose_own.c) */
+    errno = EBADF;
+    return -1;
+  }
   int u = uep_pl_map(fd);
   if (!u) return UEP_PL_REAL(dup)(fd);
   UEP_PL_ENTER();
@@ -319,6 +337,21 @@ int dup(int fd) {
 }
 
 int dup3(int oldfd, int newfd, int flags) {
+  /* A standard stream's number gets a kernel pipe or pair (fork_convert.c). */
+  if (newfd >= 0 && newfd <= 2 && oldfd != newfd && !uep_pl_inside() &&
+      (uep_pl_kind(oldfd) == UEP_PL_PIPE || uep_pl_kind(oldfd) == UEP_PL_SOCKET) && uep_pl_map(oldfd))
+    uep_pl_convert_stream(oldfd);
+  /* uepoll's own descriptors (interpose_own.c): not open for the program
+   * (EBADF, after Linux's flag and same-number checks), and not to be
+   * replaced (EBUSY). */
+  if (uep_pl_own(oldfd) && !(flags & ~O_CLOEXEC) && oldfd != newfd) {
+    errno = EBADF;
+    return -1;
+  }
+  if (uep_pl_own(newfd) && oldfd != newfd && !(flags & ~O_CLOEXEC) && fcntl(oldfd, F_GETFD) >= 0) {
+    errno = EBUSY;
+    return -1;
+  }
   int uo = uep_pl_map(oldfd);
   if (!uo) {
     if (!uep_pl_map(newfd)) {
@@ -366,6 +399,12 @@ int dup3(int oldfd, int newfd, int flags) {
 }
 
 int dup2(int oldfd, int newfd) {
+  if (uep_pl_own(oldfd)) { /* not open for the program (interpose_own.c) */
+    errno = EBADF;
+    return -1;
+  }
+  if ((uep_pl_own(newfd) || (newfd >= 0 && newfd <= 2 && uep_pl_map(oldfd))) && oldfd != newfd)
+    return dup3(oldfd, newfd, 0);
   if (oldfd == newfd) {
     if (uep_pl_map(oldfd)) return newfd;
     return UEP_PL_REAL(dup2)(oldfd, newfd);
@@ -384,8 +423,21 @@ int dup2(int oldfd, int newfd) {
 static int do_fcntl(int fd, int cmd, unsigned long arg, int (*real)(int, int, ...)) {
   int u = uep_pl_map(fd);
   if (!u) {
+    if (uep_pl_own(fd)) { /* a number the program never had (interpose_own.c) */
+      errno = EBADF;
+      return -1;
+    }
     uep_pl_count(UEP_PL_FORWARDED, 1);
     return real(fd, cmd, arg);
+  }
+  switch (cmd) {
+    /* Linux's answers for a kernel object of this type (interpose_kinds.c). */
+    case F_GETLK: case F_SETLK: case F_SETLKW: case F_OFD_GETLK: case F_OFD_SETLK: case F_OFD_SETLKW:
+    case F_GETLEASE: case F_SETLEASE: case F_NOTIFY: case F_ADD_SEALS: case F_GET_SEALS: {
+      int t = uep_pl_template(fd);
+      return t < 0 ? -1 : real(t, cmd, arg);
+    }
+    default: break;
   }
   UEP_PL_ENTER();
   int r;

@@ -5,11 +5,14 @@
  *
  * Calls uepoll cannot serve on a uepoll descriptor get Linux's answer when
  * Linux has a fixed one for that object type (mmap: ENODEV; fsync,
- * ftruncate: EINVAL; isatty: ENOTTY), otherwise an error and a one-line
- * warning naming the call (splice, sendfile, tee, copy_file_range, fstatfs,
- * flock).  Anything else reaches the kernel with the placeholder
- * descriptor (fdmap.h), which answers EBADF.  socket, bind, listen,
- * accept, accept4 and connect are interpose_sock.c's.
+ * ftruncate: EINVAL; listen/accept/connect on a connected pair: EINVAL,
+ * EINVAL, EISCONN; isatty: ENOTTY, or EINVAL for an epoll instance),
+ * otherwise an error and a one-line warning naming the call (splice,
+ * sendfile, tee, copy_file_range, flock, bind); fstatfs is answered for a
+ * kernel object of the type (interpose_kinds.c).  Anything else reaches the
+ * kernel with the placeholder descriptor (fdmap.h), which answers EBADF.
+ * socket, bind, listen, accept, accept4 and connect on a provider's socket
+ * are interpose_sock.c's.
  *
  * Locks: none.
  */
@@ -36,6 +39,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/timerfd.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "preload/interpose.h"
@@ -261,7 +265,10 @@ int ftruncate64(int fd, off64_t len) {
   return UEP_PL_REAL(ftruncate64)(fd, len);
 }
 int isatty(int fd) {
-  if (uep_pl_map(fd)) return errno = ENOTTY, 0;
+  if (uep_pl_map(fd)) { /* glibc: tcgetattr (ENOTTY; EINVAL for an epoll instance: interpose_libc.c) */
+    struct termios t;
+    return tcgetattr(fd, &t) == 0;
+  }
   return UEP_PL_REAL(isatty)(fd);
 }
 
@@ -289,14 +296,9 @@ ssize_t copy_file_range(int in, off64_t *oin, int out, off64_t *oout, size_t n, 
   if (uep_pl_map(out) || uep_pl_map(in)) return refuse("copy_file_range", EINVAL);
   return UEP_PL_REAL(copy_file_range)(in, oin, out, oout, n, flags);
 }
-int fstatfs(int fd, struct statfs *st) {
-  if (uep_pl_map(fd)) return refuse("fstatfs", ENOSYS);
-  return UEP_PL_REAL(fstatfs)(fd, st);
-}
-int fstatfs64(int fd, struct statfs64 *st) {
-  if (uep_pl_map(fd)) return refuse("fstatfs", ENOSYS);
-  return UEP_PL_REAL(fstatfs64)(fd, st);
-}
+/* pipefs, sockfs or anon_inodefs, as Linux says (interpose_kinds.c). */
+int fstatfs(int fd, struct statfs *st) { return uep_pl_fstatfs(fd, st); }
+int fstatfs64(int fd, struct statfs64 *st) { return uep_pl_fstatfs64(fd, st); }
 int flock(int fd, int op) {
   if (uep_pl_map(fd)) return refuse("flock", EINVAL);
   return UEP_PL_REAL(flock)(fd, op);
@@ -333,14 +335,16 @@ static void close_mapped(unsigned first, unsigned last) {
   }
 }
 
+/* uepoll's own descriptors in the range are skipped (interpose_own.c). */
 int close_range(unsigned int first, unsigned int last, int flags) {
   if (!(flags & CLOSE_RANGE_CLOEXEC)) close_mapped(first, last);
-  return UEP_PL_REAL(close_range)(first, last, flags);
+  return uep_pl_close_range_sparing(first, last, flags);
 }
 
 void closefrom(int lowfd) {
-  close_mapped(lowfd < 0 ? 0 : (unsigned)lowfd, ~0u);
-  UEP_PL_REAL(closefrom)(lowfd);
+  const unsigned first = lowfd < 0 ? 0 : (unsigned)lowfd; /* glibc: a negative lowfd is 0 */
+  close_mapped(first, ~0u);
+  if (uep_pl_close_range_sparing(first, ~0u, 0) < 0) UEP_PL_REAL(closefrom)(lowfd);
 }
 
 /* ---- syscall(2) -------------------------------------------------------------------- */
@@ -379,7 +383,10 @@ long syscall(long nr, ...) {
     case SYS_pipe: return ret_long(pipe((int *)a[0]));
 #endif
     case SYS_timerfd_create: return ret_long(timerfd_create((int)a[0], (int)a[1]));
+    case SYS_close_range: return ret_long(close_range((unsigned)a[0], (unsigned)a[1], (int)a[2]));
     case SYS_close:
+      if (uep_pl_own((int)a[0])) return errno = EBADF, -1L; /* interpose_own.c */
+      /* fall through */
     case SYS_read:
     case SYS_write:
     case SYS_dup:

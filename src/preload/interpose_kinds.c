@@ -1,0 +1,397 @@
+/*
+ * interpose_kinds.c - the system calls uepoll does not serve on its objects,
+ * answered as Linux answers for a kernel object of the same type (owned by
+ * src/preload/).
+ *
+ * Without them a call on a uepoll descriptor would reach the kernel with
+ * the placeholder (an O_PATH descriptor of /dev/null, fdmap.h): EBADF, or an
+ * answer about /dev/null.  Instead the call is made on a template: a kernel
+ * object of the same type and open mode (a pipe's read or write end, an
+ * AF_UNIX stream socket whose peer is closed, an eventfd, an epoll
+ * instance, a timerfd; all non-blocking, never written), made once, kept at a high number as one of uepoll's own descriptors
+ * (core/own_fds.h).  The kernel's answer for the template is Linux's answer
+ * for the program's object, with its errno order: signalfd (EINVAL: not a
+ * signalfd), inotify_add_watch/inotify_rm_watch and fanotify_mark (EINVAL),
+ * fchdir and getdents64 (ENOTDIR),
+ * fstatfs (pipefs, sockfs, anon_inodefs), fallocate/posix_fallocate,
+ * posix_fadvise, readahead, sync_file_range, syncfs, the f*xattr calls,
+ * setns, fstatvfs, fpathconf, fchmod/fchown/futimens (and their *at forms
+ * on the descriptor itself, with linkat and name_to_handle_at), and fcntl's record locks, leases, F_NOTIFY and seals
+ * (interpose_fd.c).  None of these changes the template in a way another
+ * call sees (record locks are the process's own on either file), except
+ * that a mode, owner or time set on a pipe or socket is the template's, not
+ * shown by fstat of the program's object.
+ *
+ * Also here: the positioned vector calls (preadv, pwritev and their v2 and
+ * 64-bit forms: ESPIPE with an offset, readv/writev at offset -1) and
+ * recvmmsg/sendmmsg (one recvmsg/sendmsg per message, Linux's rules for
+ * MSG_WAITFORONE, the timeout and partial counts).
+ *
+ * Locks: a mutex (tmpl_mu) only to make a template the first time.
+ */
+#define _GNU_SOURCE
+#include "preload/preload.h"
+
+#include <uepoll/uepoll.h>
+
+#include "capi/preload_support.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <dirent.h>
+#include <sys/fanotify.h>
+#include <sys/inotify.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload/interpose.h"
+
+/* ---- templates -------------------------------------------------------------------- */
+enum { T_PIPE_R, T_PIPE_W, T_SOCKET, T_EVENTFD, T_EPOLL, T_TIMER, T_N };
+static int tmpl[T_N] = {-1, -1, -1, -1, -1, -1}; /* acquire/release: pairs the store below with the loads */
+static pthread_mutex_t tmpl_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void make_templates_locked(int which) {
+  int a[2] = {-1, -1};
+  switch (which) {
+    case T_PIPE_R:
+    case T_PIPE_W:
+      if (UEP_PL_REAL(pipe2)(a, O_CLOEXEC | O_NONBLOCK) < 0) return;
+      __atomic_store_n(&tmpl[T_PIPE_R], uep__park_fd_high(a[0]), __ATOMIC_RELEASE);
+      __atomic_store_n(&tmpl[T_PIPE_W], uep__park_fd_high(a[1]), __ATOMIC_RELEASE);
+      return;
+    case T_SOCKET:
+      if (UEP_PL_REAL(socketpair)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, a) < 0) return;
+      UEP_PL_REAL(close)(a[1]); /* one end suffices: its peer's state does not matter here */
+      a[0] = uep__park_fd_high(a[0]);
+      break;
+    case T_EVENTFD: a[0] = uep__park_fd_high(UEP_PL_REAL(eventfd)(0, EFD_CLOEXEC | EFD_NONBLOCK)); break;
+    case T_EPOLL: a[0] = uep__park_fd_high(UEP_PL_REAL(epoll_create1)(EPOLL_CLOEXEC)); break;
+    default: a[0] = uep__park_fd_high(UEP_PL_REAL(timerfd_create)(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)); break;
+  }
+  if (a[0] >= 0) __atomic_store_n(&tmpl[which], a[0], __ATOMIC_RELEASE);
+}
+
+/* The template for uepoll descriptor shown as fd (for a pipe end: the end
+ * with its open mode, or the read end if `readable`), or -1 (fd is a
+ * kernel descriptor; or no template could be made: errno set). */
+static int template_of(int fd, int readable) {
+  int u = uep_pl_map(fd);
+  if (!u) return -1;
+  int which;
+  switch (uep_pl_kind(fd)) {
+    case UEP_PL_PIPE: {
+      UEP_PL_ENTER();
+      int fl = uep_fcntl(u, F_GETFL);
+      UEP_PL_LEAVE();
+      which = (fl & O_ACCMODE) == O_WRONLY && !readable ? T_PIPE_W : T_PIPE_R;
+      break;
+    }
+    case UEP_PL_SOCKET: which = T_SOCKET; break;
+    case UEP_PL_EVENTFD: which = T_EVENTFD; break;
+    case UEP_PL_EPOLL: which = T_EPOLL; break;
+    default: which = T_TIMER; break;
+  }
+  int t = __atomic_load_n(&tmpl[which], __ATOMIC_ACQUIRE);
+  if (t >= 0) return t;
+  UEP_PL_ENTER();
+  pthread_mutex_lock(&tmpl_mu);
+  if (__atomic_load_n(&tmpl[which], __ATOMIC_RELAXED) < 0) make_templates_locked(which);
+  t = __atomic_load_n(&tmpl[which], __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&tmpl_mu);
+  UEP_PL_LEAVE();
+  if (t < 0) errno = EMFILE;
+  return t;
+}
+static int template_for(int fd) { return template_of(fd, 0); }
+
+int uep_pl_template(int fd) { return template_for(fd); }
+
+/* fd itself for a kernel descriptor, its template for a uepoll one (-1 with
+ * errno when none could be made: the call then fails with it). */
+static int answer_fd(int fd) {
+  if (!uep_pl_map(fd)) return fd;
+  return template_for(fd);
+}
+
+#define ON_TEMPLATE(type, fail, fd, call)     \
+  do {                                        \
+    int t_ = answer_fd(fd);                   \
+    if (t_ < 0 && fd >= 0) return (type)fail; \
+    int fd_ = t_;                             \
+    (void)fd_;                                \
+    return call;                              \
+  } while (0)
+
+/* ---- answered on the template ------------------------------------------------------ */
+int signalfd(int fd, const sigset_t *mask, int flags) {
+  if (fd == -1) return UEP_PL_REAL(signalfd)(fd, mask, flags);
+  ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(signalfd)(fd_, mask, flags));
+}
+int inotify_add_watch(int fd, const char *path, uint32_t mask) {
+  ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(inotify_add_watch)(fd_, path, mask));
+}
+int inotify_rm_watch(int fd, int wd) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(inotify_rm_watch)(fd_, wd)); }
+int fchdir(int fd) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fchdir)(fd_)); }
+int uep_pl_fstatfs(int fd, struct statfs *st) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fstatfs)(fd_, st)); }
+int uep_pl_fstatfs64(int fd, struct statfs64 *st) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fstatfs64)(fd_, st)); }
+int fallocate(int fd, int mode, off_t off, off_t len) {
+  ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fallocate)(fd_, mode, off, len));
+}
+int fallocate64(int fd, int mode, off64_t off, off64_t len) {
+  ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fallocate64)(fd_, mode, off, len));
+}
+/* posix_fallocate and posix_fadvise return the error number. */
+int posix_fallocate(int fd, off_t off, off_t len) {
+  ON_TEMPLATE(int, errno, fd, UEP_PL_REAL(posix_fallocate)(fd_, off, len));
+}
+int posix_fallocate64(int fd, off64_t off, off64_t len) {
+  ON_TEMPLATE(int, errno, fd, UEP_PL_REAL(posix_fallocate64)(fd_, off, len));
+}
+int posix_fadvise(int fd, off_t off, off_t len, int advice) {
+  ON_TEMPLATE(int, errno, fd, UEP_PL_REAL(posix_fadvise)(fd_, off, len, advice));
+}
+int posix_fadvise64(int fd, off64_t off, off64_t len, int advice) {
+  ON_TEMPLATE(int, errno, fd, UEP_PL_REAL(posix_fadvise64)(fd_, off, len, advice));
+}
+ssize_t readahead(int fd, off64_t off, size_t n) { ON_TEMPLATE(ssize_t, -1, fd, UEP_PL_REAL(readahead)(fd_, off, n)); }
+int sync_file_range(int fd, off64_t off, off64_t n, unsigned int flags) {
+  ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(sync_file_range)(fd_, off, n, flags));
+}
+int syncfs(int fd) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(syncfs)(fd_)); }
+ssize_t fgetxattr(int fd, const char *name, void *value, size_t size) {
+  ON_TEMPLATE(ssize_t, -1, fd, UEP_PL_REAL(fgetxattr)(fd_, name, value, size));
+}
+ssize_t flistxattr(int fd, char *list, size_t size) {
+  ON_TEMPLATE(ssize_t, -1, fd, UEP_PL_REAL(flistxattr)(fd_, list, size));
+}
+int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags) {
+  ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fsetxattr)(fd_, name, value, size, flags));
+}
+int fremovexattr(int fd, const char *name) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fremovexattr)(fd_, name)); }
+ssize_t getdents64(int fd, void *buf, size_t n) { ON_TEMPLATE(ssize_t, -1, fd, UEP_PL_REAL(getdents64)(fd_, buf, n)); }
+int fanotify_mark(int fd, unsigned int flags, uint64_t mask, int dirfd, const char *path) {
+  ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fanotify_mark)(fd_, flags, mask, dirfd, path));
+}
+int setns(int fd, int nstype) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(setns)(fd_, nstype)); }
+int fstatvfs(int fd, struct statvfs *st) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fstatvfs)(fd_, st)); }
+int fstatvfs64(int fd, struct statvfs64 *st) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fstatvfs64)(fd_, st)); }
+long fpathconf(int fd, int name) { ON_TEMPLATE(long, -1, fd, UEP_PL_REAL(fpathconf)(fd_, name)); }
+/* The inode calls: Linux changes the pipe's or socket's own inode (or the
+ * anonymous inode all eventfds, epolls and timerfds share); here the
+ * template's, so the answer (0, EPERM) is Linux's.  The placeholder must
+ * not see them: with AT_EMPTY_PATH they would act on /dev/null. */
+int fchmod(int fd, mode_t mode) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fchmod)(fd_, mode)); }
+int fchown(int fd, uid_t uid, gid_t gid) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fchown)(fd_, uid, gid)); }
+int futimens(int fd, const struct timespec t[2]) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(futimens)(fd_, t)); }
+static int empty_at(int dirfd, const char *path, int flags) {
+  return uep_pl_map(dirfd) && (!path || ((flags & AT_EMPTY_PATH) && !*path));
+}
+int fchmodat(int dirfd, const char *path, mode_t mode, int flags) {
+  if (!empty_at(dirfd, path, flags)) return UEP_PL_REAL(fchmodat)(dirfd, path, mode, flags);
+  ON_TEMPLATE(int, -1, dirfd, UEP_PL_REAL(fchmodat)(fd_, path, mode, flags));
+}
+int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags) {
+  if (!empty_at(dirfd, path, flags)) return UEP_PL_REAL(fchownat)(dirfd, path, uid, gid, flags);
+  ON_TEMPLATE(int, -1, dirfd, UEP_PL_REAL(fchownat)(fd_, path, uid, gid, flags));
+}
+int linkat(int olddirfd, const char *oldpath, int newdirfd, const char *newpath, int flags) {
+  if (!empty_at(olddirfd, oldpath, flags)) return UEP_PL_REAL(linkat)(olddirfd, oldpath, newdirfd, newpath, flags);
+  ON_TEMPLATE(int, -1, olddirfd, UEP_PL_REAL(linkat)(fd_, oldpath, newdirfd, newpath, flags));
+}
+int name_to_handle_at(int dirfd, const char *path, struct file_handle *h, int *mount_id, int flags) {
+  if (!empty_at(dirfd, path, flags)) return UEP_PL_REAL(name_to_handle_at)(dirfd, path, h, mount_id, flags);
+  ON_TEMPLATE(int, -1, dirfd, UEP_PL_REAL(name_to_handle_at)(fd_, path, h, mount_id, flags));
+}
+int utimensat(int dirfd, const char *path, const struct timespec t[2], int flags) {
+  if (!empty_at(dirfd, path, flags)) return UEP_PL_REAL(utimensat)(dirfd, path, t, flags);
+  ON_TEMPLATE(int, -1, dirfd, UEP_PL_REAL(utimensat)(fd_, path, t, flags));
+}
+
+/* ---- positioned vector I/O ---------------------------------------------------------- */
+/* Linux do_preadv/do_pwritev: a negative offset is EINVAL, then the
+ * descriptor, then ESPIPE (no uepoll file is positionable): uep_pread's
+ * answers.  The v2 forms at offset -1 are readv/writev; their flags are
+ * checked by the kernel on the template (EOPNOTSUPP for unknown ones), and
+ * RWF_NOWAIT on an object with nothing to read (or no room) is EAGAIN. */
+static ssize_t vec_at(int fd, const struct iovec *iov, int n, off64_t off, int flags, int is_write) {
+  int u = uep_pl_map(fd);
+  if (off != -1) {
+    UEP_PL_ENTER();
+    ssize_t r = is_write ? uep_pwrite(u, NULL, 0, (off_t)off) : uep_pread(u, NULL, 0, (off_t)off);
+    int e = errno;
+    UEP_PL_LEAVE();
+    errno = e;
+    return r;
+  }
+  if (flags) {
+    /* Linux vfs_readv/vfs_writev: the open mode (by uepoll, with no
+     * iovec), nothing to move (0), then the flags (kiocb_set_rw_flags, or
+     * EOPNOTSUPP past RWF_HIPRI for a file without read_iter), asked of the
+     * template with a one-byte read: it is empty and non-blocking, so a
+     * read with valid flags fails with EAGAIN (or finds end of file). */
+    UEP_PL_ENTER();
+    ssize_t m = is_write ? uep_writev(u, iov, 0) : uep_readv(u, iov, 0);
+    int me = errno;
+    UEP_PL_LEAVE();
+    if (m < 0) return errno = me, -1;
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) total += iov[i].iov_len;
+    if (n <= 0 || total == 0) return 0;
+    int t = template_of(fd, 1); /* a pipe's write end: its flags are the read end's */
+    if (t < 0) return -1;
+    char byte;
+    struct iovec one = {&byte, 1};
+    if (UEP_PL_REAL(preadv2)(t, &one, 1, -1, flags) < 0 && errno != EAGAIN) return -1;
+    if (flags & RWF_NOWAIT) {
+      struct pollfd p = {u, (short)(is_write ? POLLOUT : POLLIN), 0};
+      UEP_PL_ENTER();
+      int r = uep_poll(&p, 1, 0);
+      UEP_PL_LEAVE();
+      if (r == 0) return errno = EAGAIN, -1;
+    }
+  }
+  UEP_PL_ENTER();
+  ssize_t r = is_write ? uep_writev(u, iov, n) : uep_readv(u, iov, n);
+  int e = errno;
+  UEP_PL_LEAVE();
+  uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
+  errno = e;
+  return r;
+}
+
+ssize_t preadv(int fd, const struct iovec *iov, int n, off_t off) {
+  if (!uep_pl_map(fd)) return UEP_PL_REAL(preadv)(fd, iov, n, off);
+  if (off < 0) return errno = EINVAL, -1;
+  return vec_at(fd, iov, n, off, 0, 0);
+}
+ssize_t pwritev(int fd, const struct iovec *iov, int n, off_t off) {
+  if (!uep_pl_map(fd)) return UEP_PL_REAL(pwritev)(fd, iov, n, off);
+  if (off < 0) return errno = EINVAL, -1;
+  return vec_at(fd, iov, n, off, 0, 1);
+}
+ssize_t preadv64(int fd, const struct iovec *iov, int n, off64_t off) {
+  if (!uep_pl_map(fd)) return UEP_PL_REAL(preadv64)(fd, iov, n, off);
+  if (off < 0) return errno = EINVAL, -1;
+  return vec_at(fd, iov, n, off, 0, 0);
+}
+ssize_t pwritev64(int fd, const struct iovec *iov, int n, off64_t off) {
+  if (!uep_pl_map(fd)) return UEP_PL_REAL(pwritev64)(fd, iov, n, off);
+  if (off < 0) return errno = EINVAL, -1;
+  return vec_at(fd, iov, n, off, 0, 1);
+}
+/* Linux preadv2: offset -1 is "the current position" (readv); any other
+ * negative offset is EINVAL. */
+ssize_t preadv2(int fd, const struct iovec *iov, int n, off_t off, int flags) {
+  if (!uep_pl_map(fd)) return UEP_PL_REAL(preadv2)(fd, iov, n, off, flags);
+  if (off < -1) return errno = EINVAL, -1;
+  return vec_at(fd, iov, n, off, flags, 0);
+}
+ssize_t pwritev2(int fd, const struct iovec *iov, int n, off_t off, int flags) {
+  if (!uep_pl_map(fd)) return UEP_PL_REAL(pwritev2)(fd, iov, n, off, flags);
+  if (off < -1) return errno = EINVAL, -1;
+  return vec_at(fd, iov, n, off, flags, 1);
+}
+ssize_t preadv64v2(int fd, const struct iovec *iov, int n, off64_t off, int flags) {
+  if (!uep_pl_map(fd)) return UEP_PL_REAL(preadv64v2)(fd, iov, n, off, flags);
+  if (off < -1) return errno = EINVAL, -1;
+  return vec_at(fd, iov, n, off, flags, 0);
+}
+ssize_t pwritev64v2(int fd, const struct iovec *iov, int n, off64_t off, int flags) {
+  if (!uep_pl_map(fd)) return UEP_PL_REAL(pwritev64v2)(fd, iov, n, off, flags);
+  if (off < -1) return errno = EINVAL, -1;
+  return vec_at(fd, iov, n, off, flags, 1);
+}
+
+/* ---- recvmmsg and sendmmsg ------------------------------------------------------------ */
+static int before(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* Linux do_recvmmsg: up to vlen messages, each as recvmsg; after the first,
+ * MSG_WAITFORONE makes the rest non-blocking; the timeout is looked at after
+ * each message; an error after some messages ends the call with their
+ * count (the error is dropped for EAGAIN, as Linux keeps others for the
+ * next call only on sockets with sk_err). */
+int recvmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags, struct timespec *tmo) {
+  int u = uep_pl_map(fd);
+  if (!u) return UEP_PL_REAL(recvmmsg)(fd, v, vlen, flags, tmo);
+  struct timespec end = {0, 0};
+  if (tmo) {
+    if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000L) return errno = EINVAL, -1;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += tmo->tv_sec;
+    end.tv_nsec += tmo->tv_nsec;
+    if (end.tv_nsec >= 1000000000L) end.tv_sec++, end.tv_nsec -= 1000000000L;
+  }
+  if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;
+  unsigned int got = 0;
+  int e = 0;
+  UEP_PL_ENTER();
+  while (got < vlen) {
+    ssize_t r = uep_recvmsg(u, &v[got].msg_hdr, flags & ~MSG_WAITFORONE);
+    if (r < 0) {
+      e = errno;
+      break;
+    }
+    v[got++].msg_len = (unsigned int)r;
+    if (flags & MSG_WAITFORONE) flags |= MSG_DONTWAIT;
+    if (tmo) {
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (!before(&now, &end)) break;
+    }
+    if (v[got - 1].msg_hdr.msg_flags & MSG_OOB) break;
+  }
+  UEP_PL_LEAVE();
+  uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
+  if (tmo) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long s = end.tv_sec - now.tv_sec, ns = end.tv_nsec - now.tv_nsec;
+    if (ns < 0) s--, ns += 1000000000L;
+    if (s < 0) s = 0, ns = 0;
+    tmo->tv_sec = s;
+    tmo->tv_nsec = ns;
+  }
+  if (got == 0 && e) return errno = e, -1;
+  return (int)got;
+}
+
+/* Linux __sys_sendmmsg: each message as sendmsg; an error after some
+ * messages ends the call with their count. */
+int sendmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags) {
+  int u = uep_pl_map(fd);
+  if (!u) return UEP_PL_REAL(sendmmsg)(fd, v, vlen, flags);
+  if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;
+  unsigned int sent = 0;
+  int e = 0;
+  UEP_PL_ENTER();
+  for (; sent < vlen; ++sent) {
+    ssize_t r = uep_sendmsg(u, &v[sent].msg_hdr, flags);
+    if (r < 0) {
+      e = errno;
+      break;
+    }
+    v[sent].msg_len = (unsigned int)r;
+  }
+  UEP_PL_LEAVE();
+  uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
+  if (sent == 0 && e) return errno = e, -1;
+  return (int)sent;
+}

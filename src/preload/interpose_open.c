@@ -1,0 +1,145 @@
+/*
+ * interpose_open.c - opening /proc/self/fd/N or /dev/fd/N of a uepoll object
+ * (owned by src/preload/).
+ *
+ * On Linux such an open reopens the object behind N: a pipe end gives a new
+ * open file description of the same pipe, in the mode asked for (either
+ * direction); a socket, eventfd, epoll instance or timerfd gives ENXIO.  The
+ * kernel would open the placeholder instead (/dev/null, fdmap.h): a silent
+ * wrong answer.  So for a number that shows a uepoll object:
+ *   - a pipe end: the pipe is made a kernel one under the same numbers
+ *     (fork_convert.c), and the open goes to the kernel, which then answers
+ *     exactly as Linux (the pipe is the kernel's from then on);
+ *   - a socket, eventfd, epoll instance or timerfd: ENXIO.
+ * The paths recognized: /proc/self/fd/N, /proc/thread-self/fd/N,
+ * /proc/PID/fd/N with the process's own PID, /dev/fd/N, /dev/stdin,
+ * /dev/stdout, /dev/stderr; through open, open64, openat, openat64 (an
+ * absolute path), their _FORTIFY_SOURCE forms, fopen, fopen64 and freopen.
+ * A pipe a thread is blocked on cannot be converted: ENXIO too.
+ *
+ * Locks: none.
+ */
+#define _GNU_SOURCE
+#include "preload/preload.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "preload/interpose.h"
+
+/* The descriptor number path names, or -1. */
+static int fd_of_path(const char *path) {
+  if (!path || path[0] != '/') return -1;
+  const char *rest = NULL;
+  if (!strncmp(path, "/dev/", 5)) {
+    const char *d = path + 5;
+    if (!strcmp(d, "stdin")) return 0;
+    if (!strcmp(d, "stdout")) return 1;
+    if (!strcmp(d, "stderr")) return 2;
+    if (!strncmp(d, "fd/", 3)) rest = d + 3;
+  } else if (!strncmp(path, "/proc/", 6)) {
+    const char *p = path + 6;
+    if (!strncmp(p, "self/fd/", 8)) {
+      rest = p + 8;
+    } else if (!strncmp(p, "thread-self/fd/", 15)) {
+      rest = p + 15;
+    } else if (*p >= '1' && *p <= '9') {
+      char *end;
+      long pid = strtol(p, &end, 10);
+      if (pid == (long)getpid() && !strncmp(end, "/fd/", 4)) rest = end + 4;
+    }
+  }
+  if (!rest || *rest < '0' || *rest > '9') return -1;
+  char *end;
+  long n = strtol(rest, &end, 10);
+  if (*end || n > 0x7fffffff) return -1;
+  return (int)n;
+}
+
+/* 0: open path as the kernel would (fd is not a uepoll object, or its pipe
+ * is a kernel one now); -1 with errno: the call fails so. */
+static int prepare(const char *path) {
+  if (uep_pl_inside()) return 0;
+  int n = fd_of_path(path);
+  if (n < 0 || !uep_pl_map(n)) return 0;
+  if (uep_pl_kind(n) == UEP_PL_PIPE) {
+    uep_pl_convert_stream(n);
+    if (!uep_pl_map(n)) return 0;
+  }
+  errno = ENXIO; /* Linux: no ->open for sockets and anonymous inodes */
+  return -1;
+}
+
+static mode_t mode_arg(int flags, va_list ap) {
+  return (flags & (O_CREAT | __O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
+}
+
+int open(const char *path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t m = mode_arg(flags, ap);
+  va_end(ap);
+  if (prepare(path) < 0) return -1;
+  return UEP_PL_REAL(open)(path, flags, m);
+}
+int open64(const char *path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t m = mode_arg(flags, ap);
+  va_end(ap);
+  if (prepare(path) < 0) return -1;
+  return UEP_PL_REAL(open64)(path, flags, m);
+}
+int openat(int dirfd, const char *path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t m = mode_arg(flags, ap);
+  va_end(ap);
+  if (prepare(path) < 0) return -1;
+  return UEP_PL_REAL(openat)(dirfd, path, flags, m);
+}
+int openat64(int dirfd, const char *path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t m = mode_arg(flags, ap);
+  va_end(ap);
+  if (prepare(path) < 0) return -1;
+  return UEP_PL_REAL(openat64)(dirfd, path, flags, m);
+}
+
+/* _FORTIFY_SOURCE: open without a mode (glibc aborts on O_CREAT there). */
+extern int __open_2(const char *path, int flags);
+extern int __open64_2(const char *path, int flags);
+extern int __openat_2(int dirfd, const char *path, int flags);
+extern int __openat64_2(int dirfd, const char *path, int flags);
+#define CHK_OPEN(name, params, args)                                               \
+  int name params {                                                                \
+    if (prepare(path) < 0) return -1;                                              \
+    static int(*real) params;                                                      \
+    if (!__atomic_load_n(&real, __ATOMIC_RELAXED))                                 \
+      __atomic_store_n(&real, (int(*) params)uep_pl_resolve(#name), __ATOMIC_RELAXED); \
+    return __atomic_load_n(&real, __ATOMIC_RELAXED) args;                          \
+  }
+CHK_OPEN(__open_2, (const char *path, int flags), (path, flags))
+CHK_OPEN(__open64_2, (const char *path, int flags), (path, flags))
+CHK_OPEN(__openat_2, (int dirfd, const char *path, int flags), (dirfd, path, flags))
+CHK_OPEN(__openat64_2, (int dirfd, const char *path, int flags), (dirfd, path, flags))
+
+FILE *fopen(const char *path, const char *mode) {
+  if (prepare(path) < 0) return NULL;
+  return UEP_PL_REAL(fopen)(path, mode);
+}
+FILE *fopen64(const char *path, const char *mode) {
+  if (prepare(path) < 0) return NULL;
+  return UEP_PL_REAL(fopen64)(path, mode);
+}
+FILE *freopen(const char *path, const char *mode, FILE *f) {
+  if (prepare(path) < 0) return NULL;
+  return UEP_PL_REAL(freopen)(path, mode, f);
+}

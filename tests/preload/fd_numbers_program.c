@@ -1,0 +1,177 @@
+/* fd_numbers_program.c - run plainly and under uepoll-run (run.sh): the
+ * descriptor numbers a program gets, and a daemon's blanket close of the
+ * descriptors it did not open, must be the same as on Linux.
+ *
+ * uepoll makes kernel descriptors of its own lazily (a thread's first
+ * blocking wait, a timerfd's kernel timer, the timer thread's epoll); they
+ * must not take the program's next numbers, and a close(3..limit),
+ * close_range or closefrom of everything must neither report them (close
+ * answers EBADF) nor break uepoll: a timerfd made afterwards still fires,
+ * a blocking read of a pipe still wakes. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void numbers(const char *when) {
+  int p[2], s[2];
+  if (pipe(p) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, s) < 0) exit(1);
+  int e = eventfd(0, 0), t = timerfd_create(CLOCK_MONOTONIC, 0), ep = epoll_create1(0);
+  int k = open("/dev/null", O_RDONLY);
+  printf("%s: pipe %d %d, pair %d %d, eventfd %d, timerfd %d, epoll %d, file %d\n", when, p[0], p[1], s[0], s[1], e,
+         t, ep, k);
+  int all[] = {p[0], p[1], s[0], s[1], e, t, ep, k};
+  for (unsigned i = 0; i < sizeof all / sizeof *all; ++i) close(all[i]);
+}
+
+/* A timerfd in an epoll instance: a blocking wait, then a blocking read. */
+static void timer_fires(const char *when) {
+  int ep = epoll_create1(0), t = timerfd_create(CLOCK_MONOTONIC, 0);
+  struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 7};
+  struct itimerspec its = {.it_value = {0, 20 * 1000 * 1000}};
+  if (ep < 0 || t < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, t, &ev) < 0 || timerfd_settime(t, 0, &its, NULL) < 0) exit(1);
+  struct epoll_event out;
+  int n = epoll_wait(ep, &out, 1, 5000);
+  uint64_t ticks = 0;
+  ssize_t r = read(t, &ticks, sizeof ticks);
+  timerfd_settime(t, 0, &its, NULL);
+  uint64_t again = 0;
+  ssize_t r2 = read(t, &again, sizeof again); /* blocks until the second expiry */
+  printf("%s: timerfd %d epoll %d: wait %d (data %u), read %zd ticks %llu, blocking read %zd ticks %llu\n", when, t,
+         ep, n, n == 1 ? out.data.u32 : 0, r, (unsigned long long)ticks, r2, (unsigned long long)again);
+  close(t);
+  close(ep);
+}
+
+static void *late_writer(void *arg) {
+  usleep(20 * 1000);
+  if (write(*(int *)arg, "x", 1) != 1) exit(1);
+  return NULL;
+}
+
+/* A blocking read of a pipe that another thread writes later. */
+static void pipe_wakes(const char *when) {
+  int p[2];
+  if (pipe(p) < 0) exit(1);
+  pthread_t th;
+  pthread_create(&th, NULL, late_writer, &p[1]);
+  char c = 0;
+  ssize_t r = read(p[0], &c, 1);
+  pthread_join(th, NULL);
+  printf("%s: pipe %d %d: blocking read %zd '%c'\n", when, p[0], p[1], r, c);
+  close(p[0]);
+  close(p[1]);
+}
+
+/* close(3 .. soft limit - 1): how many numbers were open. */
+static void close_everything(const char *how) {
+  struct rlimit rl;
+  getrlimit(RLIMIT_NOFILE, &rl);
+  long closed = 0, ebadf = 0, other = 0, r = 0;
+  if (!strcmp(how, "close")) {
+    for (long fd = 3; fd < (long)rl.rlim_cur; ++fd) {
+      if (close((int)fd) == 0) ++closed;
+      else if (errno == EBADF) ++ebadf;
+      else ++other;
+    }
+    printf("close(3..limit): %ld closed, %s EBADF, %ld other\n", closed,
+           ebadf == (long)rl.rlim_cur - 3 - closed ? "the rest" : "NOT the rest", other);
+    return;
+  }
+  if (!strcmp(how, "close_range")) r = close_range(3, ~0u, 0);
+  else if (!strcmp(how, "close_range_cloexec")) r = close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
+  else if (!strcmp(how, "syscall")) r = syscall(SYS_close_range, 3, ~0u, 0);
+  else if (!strcmp(how, "closefrom")) closefrom(3);
+  int left = 0;
+  for (long fd = 3; fd < (long)rl.rlim_cur; ++fd) left += fcntl((int)fd, F_GETFD) >= 0;
+  printf("%s: %ld, %d left open\n", how, r, left);
+}
+
+static void daemon_start(const char *how) {
+  /* uepoll's internal descriptors exist already (earlier waits, timers). */
+  timer_fires("before");
+  pipe_wakes("before");
+  int keep = eventfd(0, 0); /* the program's own: closed by the sweep */
+  close_everything(how);
+  printf("eventfd %d after the sweep: write %s\n", keep, write(keep, &(uint64_t){1}, 8) < 0 ? strerrorname_np(errno) : "ok");
+  numbers("after");
+  timer_fires("after");
+  pipe_wakes("after");
+}
+
+/* Under uepoll-run only ("own"): the numbers above the program's that
+ * /proc/self/fd lists are uepoll's own; the program's calls on them answer
+ * as on free numbers (close, fcntl: EBADF; dup2: EBUSY, see
+ * docs/linux-deviations.md) and uepoll keeps working. */
+static int listed(int fd) {
+  char path[64], target[128];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  return readlink(path, target, sizeof target) >= 0;
+}
+
+static int own_check(void) {
+  static char inherited[65536]; /* open before uepoll made anything */
+  for (int fd = 100; fd < 65536; ++fd) inherited[fd] = (char)listed(fd);
+  timer_fires("first");
+  pipe_wakes("first");
+  int found = 0, closed_ebadf = 0, fcntl_ebadf = 0, dup2_ebusy = 0, dup_ebadf = 0;
+  for (int fd = 100; fd < 65536; ++fd) {
+    if (inherited[fd] || !listed(fd)) continue;
+    ++found;
+    closed_ebadf += close(fd) < 0 && errno == EBADF;
+    fcntl_ebadf += fcntl(fd, F_GETFD) < 0 && errno == EBADF;
+    dup2_ebusy += dup2(1, fd) < 0 && errno == EBUSY;
+    dup_ebadf += dup(fd) < 0 && errno == EBADF && dup2(fd, 50) < 0 && errno == EBADF && dup3(fd, 50, 0) < 0 &&
+                 errno == EBADF;
+  }
+  printf("own %s: close EBADF %s, fcntl EBADF %s, dup2 EBUSY %s, dup from EBADF %s\n", found >= 3 ? "found" : "MISSING",
+         closed_ebadf == found ? "all" : "NOT all", fcntl_ebadf == found ? "all" : "NOT all",
+         dup2_ebusy == found ? "all" : "NOT all", dup_ebadf == found ? "all" : "NOT all");
+  timer_fires("after");
+  pipe_wakes("after");
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc > 1 && !strcmp(argv[1], "own")) return own_check();
+  numbers("start");
+  timer_fires("first");
+  numbers("after a timer");
+  pipe_wakes("first");
+  numbers("after blocking waits");
+  /* dup2 onto a number the program chooses. */
+  int d = dup2(1, 100);
+  printf("dup2(1, 100) = %d, close = %d\n", d, close(100));
+  const char *hows[] = {"close", "close_range", "close_range_cloexec", "syscall", "closefrom"};
+  for (unsigned i = 0; i < sizeof hows / sizeof *hows; ++i) {
+    /* Each sweep in a child, as a daemon does after fork. */
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+      printf("-- %s\n", hows[i]);
+      daemon_start(hows[i]);
+      fflush(stdout);
+      _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    printf("-- %s: child exit %d\n", hows[i], WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  }
+  /* And in the process itself. */
+  daemon_start("close");
+  return 0;
+}

@@ -1,0 +1,42 @@
+#!/bin/sh
+# launcher_test.sh UEPOLL_RUN PROGRAM - uepoll-run's command line: --help and
+# --version exit 0 on stdout; bad input (unknown option or kind, an empty
+# kind, a --stats file in a missing directory, no program) exits 2 with a
+# message on stderr and runs nothing; good input runs PROGRAM.
+set -u
+run=$1 prog=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails=0
+# expect RC STREAM PATTERN CMD...: exit status RC, PATTERN (grep -E) on
+# STREAM (out/err), the other stream empty (for errors: stdout empty).
+expect() {
+  want=$1 stream=$2 pat=$3; shift 3
+  "$@" > "$tmp/out" 2> "$tmp/err"; rc=$?
+  other=err; [ "$stream" = err ] && other=out
+  if [ "$rc" -ne "$want" ] || ! grep -Eq -- "$pat" "$tmp/$stream" || [ -s "$tmp/$other" ]; then
+    echo "FAIL: $* -> exit $rc (want $want), $stream should match '$pat'"
+    echo "  stdout: $(cat "$tmp/out")"; echo "  stderr: $(cat "$tmp/err")"
+    fails=$((fails + 1))
+  else
+    echo "ok: $* -> exit $rc"
+  fi
+}
+expect 0 out '^usage: uepoll-run' "$run" --help
+expect 0 out '^usage: uepoll-run' "$run" -h
+expect 0 out '^uepoll-run \(uepoll\) [0-9]+\.[0-9]+\.[0-9]+$' "$run" --version
+expect 2 err "unknown kind 'bogus'" "$run" --kinds bogus "$prog"
+expect 2 err "^uepoll-run: UEPOLL_PRELOAD_KINDS: 'epoll,,zz': an empty kind" env UEPOLL_PRELOAD_KINDS=epoll,,zz "$run" "$prog"
+expect 2 err "unknown kind 'zz'" env UEPOLL_PRELOAD_KINDS=epoll,zz "$run" "$prog"
+expect 2 err "an empty kind" "$run" --kinds= "$prog"
+expect 2 err "directory '$tmp/missing' does not exist" "$run" --stats "$tmp/missing/stats" "$prog"
+expect 2 err "does not exist" env UEPOLL_STATS="$tmp/missing/s" "$run" "$prog"
+expect 2 err "is a directory" "$run" --stats "$tmp" "$prog"
+expect 2 err "unknown option '--bogus'" "$run" --bogus "$prog"
+expect 2 err "option '--stats' needs an argument" "$run" --stats
+expect 2 err "no PROGRAM" "$run"
+expect 2 err "no PROGRAM" "$run" --kinds epoll
+# Good input runs the program (which prints on stdout), and --stats writes.
+expect 0 out '.' "$run" --kinds=epoll,eventfd --stats "$tmp/stats.%p" "$prog"
+if ! ls "$tmp"/stats.* > /dev/null 2>&1; then echo "FAIL: --stats wrote nothing"; fails=$((fails + 1)); fi
+expect 0 out '.' "$run" -- "$prog"
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
