@@ -173,8 +173,11 @@ int do_poll(struct pollfd* fds, nfds_t nfds, const timespec* deadline, bool nonb
         if (kfds[k].revents) ++count;
       }
     }
-    if (count > 0 || nonblock) return count;
-    if (dp && uepoll::core::deadline_passed(*dp)) return 0;
+    if (count > 0) return count;
+    // Linux do_poll: nothing ready and a signal pending that the mask
+    // unblocks is EINTR with the handler run, even with no time to wait.
+    if (nonblock || (dp && uepoll::core::deadline_passed(*dp)))
+      return sigmask ? uepoll::core::deliver_unblocked(sigmask) : 0;
 
     if (!w) {
       int err = 0;

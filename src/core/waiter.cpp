@@ -190,7 +190,7 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
     p = big.get();
   }
   for (unsigned long i = 0; i < n_extra; ++i) p[i + 1] = extra[i];
-  for (;;) {
+  for (bool slept = false;; slept = true) {
     sleeping_.store(true, std::memory_order_seq_cst);
     if (woken_.load(std::memory_order_seq_cst)) {
       sleeping_.store(false, std::memory_order_relaxed);
@@ -201,6 +201,9 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
     if (deadline) {
       if (deadline_passed(*deadline)) {
         sleeping_.store(false, std::memory_order_relaxed);
+        // Not slept yet: Linux has not timed out either, and checks for a
+        // signal before it would sleep (ep_poll, do_poll).
+        if (!slept && !woken() && mask && deliver_unblocked(mask) < 0) return -EINTR;
         return woken() ? 1 : 0;
       }
       // Remaining time, capped (a deadline near the end of time must not
@@ -302,6 +305,13 @@ timespec deadline_after_ms(long ms) noexcept {
 bool deadline_passed(const timespec& d) noexcept {
   timespec now = monotonic_now();
   return now.tv_sec > d.tv_sec || (now.tv_sec == d.tv_sec && now.tv_nsec >= d.tv_nsec);
+}
+
+int deliver_unblocked(const sigset_t* mask) noexcept {
+  static const timespec zero{0, 0};
+  // Linux ppoll: nfds 0, nothing to wait for; only the signal check runs.
+  if (::ppoll(nullptr, 0, &zero, mask) < 0 && errno == EINTR) return -EINTR;
+  return 0;
 }
 
 SignalBlock::SignalBlock() noexcept {

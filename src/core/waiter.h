@@ -150,6 +150,13 @@ timespec deadline_after_ms(long ms) noexcept;
 timespec deadline_after(const timespec& rel) noexcept;
 bool deadline_passed(const timespec& d) noexcept;
 
+// Runs the handlers of the pending signals that `mask` unblocks, as a kernel
+// call made with that mask does on its way out (Linux do_poll and
+// do_select check signal_pending() even with a zero timeout): -EINTR when a
+// handler ran, else 0.  One system call (ppoll of no descriptors, timeout
+// 0, with `mask`); takes no lock and must be called with none held.
+int deliver_unblocked(const sigset_t* mask) noexcept;
+
 // Blocks every signal in the calling thread for its lifetime and restores
 // the previous mask on destruction (used around the check-then-sleep
 // sequence so that a handler cannot run between the check and ppoll).

@@ -1,0 +1,109 @@
+/* objects_program.c - an ordinary program (no uepoll in it) that the
+ * preload test runs plainly and under uepoll-run (tests/preload/run.sh):
+ * the two runs must print the same, with nothing on stderr.  It exercises
+ * what pipes, socket pairs and signals do beyond plain reads and writes:
+ * the signal masks of ppoll, pselect, epoll_pwait and epoll_pwait2 with a
+ * signal pending, pipe sizes (F_SETPIPE_SZ / F_GETPIPE_SZ, FIONREAD,
+ * writability at the new size), and blocking reads and writes interrupted
+ * by handlers with and without SA_RESTART. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+__attribute__((unused)) static void say(const char *what, long r) {
+  if (r < 0) printf("%s = -1 %s\n", what, strerrorname_np(errno));
+  else printf("%s = %ld\n", what, r);
+  fflush(stdout);
+}
+
+/* ---- signal masks ---------------------------------------------------------- */
+
+static volatile sig_atomic_t ran;
+static void on_sigint(int s) { (void)s; ran = ran + 1; }
+
+static void pending_sigint(void) {
+  sigset_t b;
+  sigemptyset(&b);
+  sigaddset(&b, SIGINT);
+  sigprocmask(SIG_BLOCK, &b, NULL);
+  ran = 0;
+  kill(getpid(), SIGINT);
+}
+
+static void report(const char *what, int r) {
+  int e = errno;
+  sigset_t p;
+  sigpending(&p);
+  int left = sigismember(&p, SIGINT);
+  int handled = ran;
+  if (left) {
+    sigset_t none;
+    sigemptyset(&none);
+    sigsuspend(&none);
+  }
+  errno = e;
+  if (r < 0) printf("%s = -1 %s%s%s\n", what, strerrorname_np(e), handled ? " handler ran" : "", left ? " pending" : "");
+  else printf("%s = %d%s%s\n", what, r, handled ? " handler ran" : "", left ? " pending" : "");
+  fflush(stdout);
+}
+
+static void sigmask_cases(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigaction(SIGINT, &sa, NULL);
+  int p[2];
+  if (pipe2(p, O_NONBLOCK) < 0) return;
+  int ep = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLIN};
+  epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev);
+  sigset_t empty;
+  sigemptyset(&empty);
+  struct timespec zero = {0, 0}, two = {2, 0};
+  for (int ready = 0; ready < 2; ++ready) {
+    if (ready && write(p[1], "x", 1) != 1) return;
+    for (int t = 0; t < 2; ++t) {
+      const struct timespec *tmo = t ? &two : &zero;
+      char what[96];
+      struct pollfd pfd = {p[0], POLLIN, 0};
+      pending_sigint();
+      snprintf(what, sizeof what, "ppoll(pipe,%s,empty)", t ? "2s" : "0");
+      report(what, ppoll(&pfd, 1, tmo, &empty));
+      fd_set rs;
+      FD_ZERO(&rs);
+      FD_SET(p[0], &rs);
+      pending_sigint();
+      snprintf(what, sizeof what, "pselect(pipe,%s,empty)", t ? "2s" : "0");
+      report(what, pselect(p[0] + 1, &rs, NULL, NULL, tmo, &empty));
+      struct epoll_event out;
+      pending_sigint();
+      snprintf(what, sizeof what, "epoll_pwait(%s,empty)", t ? "2000" : "0");
+      report(what, epoll_pwait(ep, &out, 1, t ? 2000 : 0, &empty));
+      pending_sigint();
+      snprintf(what, sizeof what, "epoll_pwait2(%s,empty)", t ? "2s" : "0");
+      report(what, epoll_pwait2(ep, &out, 1, tmo, &empty));
+    }
+  }
+  sigprocmask(SIG_SETMASK, &empty, NULL);
+  close(ep);
+  close(p[0]);
+  close(p[1]);
+}
+
+int main(int argc, char **argv) {
+  const char *only = argc > 1 ? argv[1] : NULL;
+  if (!only || !strcmp(only, "sigmask")) sigmask_cases();
+  return 0;
+}
