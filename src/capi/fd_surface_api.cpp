@@ -6,9 +6,8 @@
 // do_dup2/ksys_dup3, fs/read_write.c, fs/stat.c), checks in Linux's order;
 // kernel descriptors go to the kernel.  (Sockets' calls: socket_api.cpp.)
 //
-// Locks: one leaf mutex of its own (the warn-once list; core/lock_order.h
-// level 9), the fd table's mutex (fd::install_at, cloexec) and, inside the
-// objects, their wait-queue and leaf locks.
+// Locks: none of its own; the fd table's mutex (fd::install_at, cloexec)
+// and, inside the objects, their wait-queue and leaf locks.
 #include <uepoll/uepoll.h>
 #include <uepoll/detail/ops.hpp>
 
@@ -87,16 +86,6 @@ long dupfd(File* f, unsigned long arg, bool cloexec) {
     return fd;
   }
   return uepoll::fd::cloexec_if(fd, cloexec);
-}
-
-void warn_once(const char* what) {
-  static uepoll::core::Mutex mu{uepoll::core::lock_class::kWarnOnce};
-  static std::vector<std::string>* seen = new std::vector<std::string>();
-  uepoll::core::MutexLock g(mu);
-  for (auto& s : *seen)
-    if (s == what) return;
-  seen->emplace_back(what);
-  std::fprintf(stderr, "uepoll: %s\n", what);
 }
 
 // ---- fstat ------------------------------------------------------------------
@@ -252,13 +241,7 @@ long fcntl(int fd, int cmd, unsigned long arg) noexcept {
       return setfl(f.get(), static_cast<int>(arg));
     case F_GETPIPE_SZ:
     case F_SETPIPE_SZ:
-      if (f->kind() != FileKind::kPipeRead && f->kind() != FileKind::kPipeWrite) return -EBADF;
-      if (cmd == F_GETPIPE_SZ) return uepoll::objects::kPipeSlots * uepoll::objects::kPipePage;
-      if (arg <= uepoll::objects::kPipeSlots * uepoll::objects::kPipePage &&
-          arg > (uepoll::objects::kPipeSlots / 2) * uepoll::objects::kPipePage)
-        return uepoll::objects::kPipeSlots * uepoll::objects::kPipePage;  // the size it has
-      warn_once("fcntl(F_SETPIPE_SZ): uepoll pipes keep their 64 KiB ring (EPERM)");
-      return -EPERM;
+      return uepoll::objects::pipe_size_fcntl(f.get(), cmd, arg);
     case F_SETOWN:
       // Recorded for F_GETOWN; no SIGIO/SIGURG is ever sent (O_ASYNC is
       // not delivered, docs/linux-deviations.md).  Linux accepts it on any file.

@@ -16,8 +16,12 @@
 #include "objects/user_ptr.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -39,12 +43,102 @@ int pipe_queued_bytes(const core::File* end) noexcept {
   return n;
 }
 
+namespace {
+
+// Linux round_pipe_size: at least a page, a power of two; 0 past 2^31.
+unsigned long round_pipe_size(unsigned int size) noexcept {
+  if (size > (1U << 31)) return 0;
+  if (size < kPipePage) return kPipePage;
+  unsigned long r = kPipePage;
+  while (r < size) r <<= 1;
+  return r;
+}
+
+// /proc/sys/fs/pipe-max-size, read at each call as Linux reads its sysctl
+// (1 MiB, Linux's default, when it cannot be read).
+unsigned long pipe_max_size() noexcept {
+  unsigned long v = 1048576;
+  const int fd = ::open("/proc/sys/fs/pipe-max-size", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return v;
+  char buf[32];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n > 0) {
+    buf[n] = 0;
+    char* end = nullptr;
+    const unsigned long parsed = std::strtoul(buf, &end, 10);
+    if (end != buf) v = parsed;
+  }
+  return v;
+}
+
+// capable(CAP_SYS_RESOURCE): the effective set of the calling thread.
+bool cap_sys_resource() noexcept {
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (::syscall(SYS_capget, &hdr, data) != 0) return false;
+  return (data[CAP_SYS_RESOURCE / 32].effective >> (CAP_SYS_RESOURCE % 32)) & 1;
+}
+
+}  // namespace
+
+long pipe_size_fcntl(core::File* end, int cmd, unsigned long arg) noexcept {
+  Pipe* p = nullptr;
+  if (end->kind() == core::FileKind::kPipeRead) p = static_cast<PipeReader*>(end)->pipe();
+  if (end->kind() == core::FileKind::kPipeWrite) p = static_cast<PipeWriter*>(end)->pipe();
+  if (!p) return -EBADF;  // Linux get_pipe_info(): not a pipe
+  if (p->mu_.held_by_me()) return -EBUSY;  // a handler inside this pipe (pipe.h)
+  p->mu_.lock();
+  const unsigned cur = p->ring_size_;
+  p->mu_.unlock();
+  if (cmd == F_GETPIPE_SZ) return static_cast<long>(cur) * kPipePage;
+  // Linux pipe_set_size(pipe, (unsigned int)arg).
+  const unsigned long size = round_pipe_size(static_cast<unsigned int>(arg));
+  const unsigned long nr_slots = size / kPipePage;
+  if (!nr_slots) return -EINVAL;
+  if (nr_slots > cur && size > pipe_max_size() && !cap_sys_resource()) return -EPERM;
+  if (core::thread_in_uepoll()) return -EBUSY;  // no allocation in such a handler
+  const int r = p->resize(static_cast<unsigned>(nr_slots));
+  return r < 0 ? r : static_cast<long>(size);
+}
+
 // ---- Pipe ------------------------------------------------------------------
 
 Pipe::~Pipe() {
-  for (Buf& b : bufs_)
-    if (b.page) core::raw_free(b.page);
+  for (unsigned i = 0; i < ring_size_; ++i)
+    if (bufs_[i].page) core::raw_free(bufs_[i].page);
+  if (bufs_ != inline_bufs_) core::raw_free(bufs_);
   if (tmp_page_) core::raw_free(tmp_page_);
+}
+
+int Pipe::resize(unsigned nr_slots) noexcept {
+  Buf* fresh = inline_bufs_;
+  if (nr_slots != kPipeSlots) {
+    fresh = static_cast<Buf*>(core::raw_alloc(sizeof(Buf) * nr_slots, alignof(Buf)));
+    if (!fresh) return -ENOMEM;
+  }
+  Buf* old = nullptr;
+  mu_.lock();
+  const unsigned n = head_ - tail_;
+  // Back to the default size while on the inline ring: nothing to move.
+  if (n > nr_slots || (fresh == inline_bufs_ && bufs_ == inline_bufs_)) {
+    const bool busy = n > nr_slots;
+    mu_.unlock();
+    if (fresh != inline_bufs_) core::raw_free(fresh);
+    return busy ? -EBUSY : 0;  // same ring: nothing to move
+  }
+  // In order from the tail; the source is never `fresh` (excluded above).
+  for (unsigned i = 0; i < n; ++i) fresh[i] = slot_locked(tail_ + i);
+  for (unsigned i = n; i < nr_slots; ++i) fresh[i] = Buf{};
+  if (bufs_ != inline_bufs_) old = bufs_;
+  bufs_ = fresh;
+  ring_size_ = nr_slots;
+  tail_ = 0;
+  head_ = n;
+  mu_.unlock();
+  if (old) core::raw_free(old);
+  wake_writer(0);  // Linux: wake_up_interruptible(&pipe->wr_wait)
+  return 0;
 }
 
 void Pipe::put() noexcept {
@@ -88,16 +182,47 @@ void Pipe::wake_writer(uint32_t key, int nr_exclusive) noexcept {
 // the lock is dropped: whole pages taken out of the ring (a read of more
 // than a page), then bytes copied into `bounce` (everything, for a read of
 // at most a page; else the part of a buffer the read did not finish).
+// Room for `cap` buffers: the ring's size when the read began (a larger
+// ring allocates its arrays outside the lock); a read that meets a ring
+// grown since stops at cap buffers (a shorter count, nothing lost).
 struct Pipe::ReadPlan {
   bool small = false;  // count <= kPipePage: everything goes through bounce
+  unsigned cap = kPipeSlots;
   int npages = 0;
-  char* pages[kPipeSlots];
-  uint32_t off[kPipeSlots];
-  uint32_t len[kPipeSlots];
+  char** pages = pages_in;
+  uint32_t* off = off_in;
+  uint32_t* len = len_in;
   uint32_t bounce_len = 0;
   int nfree = 0;
-  char* to_free[kPipeSlots];  // pages released under the lock, freed after
+  char** to_free = to_free_in;  // pages released under the lock, freed after
+  void* heap = nullptr;
+  char* pages_in[kPipeSlots];
+  uint32_t off_in[kPipeSlots];
+  uint32_t len_in[kPipeSlots];
+  char* to_free_in[kPipeSlots];
   char bounce[kPipePage];
+
+  ReadPlan() = default;
+  ReadPlan(const ReadPlan&) = delete;
+  ReadPlan& operator=(const ReadPlan&) = delete;
+  ~ReadPlan() { core::raw_free(heap); }
+  // Outside every lock.  False when out of memory (the plan keeps its
+  // inline room: the read takes fewer buffers).
+  bool reserve(unsigned slots) noexcept {
+    if (slots <= cap) return true;
+    const size_t per = 2 * sizeof(char*) + 2 * sizeof(uint32_t);
+    char* m = static_cast<char*>(core::raw_alloc(per * slots, alignof(char*)));
+    if (!m) return false;
+    core::raw_free(heap);
+    heap = m;
+    pages = reinterpret_cast<char**>(m);
+    to_free = pages + slots;
+    off = reinterpret_cast<uint32_t*>(to_free + slots);
+    len = off + slots;
+    cap = slots;
+    return true;
+  }
+  bool room() const noexcept { return static_cast<unsigned>(npages) < cap && static_cast<unsigned>(nfree) < cap; }
 
   void reset() noexcept {
     npages = 0;
@@ -117,7 +242,7 @@ struct Pipe::ReadPlan {
 long Pipe::take_locked(size_t count, bool fault, ReadPlan* plan, bool* wake_writer) noexcept {
   long ret = 0;
   size_t total = count;
-  while (!empty_locked()) {
+  while (!empty_locked() && plan->room()) {
     Buf& b = slot_locked(tail_);
     size_t chars = b.len;
     if (chars > total) chars = total;
@@ -202,6 +327,12 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
   int attempts = 0;
   Pipe::ReadPlan plan;
   plan.small = count <= kPipePage;
+  if (!plan.small) {
+    p.mu_.lock();
+    const unsigned slots = p.ring_size_;
+    p.mu_.unlock();
+    (void)plan.reserve(slots);  // without it: fewer buffers per read
+  }
   // Preconditions of the op: wq() held (block_on); takes mu_ (leaf).  An
   // attempt that returns -EAGAIN consumed nothing.
   const long r = core::block_on(wq(), nonblocking(), EPOLLIN | EPOLLRDNORM | EPOLLHUP, [&]() -> long {

@@ -2,10 +2,15 @@
 // shared Pipe ring (Linux fs/pipe.c: pipe_read, pipe_write, pipe_poll,
 // pipe_release, do_pipe2).
 //
-// What it owns.  Pipe is Linux's pipe_inode_info: a ring of kPipeSlots (16)
-// page-sized buffers (kPipePage = 4096 bytes, 64 KiB in all), head/tail
-// indexes that wrap naturally, a one-page cache (tmp_page), the reader and
-// writer counts, and Linux's "poll_usage" flag.  Each end is a File with its
+// What it owns.  Pipe is Linux's pipe_inode_info: a ring of page-sized
+// buffers (kPipePage = 4096 bytes; kPipeSlots = 16 of them, 64 KiB, until
+// F_SETPIPE_SZ gives it another power of two: Linux pipe_set_size and
+// pipe_resize_ring), head/tail indexes that wrap naturally, a one-page
+// cache (tmp_page), the reader and writer counts, and Linux's "poll_usage"
+// flag.  The default ring lives inside the Pipe; a resized one is
+// allocated (outside mu_) and swapped in under mu_, its buffers moved in
+// order, so a resize racing readers and writers loses and reorders
+// nothing.  Each end is a File with its
 // own wait queue: the reader's wq() is Linux's pipe->rd_wait, the writer's
 // wq() is pipe->wr_wait.  Pages are allocated lazily through core::create
 // allocation (raw_alloc), one page cached as Linux does, so a steady
@@ -85,6 +90,7 @@ class Pipe {
   friend class PipeWriter;
   friend int make_pipe(int flags, int out[2]) noexcept;
   friend int pipe_queued_bytes(const core::File* end) noexcept;
+  friend long pipe_size_fcntl(core::File* end, int cmd, unsigned long arg) noexcept;
 
   enum : uint8_t { kCanMerge = 1, kPacket = 2 };
   struct Buf {
@@ -96,8 +102,14 @@ class Pipe {
 
   // Preconditions: mu_ held.
   bool empty_locked() const noexcept UEP_REQUIRES(mu_) { return head_ == tail_; }
-  bool full_locked() const noexcept UEP_REQUIRES(mu_) { return head_ - tail_ >= kPipeSlots; }
-  Buf& slot_locked(unsigned i) noexcept UEP_REQUIRES(mu_) { return bufs_[i & (kPipeSlots - 1)]; }
+  // Linux pipe_full(head, tail, max_usage); max_usage is the ring size
+  // (they differ only for watch queues, which uepoll has not).
+  bool full_locked() const noexcept UEP_REQUIRES(mu_) { return head_ - tail_ >= ring_size_; }
+  Buf& slot_locked(unsigned i) noexcept UEP_REQUIRES(mu_) { return bufs_[i & (ring_size_ - 1)]; }
+  // Linux pipe_resize_ring: -EBUSY when more buffers are in use than
+  // nr_slots, -ENOMEM; wakes the writers (there may be room now).
+  // Preconditions: nr_slots a power of two; mu_ not held.
+  int resize(unsigned nr_slots) noexcept UEP_EXCLUDES(mu_);
   void release_page_locked(Buf& b, char** to_free) noexcept UEP_REQUIRES(mu_);
   // Appends n bytes of our own memory to the last buffer if it may merge
   // them (Linux: the sub-page remainder of a write).
@@ -122,7 +134,9 @@ class Pipe {
   void wake_writer(uint32_t key, int nr_exclusive = 1) noexcept;
 
   core::SpinLock mu_{core::lock_class::kPipe};  // leaf (8)
-  Buf bufs_[kPipeSlots] UEP_GUARDED_BY(mu_);
+  Buf inline_bufs_[kPipeSlots];                  // the default ring (reached through bufs_)
+  Buf* bufs_ UEP_GUARDED_BY(mu_) = inline_bufs_;  // ring_size_ entries
+  unsigned ring_size_ UEP_GUARDED_BY(mu_) = kPipeSlots;  // a power of two
   unsigned head_ UEP_GUARDED_BY(mu_) = 0;
   unsigned tail_ UEP_GUARDED_BY(mu_) = 0;
   char* tmp_page_ UEP_GUARDED_BY(mu_) = nullptr;  // one cached page
@@ -187,6 +201,17 @@ class PipeWriter final : public core::File {
 // answers O_NOTIFICATION_PIPE with ENOPKG, as a kernel without
 // CONFIG_WATCH_QUEUE does).  Returns 0 and fills out, or -ENOMEM / -EMFILE.
 int make_pipe(int flags, int out[2]) noexcept;
+
+// fcntl F_GETPIPE_SZ / F_SETPIPE_SZ on either end (Linux pipe_fcntl):
+// -EBADF on a file that is not a pipe end.  F_SETPIPE_SZ takes the low 32
+// bits of arg (Linux's unsigned int), rounds it up to a power of two pages
+// (at least one; -EINVAL past 2^31), refuses to grow past
+// /proc/sys/fs/pipe-max-size without CAP_SYS_RESOURCE (-EPERM), gives
+// -EBUSY when the buffers in use do not fit, -ENOMEM, else the new size in
+// bytes.  From a signal handler that interrupted its own thread inside
+// this pipe: -EBUSY (the ring's lock is held below it).  Allocates (the
+// new ring) with no lock held.
+long pipe_size_fcntl(core::File* end, int cmd, unsigned long arg) noexcept;
 
 // FIONREAD on either end (Linux pipe_ioctl): bytes queued in the ring.
 // Takes the ring's mu_ (leaf); `end` must be a PipeReader or PipeWriter.

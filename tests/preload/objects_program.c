@@ -20,9 +20,10 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-__attribute__((unused)) static void say(const char *what, long r) {
+static void say(const char *what, long r) {
   if (r < 0) printf("%s = -1 %s\n", what, strerrorname_np(errno));
   else printf("%s = %ld\n", what, r);
   fflush(stdout);
@@ -102,8 +103,59 @@ static void sigmask_cases(void) {
   close(p[1]);
 }
 
+/* ---- pipe sizes ------------------------------------------------------------ */
+
+static void pipesize_cases(void) {
+  int p[2];
+  if (pipe2(p, O_NONBLOCK) < 0) return;
+  say("F_GETPIPE_SZ", fcntl(p[0], F_GETPIPE_SZ));
+  say("F_SETPIPE_SZ 1M", fcntl(p[1], F_SETPIPE_SZ, 1 << 20));
+  say("F_GETPIPE_SZ", fcntl(p[0], F_GETPIPE_SZ));
+  static char big[2 << 20];
+  say("write 2M", write(p[1], big, sizeof big));
+  int n = 0;
+  say("FIONREAD", ioctl(p[0], FIONREAD, &n) < 0 ? -1 : n);
+  say("F_SETPIPE_SZ 64K (full)", fcntl(p[1], F_SETPIPE_SZ, 65536));
+  struct pollfd pfd = {p[1], POLLOUT, 0};
+  say("poll writable", poll(&pfd, 1, 0));
+  long total = 0;
+  for (ssize_t r; (r = read(p[0], big, sizeof big)) > 0;) total += r;
+  say("read back", total);
+  say("F_SETPIPE_SZ 4096", fcntl(p[0], F_SETPIPE_SZ, 4096));
+  say("write 5000", write(p[1], big, 5000));
+  say("poll writable", poll(&pfd, 1, 0));
+  int ep = epoll_create1(0);
+  struct epoll_event ev = {.events = EPOLLOUT | EPOLLET};
+  epoll_ctl(ep, EPOLL_CTL_ADD, p[1], &ev);
+  say("epoll_wait (full)", epoll_wait(ep, &ev, 1, 0));
+  say("F_SETPIPE_SZ 8192", fcntl(p[0], F_SETPIPE_SZ, 8192));
+  say("epoll_wait (room)", epoll_wait(ep, &ev, 1, 0));
+  close(ep);
+  close(p[0]);
+  close(p[1]);
+  /* Across fork (a uepoll pipe becomes a kernel one there): the size and
+   * the 200 KiB queued in it come along. */
+  if (pipe(p) < 0) return;
+  say("F_SETPIPE_SZ 256K", fcntl(p[1], F_SETPIPE_SZ, 262144));
+  say("write 200K", write(p[1], big, 200 << 10));
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(p[1]);
+    long got = 0;
+    for (ssize_t r; (r = read(p[0], big, sizeof big)) > 0;) got += r;
+    printf("child: F_GETPIPE_SZ = %d, read %ld\n", fcntl(p[0], F_GETPIPE_SZ), got);
+    fflush(stdout);
+    _exit(0);
+  }
+  close(p[0]);
+  close(p[1]);
+  int st;
+  waitpid(pid, &st, 0);
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   if (!only || !strcmp(only, "sigmask")) sigmask_cases();
+  if (!only || !strcmp(only, "pipesize")) pipesize_cases();
   return 0;
 }
