@@ -17,10 +17,12 @@
  * libuepoll-preload.so (uepoll-run) for an unmodified binary.
  *
  * Thread safety: every function is thread-safe, exactly as its Linux
- * counterpart is.  Blocking calls (waits, blocking read/write) sleep in the
- * kernel and return -1/EINTR when a signal handler runs in the calling thread,
- * whatever SA_RESTART says (as epoll_wait does; see docs/linux-deviations.md
- * for read/write).
+ * counterpart is.  Blocking calls sleep in the kernel.  Waits (epoll_wait,
+ * poll) return -1/EINTR when a signal handler runs in the calling thread,
+ * whatever SA_RESTART says, as Linux's do; a blocking read or write on a
+ * pipe, socket pair, eventfd or timerfd is restarted after a handler
+ * installed with SA_RESTART and returns -1/EINTR after any other, as
+ * signal(7) says (the exceptions: docs/linux-deviations.md).
  *
  * Out of memory: no call aborts; one that cannot allocate fails with -1/ENOMEM
  * (ENOBUFS for a socket write, as Linux) and changes nothing.

@@ -495,7 +495,7 @@ bool PipeWriter::wait_writable_locked(Call& c) noexcept {
     const bool writable = !p.full_locked() || !p.readers_;
     p.mu_.unlock();
     return writable ? 0 : -EAGAIN;
-  });
+  }, c.ret == 0);  // after a partial write, any handler ends it (Linux pipe_write)
   pipe_->mu_.lock();
   if (w < 0) {  // a signal handler ran
     if (!c.ret) c.ret = w;

@@ -98,6 +98,7 @@ static void sigmask_cases(void) {
     }
   }
   sigprocmask(SIG_SETMASK, &empty, NULL);
+  signal(SIGINT, SIG_DFL);
   close(ep);
   close(p[0]);
   close(p[1]);
@@ -153,9 +154,50 @@ static void pipesize_cases(void) {
   waitpid(pid, &st, 0);
 }
 
+/* ---- SA_RESTART ------------------------------------------------------------ */
+
+static int restart_wr;
+static void on_alarm(int s) { (void)s; ran = ran + 1; }
+static void *write_later(void *arg) {
+  (void)arg;
+  usleep(300000);
+  if (write(restart_wr, "x", 1) != 1) perror("write");
+  return NULL;
+}
+
+/* SIGALRM at 100 ms while read blocks on an empty pipe, a byte at 300 ms:
+ * with SA_RESTART the read returns it, without it the read fails. */
+static void restart_cases(void) {
+  for (int restart = 1; restart >= 0; --restart) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = restart ? SA_RESTART : 0;
+    sigaction(SIGALRM, &sa, NULL);
+    int p[2];
+    if (pipe(p) < 0) return;
+    restart_wr = p[1];
+    pthread_t th;
+    pthread_create(&th, NULL, write_later, NULL);
+    struct itimerval it = {{0, 0}, {0, 100000}};
+    ran = 0;
+    setitimer(ITIMER_REAL, &it, NULL);
+    char c;
+    errno = 0;
+    ssize_t r = read(p[0], &c, 1);
+    printf("read %s SA_RESTART = %zd%s%s, handler ran %d\n", restart ? "with" : "without", r, r < 0 ? " " : "",
+           r < 0 ? strerrorname_np(errno) : "", (int)ran);
+    pthread_join(th, NULL);
+    close(p[0]);
+    close(p[1]);
+  }
+  fflush(stdout);
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   if (!only || !strcmp(only, "sigmask")) sigmask_cases();
   if (!only || !strcmp(only, "pipesize")) pipesize_cases();
+  if (!only || !strcmp(only, "restart")) restart_cases();
   return 0;
 }
