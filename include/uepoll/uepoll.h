@@ -20,9 +20,9 @@
  * counterpart is.  Blocking calls sleep in the kernel.  Waits (epoll_wait,
  * poll) return -1/EINTR when a signal handler runs in the calling thread,
  * whatever SA_RESTART says, as Linux's do; a blocking read or write on a
- * pipe, socket pair, eventfd or timerfd is restarted after a handler
- * installed with SA_RESTART and returns -1/EINTR after any other, as
- * signal(7) says (the exceptions: docs/linux-deviations.md).
+ * pipe, socket pair, eventfd, timerfd or user-defined file is restarted
+ * after a handler installed with SA_RESTART and returns -1/EINTR after any
+ * other, as signal(7) says (the exceptions: docs/linux-deviations.md).
  *
  * Out of memory: no call aborts; one that cannot allocate fails with -1/ENOMEM
  * (ENOBUFS for a socket write, as Linux) and changes nothing.
@@ -224,7 +224,8 @@ int uep_is_uepoll_fd(int fd);
  *             -1/EAGAIN makes the caller sleep until uep_file_wake with
  *             EPOLLIN|EPOLLRDNORM|EPOLLRDHUP|EPOLLHUP|EPOLLERR (read) or
  *             EPOLLOUT|EPOLLWRNORM|EPOLLHUP|EPOLLERR (write) or key 0, then
- *             call it again; a signal handler ends the sleep with EINTR.
+ *             call it again; a signal handler ends the sleep with EINTR
+ *             (the call is restarted after an SA_RESTART handler).
  *             With O_NONBLOCK, EAGAIN is returned.
  *  release(ctx)  the file was closed: its last descriptor is gone and
  *             every call in progress on it (reads, writes, polls, wakes)

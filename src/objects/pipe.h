@@ -1,6 +1,6 @@
 // pipe.h - the uepoll pipe: two files (PipeReader, PipeWriter) over one
 // shared Pipe ring (Linux fs/pipe.c: pipe_read, pipe_write, pipe_poll,
-// pipe_release, do_pipe2).
+// pipe_release, do_pipe2; the ring's size, pipe_set_size: pipe_size.cpp).
 //
 // What it owns.  Pipe is Linux's pipe_inode_info: a ring of page-sized
 // buffers (kPipePage = 4096 bytes; kPipeSlots = 16 of them, 64 KiB, until
