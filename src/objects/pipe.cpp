@@ -18,7 +18,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
-#include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -235,12 +234,9 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
   int attempts = 0;
   Pipe::ReadPlan plan;
   plan.small = count <= kPipePage;
-  if (!plan.small) {
-    p.mu_.lock();
-    const unsigned slots = p.ring_size_;
-    p.mu_.unlock();
-    (void)plan.reserve(slots);  // without it: fewer buffers per read
-  }
+  // A resized ring may hold more buffers than the plan's inline room.
+  const unsigned slots = p.slots_hint_.load(std::memory_order_relaxed);
+  if (slots > kPipeSlots) (void)plan.reserve(slots);  // without it: fewer buffers per read
   // Preconditions of the op: wq() held (block_on); takes mu_ (leaf).  An
   // attempt that returns -EAGAIN consumed nothing.
   const long r = core::block_on(wq(), nonblocking(), EPOLLIN | EPOLLRDNORM | EPOLLHUP, [&]() -> long {

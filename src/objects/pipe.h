@@ -137,6 +137,9 @@ class Pipe {
   Buf inline_bufs_[kPipeSlots];                  // the default ring (reached through bufs_)
   Buf* bufs_ UEP_GUARDED_BY(mu_) = inline_bufs_;  // ring_size_ entries
   unsigned ring_size_ UEP_GUARDED_BY(mu_) = kPipeSlots;  // a power of two
+  // ring_size_, for sizing a read's plan before mu_ is taken; relaxed (a
+  // stale value only makes a read take fewer buffers).
+  std::atomic<unsigned> slots_hint_{kPipeSlots};
   unsigned head_ UEP_GUARDED_BY(mu_) = 0;
   unsigned tail_ UEP_GUARDED_BY(mu_) = 0;
   char* tmp_page_ UEP_GUARDED_BY(mu_) = nullptr;  // one cached page

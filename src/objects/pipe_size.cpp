@@ -98,6 +98,7 @@ int Pipe::resize(unsigned nr_slots) noexcept {
   if (bufs_ != inline_bufs_) old = bufs_;
   bufs_ = fresh;
   ring_size_ = nr_slots;
+  slots_hint_.store(nr_slots, std::memory_order_relaxed);
   tail_ = 0;
   head_ = n;
   mu_.unlock();
