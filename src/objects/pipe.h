@@ -91,6 +91,8 @@ class Pipe {
   friend int make_pipe(int flags, int out[2]) noexcept;
   friend int pipe_queued_bytes(const core::File* end) noexcept;
   friend long pipe_size_fcntl(core::File* end, int cmd, unsigned long arg) noexcept;
+  friend long pipe_splice_from_kernel(core::File* out, int in_fd, long long* pos, size_t len,
+                                      bool nonblock) noexcept;
 
   enum : uint8_t { kCanMerge = 1, kPacket = 2 };
   struct Buf {
@@ -186,6 +188,8 @@ class PipeWriter final : public core::File {
 
  private:
   struct Call;
+  friend long pipe_splice_from_kernel(core::File* out, int in_fd, long long* pos, size_t len,
+                                      bool nonblock) noexcept;
   // The write proper; buf may be user memory (staged outside mu_).
   ssize_t write_impl(const void* buf, size_t count, bool nonblock) noexcept;
   // Preconditions: p.mu_ held.  Fills pages until done, full or failed.
@@ -215,6 +219,28 @@ int make_pipe(int flags, int out[2]) noexcept;
 // this pipe: -EBUSY (the ring's lock is held below it).  Allocates (the
 // new ring) with no lock held.
 long pipe_size_fcntl(core::File* end, int cmd, unsigned long arg) noexcept;
+
+// splice(in_fd -> out) and sendfile(out, in_fd) into a uepoll pipe's write
+// end `out` from a kernel descriptor (Linux splice_file_to_pipe): waits for
+// a free buffer (-EAGAIN when `nonblock`; -EPIPE and SIGPIPE without
+// readers; -EINTR after a handler, restarted after SA_RESTART), then moves
+// at most what the free buffers hold, as the page cache fills them (a
+// regular file at position p: free * 4096 - p % 4096 bytes), in chunks of
+// 64 KiB through a bounce buffer.  A seekable in_fd is read with pread at
+// *pos (pos nullptr: at its file position, which is then advanced by the
+// bytes moved), so nothing read is lost; any other is read with read()
+// and written blocking.  Returns the bytes moved (0 at end of file) or the
+// first error (-errno of the read, as Linux).  Allocates the bounce buffer
+// (-ENOMEM); no lock held across system calls.
+long pipe_splice_from_kernel(core::File* out, int in_fd, long long* pos, size_t len, bool nonblock) noexcept;
+
+// sendfile(out, in_fd) into a uepoll file that is not a pipe (a socket
+// pair end): in_fd read with pread at *pos (nullptr: its file position,
+// advanced by the bytes moved), each chunk of up to 64 KiB written with
+// out's own write (blocking unless O_NONBLOCK), until len bytes, a short
+// write or the end of the file.  -EINVAL for an in_fd that cannot be read
+// at an offset.  Returns the bytes moved or the first error.
+long file_send_from_kernel(core::File* out, int in_fd, long long* pos, size_t len) noexcept;
 
 // FIONREAD on either end (Linux pipe_ioctl): bytes queued in the ring.
 // Takes the ring's mu_ (leaf); `end` must be a PipeReader or PipeWriter.

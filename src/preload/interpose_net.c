@@ -7,8 +7,8 @@
  * Linux has a fixed one for that object type (mmap: ENODEV; fsync,
  * ftruncate: EINVAL; listen/accept/connect on a connected pair: EINVAL,
  * EINVAL, EISCONN; isatty: ENOTTY), otherwise an error and a one-line
- * warning naming the call (splice, sendfile, tee, copy_file_range, fstatfs,
- * flock, bind).  Anything else reaches the kernel with the placeholder
+ * warning naming the call (fstatfs, flock, bind; splice and its kind:
+ * interpose_splice.c).  Anything else reaches the kernel with the placeholder
  * descriptor (fdmap.h), which answers EBADF.
  *
  * Locks: none.
@@ -30,7 +30,6 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/select.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -299,30 +298,6 @@ int isatty(int fd) {
   return UEP_PL_REAL(isatty)(fd);
 }
 
-ssize_t sendfile(int out, int in, off_t *off, size_t n) {
-  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("sendfile", EINVAL);
-  return UEP_PL_REAL(sendfile)(out, in, off, n);
-}
-ssize_t sendfile64(int out, int in, off64_t *off, size_t n) {
-  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("sendfile", EINVAL);
-  return UEP_PL_REAL(sendfile64)(out, in, off, n);
-}
-ssize_t splice(int in, off64_t *oin, int out, off64_t *oout, size_t n, unsigned int flags) {
-  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("splice", EINVAL);
-  return UEP_PL_REAL(splice)(in, oin, out, oout, n, flags);
-}
-ssize_t tee(int in, int out, size_t n, unsigned int flags) {
-  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("tee", EINVAL);
-  return UEP_PL_REAL(tee)(in, out, n, flags);
-}
-ssize_t vmsplice(int fd, const struct iovec *iov, size_t n, unsigned int flags) {
-  if (uep_pl_map(fd)) return refuse("vmsplice", EINVAL);
-  return UEP_PL_REAL(vmsplice)(fd, iov, n, flags);
-}
-ssize_t copy_file_range(int in, off64_t *oin, int out, off64_t *oout, size_t n, unsigned int flags) {
-  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("copy_file_range", EINVAL);
-  return UEP_PL_REAL(copy_file_range)(in, oin, out, oout, n, flags);
-}
 int fstatfs(int fd, struct statfs *st) {
   if (uep_pl_map(fd)) return refuse("fstatfs", ENOSYS);
   return UEP_PL_REAL(fstatfs)(fd, st);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -194,10 +195,41 @@ static void restart_cases(void) {
   fflush(stdout);
 }
 
+/* ---- splice and sendfile --------------------------------------------------- */
+
+static void splice_cases(void) {
+  char path[] = "/tmp/uepoll-objects-XXXXXX";
+  int f = mkstemp(path);
+  if (f < 0) return;
+  unlink(path);
+  static char data[20000];
+  for (size_t i = 0; i < sizeof data; ++i) data[i] = (char)('a' + i % 26);
+  if (write(f, data, sizeof data) != (ssize_t)sizeof data) return;
+  lseek(f, 0, SEEK_SET);
+  int p[2];
+  if (pipe(p) < 0) return;
+  say("splice(file, pipe, 5000)", splice(f, NULL, p[1], NULL, 5000, 0));
+  loff_t off = 123;
+  say("splice(file@123, pipe, 100)", splice(f, &off, p[1], NULL, 100, 0));
+  say("off", (long)off);
+  off_t soff = 0;
+  say("sendfile(pipe, file, &0, 50)", sendfile(p[1], f, &soff, 50));
+  static char got[6000];
+  say("read", read(p[0], got, sizeof got));
+  say("same bytes", memcmp(got, data, 5000) == 0 && memcmp(got + 5000, data + 123, 100) == 0 &&
+                        memcmp(got + 5100, data, 50) == 0);
+  say("splice(pipe, same pipe)", splice(p[0], NULL, p[1], NULL, 10, 0));
+  say("copy_file_range(pipe, file)", copy_file_range(p[0], NULL, f, NULL, 10, 0));
+  close(p[0]);
+  close(p[1]);
+  close(f);
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
   if (!only || !strcmp(only, "sigmask")) sigmask_cases();
   if (!only || !strcmp(only, "pipesize")) pipesize_cases();
   if (!only || !strcmp(only, "restart")) restart_cases();
+  if (!only || !strcmp(only, "splice")) splice_cases();
   return 0;
 }
