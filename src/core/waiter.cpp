@@ -286,10 +286,10 @@ bool ThreadWaiter::restart_setup() noexcept {
   ev.events = EPOLLIN;  // level-triggered: readable while a signal is pending
   ev.data.fd = 1;
   ok = ok && ::epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev) == 0;
-  if (!ok) {
+  if (!ok || rkep_ >= 0) {  // rkep_: made meanwhile by a handler's call nested in this one
     if (ep >= 0) ::close(ep);
     ::close(sfd);
-    return false;
+    return rkep_ >= 0;
   }
   sfd_ = sfd;
   rkep_ = ep;
