@@ -17,10 +17,12 @@
  * libuepoll-preload.so (uepoll-run) for an unmodified binary.
  *
  * Thread safety: every function is thread-safe, exactly as its Linux
- * counterpart is.  Blocking calls (waits, blocking read/write) sleep in the
- * kernel and return -1/EINTR when a signal handler runs in the calling thread,
- * whatever SA_RESTART says (as epoll_wait does; see docs/linux-deviations.md
- * for read/write).
+ * counterpart is.  Blocking calls sleep in the kernel.  Waits (epoll_wait,
+ * poll) return -1/EINTR when a signal handler runs in the calling thread,
+ * whatever SA_RESTART says, as Linux's do; a blocking read or write on a
+ * pipe, socket pair, eventfd, timerfd or user-defined file is restarted
+ * after a handler installed with SA_RESTART and returns -1/EINTR after any
+ * other, as signal(7) says (the exceptions: docs/linux-deviations.md).
  *
  * Out of memory: no call aborts; one that cannot allocate fails with -1/ENOMEM
  * (ENOBUFS for a socket write, as Linux) and changes nothing.
@@ -172,6 +174,25 @@ int uep_select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
 int uep_pselect(int nfds, fd_set *readfds, fd_set *writefds,
                 fd_set *exceptfds, const struct timespec *timeout,
                 const sigset_t *sigmask);
+/* splice, sendfile, copy_file_range with a uepoll descriptor on a side
+ * (two kernel descriptors go to the kernel).  Linux's checks in Linux's
+ * order (EINVAL for flags, EBADF, ESPIPE for an offset on a pipe, EFAULT,
+ * EBADF for the wrong direction, EINVAL without a pipe).  What uepoll
+ * moves: splice from a kernel descriptor into a uepoll pipe and sendfile
+ * from a kernel file into a uepoll pipe or socket pair, by copying through
+ * a buffer of at most 64 KiB, with Linux's counts (at most what the pipe's
+ * free buffers hold, a page each), SPLICE_F_NONBLOCK or the pipe's
+ * O_NONBLOCK (EAGAIN), EPIPE and SIGPIPE without readers, and the offset
+ * or file position advanced by the bytes moved.  Any other splice with a
+ * uepoll descriptor (out of a uepoll pipe or socket): EOPNOTSUPP.
+ * copy_file_range: EISDIR or EINVAL, as Linux says for a file that is not
+ * regular.  Blocking: as a write to the pipe or socket.  Offsets are
+ * loff_t (int64_t). */
+ssize_t uep_splice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
+                   size_t len, unsigned int flags);
+ssize_t uep_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
+ssize_t uep_copy_file_range(int fd_in, int64_t *off_in, int fd_out,
+                            int64_t *off_out, size_t len, unsigned int flags);
 ssize_t uep_send(int sockfd, const void *buf, size_t len, int flags);
 ssize_t uep_recv(int sockfd, void *buf, size_t len, int flags);
 ssize_t uep_sendto(int sockfd, const void *buf, size_t len, int flags,
@@ -233,7 +254,8 @@ int uep_is_uepoll_fd(int fd);
  *             -1/EAGAIN makes the caller sleep until uep_file_wake with
  *             EPOLLIN|EPOLLRDNORM|EPOLLRDHUP|EPOLLHUP|EPOLLERR (read) or
  *             EPOLLOUT|EPOLLWRNORM|EPOLLHUP|EPOLLERR (write) or key 0, then
- *             call it again; a signal handler ends the sleep with EINTR.
+ *             call it again; a signal handler ends the sleep with EINTR
+ *             (the call is restarted after an SA_RESTART handler).
  *             With O_NONBLOCK, EAGAIN is returned.
  *  release(ctx)  the file was closed: its last descriptor is gone and
  *             every call in progress on it (reads, writes, polls, wakes)

@@ -3,9 +3,12 @@
 // op() is called with wq locked and returns a result, or -EAGAIN when the
 // caller should wait.  For a non-blocking file the -EAGAIN is returned.
 // Otherwise the thread queues a WaiterEntry on wq (non-exclusive, woken by
-// any key intersecting wait_mask), sleeps, and retries; a signal handler
-// ends the call with -EINTR (documented in docs/linux-deviations.md: Linux
-// restarts pipe reads under SA_RESTART, uepoll returns EINTR).
+// any key intersecting wait_mask), sleeps, and retries.  A signal handler
+// without SA_RESTART ends the call with -EINTR; after handlers with
+// SA_RESTART (or a stop) the call goes on sleeping, as Linux restarts
+// it (signal(7)), unless `restart` is false: a call that has already
+// transferred data returns its partial count after any handler, so it
+// passes false and gets -EINTR (ThreadWaiter::sleep_restartable).
 //
 // Locks: takes wq (level 6); op runs under it and must not take lower
 // levels.  Never holds a lock while sleeping.
@@ -19,7 +22,7 @@
 namespace uepoll::core {
 
 template <class Op>
-long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op) noexcept {
+long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op, bool restart = true) noexcept {
   wq.lock();
   long r = op();
   wq.unlock();
@@ -42,11 +45,11 @@ long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op) noexcep
     }
     wq.add_locked(&we.entry);
     wq.unlock();
-    int s = w->sleep(nullptr, &blocked.saved());
+    const int s = w->sleep_restartable(&blocked.saved());
     wq.lock();
     if (we.entry.queued()) wq.remove_locked(&we.entry);
     wq.unlock();
-    if (s == -EINTR) return -EINTR;
+    if (s == -EINTR || (s == -kErestartSys && !restart)) return -EINTR;
   }
 }
 

@@ -11,12 +11,15 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <poll.h>
 #include <sys/epoll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace uepoll::core {
@@ -171,9 +174,10 @@ void ThreadWaiter::fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
     w->dead_ = true;
     // The child's copies of the parent's descriptions: closing them here
     // leaves the parent's untouched.
-    close_own(w->kep_);
-    close_own(w->efd_);
-    w->kep_ = w->efd_ = -1;
+    for (int* fd : {&w->kep_, &w->efd_, &w->rkep_, &w->sfd_}) {
+      close_own(*fd);
+      *fd = -1;
+    }
   }
   g_all = nullptr;   // the dead ones are never freed (see the pool above)
   g_pool = nullptr;  // ... nor reused
@@ -192,7 +196,7 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
     p = big.get();
   }
   for (unsigned long i = 0; i < n_extra; ++i) p[i + 1] = extra[i];
-  for (;;) {
+  for (bool slept = false;; slept = true) {
     sleeping_.store(true, std::memory_order_seq_cst);
     if (woken_.load(std::memory_order_seq_cst)) {
       sleeping_.store(false, std::memory_order_relaxed);
@@ -203,6 +207,9 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
     if (deadline) {
       if (deadline_passed(*deadline)) {
         sleeping_.store(false, std::memory_order_relaxed);
+        // Not slept yet: Linux has not timed out either, and checks for a
+        // signal before it would sleep (ep_poll, do_poll).
+        if (!slept && !woken() && mask && deliver_unblocked(mask) < 0) return -EINTR;
         return woken() ? 1 : 0;
       }
       // Remaining time, capped (a deadline near the end of time must not
@@ -248,6 +255,120 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
     if (r == 0 && (!deadline || deadline_passed(*deadline))) return 0;
     // Spurious: a capped sleep, or an eventfd count left from a kick that
     // raced a timeout.
+  }
+}
+
+namespace {
+
+// True when no signal of `set` has a handler installed without SA_RESTART
+// (Linux handle_signal: -ERESTARTSYS becomes -EINTR for such a handler;
+// SIG_DFL and SIG_IGN run none, and a stop, then SIGCONT, restarts).
+bool handlers_restart(const sigset_t* set) noexcept {
+  for (int s = 1; s < NSIG; ++s) {
+    if (!sigismember(set, s)) continue;
+    struct sigaction sa;
+    if (sigaction(s, nullptr, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
+        !(sa.sa_flags & SA_RESTART))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ThreadWaiter::restart_setup() noexcept {
+  if (rkep_ >= 0) return true;
+  sigemptyset(&sfd_mask_);
+  const int sfd = park_high(::signalfd(-1, &sfd_mask_, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (sfd < 0) return false;
+  const int ep = park_high(::epoll_create1(EPOLL_CLOEXEC));
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLET;
+  bool ok = ep >= 0 && ::epoll_ctl(ep, EPOLL_CTL_ADD, efd_, &ev) == 0;
+  ev.events = EPOLLIN;  // level-triggered: readable while a signal is pending
+  ev.data.fd = 1;
+  ok = ok && ::epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev) == 0;
+  if (!ok || rkep_ >= 0) {  // rkep_: made meanwhile by a handler's call nested in this one
+    close_own(ep);
+    close_own(sfd);
+    return rkep_ >= 0;
+  }
+  sfd_ = sfd;
+  rkep_ = ep;
+  return true;
+}
+
+int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
+  if (!restart_setup()) return sleep(nullptr, mask);
+  // The signals the caller's mask lets through: those end the sleep.
+  sigset_t let;
+  sigemptyset(&let);
+  for (int s = 1; s < NSIG; ++s)
+    if (!sigismember(mask, s)) sigaddset(&let, s);
+  if (std::memcmp(&let, &sfd_mask_, sizeof let) != 0) {  // both built from sigemptyset
+    if (::signalfd(sfd_, &let, 0) < 0) return sleep(nullptr, mask);
+    sfd_mask_ = let;
+  }
+  for (;;) {
+    sleeping_.store(true, std::memory_order_seq_cst);
+    if (woken_.load(std::memory_order_seq_cst)) {
+      sleeping_.store(false, std::memory_order_relaxed);
+      return 1;
+    }
+    epoll_event evs[2];
+    // With the caller's mask, so that this thread is one a signal sent to
+    // the process may be given to, as on Linux.  A signal that arrives
+    // while it sleeps makes sfd_ readable before it could be delivered
+    // (signalfd_notify runs before the sender wakes the thread), so
+    // epoll_pwait2 returns the event and puts every signal back to blocked:
+    // the signal is still pending when we look at it below.
+    const int r = ::epoll_pwait2(rkep_, evs, 2, nullptr, mask);
+    const int saved_errno = errno;
+    sleeping_.store(false, std::memory_order_relaxed);
+    bool sig = false;
+    for (int i = 0; i < r; ++i) sig |= evs[i].data.fd == 1;
+    // Kicked with no signal seen: the call finishes; a signal that came
+    // meanwhile is delivered as it returns (Linux wait_event_interruptible
+    // tests its condition before signal_pending()).
+    if (!sig && woken()) return 1;
+    if (r < 0 && saved_errno == EINTR) {
+      // The one case where a handler ran inside the kernel: a signal that
+      // came as ep_poll went from its check of the ready list to its
+      // check of signal_pending() (or a stop).  Which one is unknown:
+      // EINTR if any handler the mask lets through lacks SA_RESTART.
+      return handlers_restart(&let) ? -kErestartSys : -EINTR;
+    }
+    if (!sig) continue;  // an edge left by a kick that raced a wakeup
+    sigset_t pending;
+    sigpending(&pending);
+    sigset_t run;  // the pending signals that the caller's mask lets through
+    sigandset(&run, &pending, &let);
+    if (sigisemptyset(&run)) {
+      // A signal sent to the process was pending, and another thread took
+      // it as this sleep ended: putting every signal back to blocked hands
+      // it to a thread that lets it through (retarget_shared_pending).
+      // Linux would have given it to the main thread first (complete_signal
+      // tries the group leader), so a main thread takes it as its own
+      // (EINTR unless every handler the mask lets through has SA_RESTART,
+      // even if the thief's handler has since made the call able to
+      // finish); another thread goes on sleeping.
+      if (static_cast<pid_t>(::syscall(SYS_gettid)) != ::getpid()) {
+        if (woken()) return 1;
+        continue;
+      }
+      if (!handlers_restart(&let)) return -EINTR;
+      return woken() ? 1 : -kErestartSys;
+    }
+    // Kicked as well: the call finishes and the signals are delivered as
+    // it returns (the caller's mask comes back), as on Linux.
+    if (woken()) return 1;
+    const bool restart = handlers_restart(&run);
+    sigset_t only;  // lets through exactly `run`
+    sigfillset(&only);
+    for (int s = 1; s < NSIG; ++s)
+      if (sigismember(&run, s)) sigdelset(&only, s);
+    (void)deliver_unblocked(&only);
+    return restart ? -kErestartSys : -EINTR;
   }
 }
 
@@ -304,6 +425,13 @@ timespec deadline_after_ms(long ms) noexcept {
 bool deadline_passed(const timespec& d) noexcept {
   timespec now = monotonic_now();
   return now.tv_sec > d.tv_sec || (now.tv_sec == d.tv_sec && now.tv_nsec >= d.tv_nsec);
+}
+
+int deliver_unblocked(const sigset_t* mask) noexcept {
+  static const timespec zero{0, 0};
+  // Linux ppoll: nfds 0, nothing to wait for; only the signal check runs.
+  if (::ppoll(nullptr, 0, &zero, mask) < 0 && errno == EINTR) return -EINTR;
+  return 0;
 }
 
 SignalBlock::SignalBlock() noexcept {

@@ -61,6 +61,20 @@ class ThreadWaiter {
   int sleep_with(struct pollfd* extra, unsigned long n_extra, const timespec* deadline,
                  const sigset_t* mask) noexcept;
 
+  // The sleep of a blocking read, write, recv or send (core/block.h),
+  // which Linux restarts after a handler installed with SA_RESTART
+  // (signal(7)).  Preconditions: every signal blocked (SignalBlock);
+  // `mask` is the caller's own mask.  Sleeps with `mask` (epoll_pwait2) on
+  // a kernel epoll that holds the waiter's eventfd and a signalfd for the
+  // signals `mask` lets through: a signal that arrives ends the sleep
+  // still pending (docs/design.md, "SA_RESTART").  The dispositions of the
+  // pending signals are read, then their handlers are run (ppoll with a
+  // mask that lets through exactly those).  Returns 1 when kicked, -EINTR when a
+  // handler without SA_RESTART ran, -kErestartSys when only SA_RESTART
+  // handlers ran, or none (a stop, an ignored signal).  Without a signalfd
+  // (out of descriptors) it is sleep(nullptr, mask): -EINTR after any handler.
+  int sleep_restartable(const sigset_t* mask) noexcept;
+
   // Wakes the owner.  Safe from any thread holding any lock; while the
   // caller holds a SpinLock the system call is deferred to its release.
   void kick() noexcept;
@@ -109,6 +123,13 @@ class ThreadWaiter {
   std::atomic<bool> sleeping_{false};
   int efd_ = -1;
   int kep_ = -1;  // kernel epoll with efd_ edge-triggered (see self())
+  // sleep_restartable's kernel epoll (efd_ edge-triggered, sfd_) and
+  // signalfd, made at the first such sleep; sfd_mask_ is sfd_'s mask.
+  // Owner thread only (fork_child closes them in the child).
+  int rkep_ = -1;
+  int sfd_ = -1;
+  sigset_t sfd_mask_{};
+  bool restart_setup() noexcept;
   ThreadWaiter* pool_next_ = nullptr;
   ThreadWaiter* all_next_ = nullptr;  // every waiter of this process; under g_pool_mutex
   static constexpr int kEntries = 2;
@@ -144,11 +165,22 @@ class ScopedEntry {
   WaiterEntry local_;
 };
 
+// Linux's ERESTARTSYS (include/linux/errno.h): a sleep ended by handlers
+// that all asked for SA_RESTART; never returned to a caller of uepoll.
+inline constexpr int kErestartSys = 512;
+
 // Absolute CLOCK_MONOTONIC deadline helpers.
 timespec monotonic_now() noexcept;
 timespec deadline_after_ms(long ms) noexcept;
 timespec deadline_after(const timespec& rel) noexcept;
 bool deadline_passed(const timespec& d) noexcept;
+
+// Runs the handlers of the pending signals that `mask` unblocks, as a kernel
+// call made with that mask does on its way out (Linux do_poll and
+// do_select check signal_pending() even with a zero timeout): -EINTR when a
+// handler ran, else 0.  One system call (ppoll of no descriptors, timeout
+// 0, with `mask`); takes no lock and must be called with none held.
+int deliver_unblocked(const sigset_t* mask) noexcept;
 
 // Blocks every signal in the calling thread for its lifetime and restores
 // the previous mask on destruction (used around the check-then-sleep

@@ -186,8 +186,11 @@ long do_poll(struct pollfd* fds, nfds_t nfds, const timespec* deadline, bool non
     if (w) w->prepare();
     call.collect_sides();  // after prepare: a kick from now on is not lost
     const long count = call.scan();
-    if (count != 0 || nonblock) return count;
-    if (deadline && core::deadline_passed(*deadline)) return 0;
+    if (count != 0) return count;
+    // Linux do_poll: nothing ready and a signal pending that the mask
+    // unblocks is EINTR with the handler run, even with no time to wait.
+    if (nonblock || (deadline && core::deadline_passed(*deadline)))
+      return sigmask ? core::deliver_unblocked(sigmask) : 0;
     if (!w) {
       int err = 0;
       w = core::ThreadWaiter::self(&err);

@@ -40,8 +40,9 @@ int pipe_queued_bytes(Pipe* p) noexcept {
 // ---- Pipe ------------------------------------------------------------------
 
 Pipe::~Pipe() {
-  for (Buf& b : bufs_)
-    if (b.page) core::raw_free(b.page);
+  for (unsigned i = 0; i < ring_size_; ++i)
+    if (bufs_[i].page) core::raw_free(bufs_[i].page);
+  if (bufs_ != inline_bufs_) core::raw_free(bufs_);
   if (tmp_page_) core::raw_free(tmp_page_);
 }
 
@@ -86,16 +87,47 @@ void Pipe::wake_writer(uint32_t key, int nr_exclusive) noexcept {
 // the lock is dropped: whole pages taken out of the ring (a read of more
 // than a page), then bytes copied into `bounce` (everything, for a read of
 // at most a page; else the part of a buffer the read did not finish).
+// Room for `cap` buffers: the ring's size when the read began (a larger
+// ring allocates its arrays outside the lock); a read that meets a ring
+// grown since stops at cap buffers (a shorter count, nothing lost).
 struct Pipe::ReadPlan {
   bool small = false;  // count <= kPipePage: everything goes through bounce
+  unsigned cap = kPipeSlots;
   int npages = 0;
-  char* pages[kPipeSlots];
-  uint32_t off[kPipeSlots];
-  uint32_t len[kPipeSlots];
+  char** pages = pages_in;
+  uint32_t* off = off_in;
+  uint32_t* len = len_in;
   uint32_t bounce_len = 0;
   int nfree = 0;
-  char* to_free[kPipeSlots];  // pages released under the lock, freed after
+  char** to_free = to_free_in;  // pages released under the lock, freed after
+  void* heap = nullptr;
+  char* pages_in[kPipeSlots];
+  uint32_t off_in[kPipeSlots];
+  uint32_t len_in[kPipeSlots];
+  char* to_free_in[kPipeSlots];
   char bounce[kPipePage];
+
+  ReadPlan() = default;
+  ReadPlan(const ReadPlan&) = delete;
+  ReadPlan& operator=(const ReadPlan&) = delete;
+  ~ReadPlan() { core::raw_free(heap); }
+  // Outside every lock.  False when out of memory (the plan keeps its
+  // inline room: the read takes fewer buffers).
+  bool reserve(unsigned slots) noexcept {
+    if (slots <= cap) return true;
+    const size_t per = 2 * sizeof(char*) + 2 * sizeof(uint32_t);
+    char* m = static_cast<char*>(core::raw_alloc(per * slots, alignof(char*)));
+    if (!m) return false;
+    core::raw_free(heap);
+    heap = m;
+    pages = reinterpret_cast<char**>(m);
+    to_free = pages + slots;
+    off = reinterpret_cast<uint32_t*>(to_free + slots);
+    len = off + slots;
+    cap = slots;
+    return true;
+  }
+  bool room() const noexcept { return static_cast<unsigned>(npages) < cap && static_cast<unsigned>(nfree) < cap; }
 
   void reset() noexcept {
     npages = 0;
@@ -115,7 +147,7 @@ struct Pipe::ReadPlan {
 long Pipe::take_locked(size_t count, bool fault, ReadPlan* plan, bool* wake_writer) noexcept {
   long ret = 0;
   size_t total = count;
-  while (!empty_locked()) {
+  while (!empty_locked() && plan->room()) {
     Buf& b = slot_locked(tail_);
     size_t chars = b.len;
     if (chars > total) chars = total;
@@ -200,6 +232,9 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
   int attempts = 0;
   Pipe::ReadPlan plan;
   plan.small = count <= kPipePage;
+  // A resized ring may hold more buffers than the plan's inline room.
+  const unsigned slots = p.slots_hint_.load(std::memory_order_relaxed);
+  if (slots > kPipeSlots) (void)plan.reserve(slots);  // without it: fewer buffers per read
   // Preconditions of the op: wq() held (block_on); takes mu_ (leaf).  An
   // attempt that returns -EAGAIN consumed nothing.
   const long r = core::block_on(wq(), nonblocking(), EPOLLIN | EPOLLRDNORM | EPOLLHUP, [&]() -> long {
@@ -362,7 +397,7 @@ bool PipeWriter::wait_writable_locked(Call& c) noexcept {
     const bool writable = !p.full_locked() || !p.readers_;
     p.mu_.unlock();
     return writable ? 0 : -EAGAIN;
-  });
+  }, c.ret == 0);  // after a partial write, any handler ends it (Linux pipe_write)
   pipe_->mu_.lock();
   if (w < 0) {  // a signal handler ran
     if (!c.ret) c.ret = w;

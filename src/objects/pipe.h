@@ -1,11 +1,16 @@
 // pipe.h - the uepoll pipe: two files (PipeReader, PipeWriter) over one
 // shared Pipe ring (Linux fs/pipe.c: pipe_read, pipe_write, pipe_poll,
-// pipe_release, do_pipe2).
+// pipe_release, do_pipe2; the ring's size, pipe_set_size: pipe_size.cpp).
 //
-// What it owns.  Pipe is Linux's pipe_inode_info: a ring of kPipeSlots (16)
-// page-sized buffers (kPipePage = 4096 bytes, 64 KiB in all), head/tail
-// indexes that wrap naturally, a one-page cache (tmp_page), the reader and
-// writer counts, and Linux's "poll_usage" flag.  Each end is a File with its
+// What it owns.  Pipe is Linux's pipe_inode_info: a ring of page-sized
+// buffers (kPipePage = 4096 bytes; kPipeSlots = 16 of them, 64 KiB, until
+// F_SETPIPE_SZ gives it another power of two: Linux pipe_set_size and
+// pipe_resize_ring), head/tail indexes that wrap naturally, a one-page
+// cache (tmp_page), the reader and writer counts, and Linux's "poll_usage"
+// flag.  The default ring lives inside the Pipe; a resized one is
+// allocated (outside mu_) and swapped in under mu_, its buffers moved in
+// order, so a resize racing readers and writers loses and reorders
+// nothing.  Each end is a File with its
 // own wait queue: the reader's wq() is Linux's pipe->rd_wait, the writer's
 // wq() is pipe->wr_wait.  Pages are allocated lazily through core::create
 // allocation (raw_alloc), one page cached as Linux does, so a steady
@@ -86,6 +91,9 @@ class Pipe {
   friend class PipeWriter;
   friend int make_pipe(int flags, int out[2]) noexcept;
   friend int pipe_queued_bytes(Pipe* p) noexcept;
+  friend long pipe_size_fcntl(core::File* end, int cmd, unsigned long arg) noexcept;
+  friend long pipe_splice_from_kernel(core::File* out, int in_fd, long long* pos, size_t len,
+                                      bool nonblock) noexcept;
 
   enum : uint8_t { kCanMerge = 1, kPacket = 2 };
   struct Buf {
@@ -97,8 +105,14 @@ class Pipe {
 
   // Preconditions: mu_ held.
   bool empty_locked() const noexcept UEP_REQUIRES(mu_) { return head_ == tail_; }
-  bool full_locked() const noexcept UEP_REQUIRES(mu_) { return head_ - tail_ >= kPipeSlots; }
-  Buf& slot_locked(unsigned i) noexcept UEP_REQUIRES(mu_) { return bufs_[i & (kPipeSlots - 1)]; }
+  // Linux pipe_full(head, tail, max_usage); max_usage is the ring size
+  // (they differ only for watch queues, which uepoll has not).
+  bool full_locked() const noexcept UEP_REQUIRES(mu_) { return head_ - tail_ >= ring_size_; }
+  Buf& slot_locked(unsigned i) noexcept UEP_REQUIRES(mu_) { return bufs_[i & (ring_size_ - 1)]; }
+  // Linux pipe_resize_ring: -EBUSY when more buffers are in use than
+  // nr_slots, -ENOMEM; wakes the writers (there may be room now).
+  // Preconditions: nr_slots a power of two; mu_ not held.
+  int resize(unsigned nr_slots) noexcept UEP_EXCLUDES(mu_);
   void release_page_locked(Buf& b, char** to_free) noexcept UEP_REQUIRES(mu_);
   // Appends n bytes of our own memory to the last buffer if it may merge
   // them (Linux: the sub-page remainder of a write).
@@ -123,7 +137,12 @@ class Pipe {
   void wake_writer(uint32_t key, int nr_exclusive = 1) noexcept;
 
   core::SpinLock mu_{core::lock_class::kPipe};  // leaf (8)
-  Buf bufs_[kPipeSlots] UEP_GUARDED_BY(mu_);
+  Buf inline_bufs_[kPipeSlots];                  // the default ring (reached through bufs_)
+  Buf* bufs_ UEP_GUARDED_BY(mu_) = inline_bufs_;  // ring_size_ entries
+  unsigned ring_size_ UEP_GUARDED_BY(mu_) = kPipeSlots;  // a power of two
+  // ring_size_, for sizing a read's plan before mu_ is taken; relaxed (a
+  // stale value only makes a read take fewer buffers).
+  std::atomic<unsigned> slots_hint_{kPipeSlots};
   unsigned head_ UEP_GUARDED_BY(mu_) = 0;
   unsigned tail_ UEP_GUARDED_BY(mu_) = 0;
   char* tmp_page_ UEP_GUARDED_BY(mu_) = nullptr;  // one cached page
@@ -198,6 +217,8 @@ class PipeWriter final : public core::File {
 
  private:
   struct Call;
+  friend long pipe_splice_from_kernel(core::File* out, int in_fd, long long* pos, size_t len,
+                                      bool nonblock) noexcept;
   // The write proper; buf may be user memory (staged outside mu_).
   ssize_t write_impl(const void* buf, size_t count, bool nonblock) noexcept;
   // Preconditions: p.mu_ held.  Fills pages until done, full or failed.
@@ -216,6 +237,39 @@ class PipeWriter final : public core::File {
 // answers O_NOTIFICATION_PIPE with ENOPKG, as a kernel without
 // CONFIG_WATCH_QUEUE does).  Returns 0 and fills out, or -ENOMEM / -EMFILE.
 int make_pipe(int flags, int out[2]) noexcept;
+
+// fcntl F_GETPIPE_SZ / F_SETPIPE_SZ on either end (Linux pipe_fcntl):
+// -EBADF on a file that is not a pipe end.  F_SETPIPE_SZ takes the low 32
+// bits of arg (Linux's unsigned int), rounds it up to a power of two pages
+// (at least one; -EINVAL past 2^31), refuses to grow past
+// /proc/sys/fs/pipe-max-size without CAP_SYS_RESOURCE (-EPERM), gives
+// -EBUSY when the buffers in use do not fit, -ENOMEM, else the new size in
+// bytes.  From a signal handler that interrupted its own thread inside
+// this pipe: -EBUSY (the ring's lock is held below it).  Allocates (the
+// new ring) with no lock held.
+long pipe_size_fcntl(core::File* end, int cmd, unsigned long arg) noexcept;
+
+// splice(in_fd -> out) and sendfile(out, in_fd) into a uepoll pipe's write
+// end `out` from a kernel descriptor (Linux splice_file_to_pipe): waits for
+// a free buffer (-EAGAIN when `nonblock`; -EPIPE and SIGPIPE without
+// readers; -EINTR after a handler, restarted after SA_RESTART), then moves
+// at most what the free buffers hold, as the page cache fills them (a
+// regular file at position p: free * 4096 - p % 4096 bytes), in chunks of
+// 64 KiB through a bounce buffer.  A seekable in_fd is read with pread at
+// *pos (pos nullptr: at its file position, which is then advanced by the
+// bytes moved), so nothing read is lost; any other is read with read()
+// and written blocking.  Returns the bytes moved (0 at end of file) or the
+// first error (-errno of the read, as Linux).  Allocates the bounce buffer
+// (-ENOMEM); no lock held across system calls.
+long pipe_splice_from_kernel(core::File* out, int in_fd, long long* pos, size_t len, bool nonblock) noexcept;
+
+// sendfile(out, in_fd) into a uepoll file that is not a pipe (a socket
+// pair end): in_fd read with pread at *pos (nullptr: its file position,
+// advanced by the bytes moved), each chunk of up to 64 KiB written with
+// out's own write (blocking unless O_NONBLOCK), until len bytes, a short
+// write or the end of the file.  -EINVAL for an in_fd that cannot be read
+// at an offset.  Returns the bytes moved or the first error.
+long file_send_from_kernel(core::File* out, int in_fd, long long* pos, size_t len) noexcept;
 
 // FIONREAD on either end (Linux pipe_ioctl): bytes queued in the ring.
 // Takes the ring's mu_ (leaf).

@@ -1,10 +1,9 @@
 // pipe_ops.cpp - the operations both pipe ends share beyond read/write
 // (Linux fs/pipe.c pipe_ioctl, pipefifo_fops, pipe_fcntl; fs/fcntl.c
 // setfl for O_DIRECT and fasync): FIONREAD, fstat, F_GETPIPE_SZ /
-// F_SETPIPE_SZ, and what the preload's fork conversion reads.
+// F_SETPIPE_SZ (pipe_size.cpp), and what the preload's fork conversion reads.
 // Locks: the ring's mu_ (leaf, 8) for FIONREAD.
 #include "core/user_memory.h"
-#include "core/warn.h"
 #include "objects/pipe.h"
 
 #include <cerrno>
@@ -31,22 +30,14 @@ long pipe_fstat(Pipe* p, struct stat* st) noexcept {
   return 0;
 }
 
-long pipe_fcntl_size(int cmd, unsigned long arg) noexcept {
-  constexpr unsigned long kSize = kPipeSlots * kPipePage;
-  if (cmd == F_GETPIPE_SZ) return kSize;
-  if (arg <= kSize && arg > (kPipeSlots / 2) * kPipePage) return kSize;  // the size it has
-  core::warn_once("fcntl(F_SETPIPE_SZ): uepoll pipes keep their 64 KiB ring (EPERM)");
-  return -EPERM;
-}
-
 }  // namespace
 
 long PipeReader::ioctl(unsigned long request, void* arg) noexcept { return pipe_ioctl(pipe_, request, arg); }
 long PipeWriter::ioctl(unsigned long request, void* arg) noexcept { return pipe_ioctl(pipe_, request, arg); }
 long PipeReader::fstat(struct stat* st) noexcept { return pipe_fstat(pipe_, st); }
 long PipeWriter::fstat(struct stat* st) noexcept { return pipe_fstat(pipe_, st); }
-long PipeReader::pipe_size(int cmd, unsigned long arg) noexcept { return pipe_fcntl_size(cmd, arg); }
-long PipeWriter::pipe_size(int cmd, unsigned long arg) noexcept { return pipe_fcntl_size(cmd, arg); }
+long PipeReader::pipe_size(int cmd, unsigned long arg) noexcept { return pipe_size_fcntl(this, cmd, arg); }
+long PipeWriter::pipe_size(int cmd, unsigned long arg) noexcept { return pipe_size_fcntl(this, cmd, arg); }
 
 bool PipeReader::stream_state(core::StreamState* out) noexcept {
   *out = {pipe_, 0, 0, false};

@@ -286,7 +286,7 @@ ssize_t UnixSocket::write(const void* buf, size_t count) noexcept {
       }
       c.mu_.unlock();
       return res;
-    });
+    }, sent == 0);  // Linux unix_stream_sendmsg: a partial count after any handler
     if (room < 0) {
       err = room;
       break;

@@ -151,7 +151,8 @@ long UserFile::block(uint32_t wait_mask, Op&& op) noexcept {
       dequeue();
       return r;
     }
-    const int s = w->sleep(nullptr, &blocked.saved());
+    // Restarted after SA_RESTART handlers, as a pipe read (core/block.h).
+    const int s = w->sleep_restartable(&blocked.saved());
     dequeue();
     if (s == -EINTR) return -EINTR;
   }

@@ -213,6 +213,15 @@ static int make_kernel_object(struct group *g) {
   int r = g->is_socket ? UEP_PL_REAL(socketpair)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g->k)
                        : UEP_PL_REAL(pipe2)(g->k, O_CLOEXEC | (packet ? O_DIRECT : 0));
   if (r < 0) return -1;
+  /* A pipe keeps its size (F_SETPIPE_SZ), so that its bytes fit and its
+   * writers see the same capacity.  The size was granted under Linux's
+   * rules; the kernel grants it again. */
+  if (!g->is_socket) {
+    const int u = g->end_u[0] ? g->end_u[0] : g->end_u[1];
+    const int size = u ? uep_fcntl(u, F_GETPIPE_SZ) : -1;
+    if (size > 0 && size != UEP_PL_REAL(fcntl)(g->k[0], F_GETPIPE_SZ))
+      (void)UEP_PL_REAL(fcntl)(g->k[0], F_SETPIPE_SZ, size);
+  }
   /* The moves must never block (nobody reads the kernel object yet): it is
    * non-blocking until carry_state() sets the program's flags.  The bytes
    * fit: uepoll charged them as Linux does for the program's own writes,

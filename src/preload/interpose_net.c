@@ -7,8 +7,8 @@
  * Linux has a fixed one for that object type (mmap: ENODEV; fsync,
  * ftruncate: EINVAL; listen/accept/connect on a connected pair: EINVAL,
  * EINVAL, EISCONN; isatty: ENOTTY, or EINVAL for an epoll instance),
- * otherwise an error and a one-line warning naming the call (splice,
- * sendfile, tee, copy_file_range, flock, bind); fstatfs is answered for a
+ * otherwise an error and a one-line warning naming the call (flock, bind;
+ * splice and its kind: interpose_splice.c); fstatfs is answered for a
  * kernel object of the type (interpose_kinds.c).  Anything else reaches the
  * kernel with the placeholder descriptor (fdmap.h), which answers EBADF.
  * socket, bind, listen, accept, accept4 and connect on a provider's socket
@@ -33,7 +33,6 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/select.h>
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -272,30 +271,6 @@ int isatty(int fd) {
   return UEP_PL_REAL(isatty)(fd);
 }
 
-ssize_t sendfile(int out, int in, off_t *off, size_t n) {
-  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("sendfile", EINVAL);
-  return UEP_PL_REAL(sendfile)(out, in, off, n);
-}
-ssize_t sendfile64(int out, int in, off64_t *off, size_t n) {
-  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("sendfile", EINVAL);
-  return UEP_PL_REAL(sendfile64)(out, in, off, n);
-}
-ssize_t splice(int in, off64_t *oin, int out, off64_t *oout, size_t n, unsigned int flags) {
-  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("splice", EINVAL);
-  return UEP_PL_REAL(splice)(in, oin, out, oout, n, flags);
-}
-ssize_t tee(int in, int out, size_t n, unsigned int flags) {
-  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("tee", EINVAL);
-  return UEP_PL_REAL(tee)(in, out, n, flags);
-}
-ssize_t vmsplice(int fd, const struct iovec *iov, size_t n, unsigned int flags) {
-  if (uep_pl_map(fd)) return refuse("vmsplice", EINVAL);
-  return UEP_PL_REAL(vmsplice)(fd, iov, n, flags);
-}
-ssize_t copy_file_range(int in, off64_t *oin, int out, off64_t *oout, size_t n, unsigned int flags) {
-  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("copy_file_range", EINVAL);
-  return UEP_PL_REAL(copy_file_range)(in, oin, out, oout, n, flags);
-}
 /* pipefs, sockfs or anon_inodefs, as Linux says (interpose_kinds.c). */
 int fstatfs(int fd, struct statfs *st) { return uep_pl_fstatfs(fd, st); }
 int fstatfs64(int fd, struct statfs64 *st) { return uep_pl_fstatfs64(fd, st); }

@@ -56,6 +56,34 @@ TEST(SurfaceSocket, SendRecvFlags) {
   EXPECT_LINUX_HAS(tr, "sends of 4096 before EAGAIN");
 }
 
+// MSG_TRUNC on a stream pair: Linux 6.18's unix_stream_read_generic copies
+// the bytes as without it (only datagram sockets discard); a NULL buffer is
+// EFAULT.
+TEST(SurfaceSocket, RecvTruncOnStream) {
+  auto tr = conf::surface_differential([](ST& t) {
+    auto [a, b] = t.unix_stream(SOCK_NONBLOCK);
+    t.send(a, 6, 0, "0", 't');
+    t.recv(b, 2, MSG_TRUNC, "TRUNC");
+    t.recv(b, 2, MSG_TRUNC | MSG_PEEK, "TRUNC|PEEK");
+    errno = 0;
+    t.rec("recv(NULL,100,TRUNC)", t.sa.recv(b, nullptr, 100, MSG_TRUNC));
+    t.recv(b, 16, 0, "0");
+    t.send(a, 3, 0, "0", 'u');
+    char buf[8] = {};
+    struct iovec io = {buf, 2};
+    struct msghdr m{};
+    m.msg_iov = &io;
+    m.msg_iovlen = 1;
+    errno = 0;
+    const ssize_t r = t.sa.recvmsg(b, &m, MSG_TRUNC);
+    t.rec("recvmsg(2,TRUNC) [" + std::string(buf, r > 0 ? static_cast<size_t>(r) : 0) +
+              "] msg_flags=" + std::to_string(m.msg_flags),
+          r);
+  });
+  EXPECT_LINUX_SEQ(tr, {"recv(fd1,2,TRUNC) = 2 [tt]", "recv(NULL,100,TRUNC) = -1 EFAULT",
+                        "recvmsg(2,TRUNC) [uu] msg_flags=0 = 2"});
+}
+
 TEST(SurfaceSocket, EpipeAndSigpipe) {
   auto tr = conf::surface_differential([](ST& t) {
     BlockSigpipe block;

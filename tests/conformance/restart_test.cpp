@@ -1,0 +1,146 @@
+// restart_test.cpp - SA_RESTART as signal(7) says: a blocking read or write
+// on a pipe, a socket pair, an eventfd or a timerfd that a handler
+// interrupts is restarted when the handler was installed with SA_RESTART
+// and fails with EINTR when it was not; a write that had already moved
+// bytes returns that partial count either way; poll and epoll_wait are
+// never restarted.  A helper thread signals the blocked thread once it is
+// asleep (its /proc state is S), then makes the call able to finish.
+// Runs on Linux and uepoll; the traces must match.
+#include "harness.h"
+
+#include <pthread.h>
+#include <sys/syscall.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+
+namespace {
+
+using conf::T;
+
+volatile sig_atomic_t g_handled = 0;
+void on_usr1(int) { g_handled = g_handled + 1; }
+
+// True once thread `tid` of this process is asleep (state S in its stat).
+bool asleep(pid_t tid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
+  std::ifstream in(path);
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t p = stat.rfind(')');
+  return p != std::string::npos && p + 2 < stat.size() && stat[p + 2] == 'S';
+}
+
+// Runs `call` in this thread with a SIGUSR1 handler (SA_RESTART or not);
+// another thread signals this one when it sleeps, then runs `then` (which
+// lets the call finish).  Logs the call's result and whether the handler ran.
+void interrupted(T& t, bool sa_restart, const std::string& what, const std::function<long()>& call,
+                 const std::function<void()>& then) {
+  struct sigaction sa{}, old{};
+  sa.sa_handler = on_usr1;
+  sa.sa_flags = sa_restart ? SA_RESTART : 0;
+  sigaction(SIGUSR1, &sa, &old);
+  g_handled = 0;
+  const pthread_t self = pthread_self();
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  std::atomic<bool> returned{false};
+  std::thread helper([&] {
+    for (int i = 0; i < 2000 && !asleep(tid); ++i) usleep(1000);
+    usleep(10000);
+    pthread_kill(self, SIGUSR1);
+    usleep(30000);
+    then();
+  });
+  errno = 0;
+  const long r = call();
+  const int e = errno;
+  returned = true;
+  helper.join();
+  sigaction(SIGUSR1, &old, nullptr);
+  errno = e;
+  t.log(what + (sa_restart ? " [SA_RESTART]" : " [no SA_RESTART]") + " = " + t.res(r) +
+        (g_handled ? " handler ran" : " no handler"));
+}
+
+TEST(Restart, BlockingCallsAndSaRestart) {
+  UEPOLL_SKIP_UNDER_TSAN("signals a thread blocked on a kernel descriptor");
+  auto r = conf::differential([](T& t) {
+    const uepoll_test::Api& api = t.api;
+    for (bool restart : {true, false}) {
+      auto [rd, wr] = t.pipe();
+      char c;
+      interrupted(
+          t, restart, "pipe read", [&] { return api.read(rd, &c, 1); }, [&] { (void)api.write(wr, "x", 1); });
+      if (!restart) t.read(rd, 1);
+      // A full pipe: a one-byte write waits for room.
+      std::vector<char> big(65536, 'y');
+      t.write(wr, big.data(), big.size());
+      interrupted(
+          t, restart, "pipe write (full)", [&] { return api.write(wr, "z", 1); },
+          [&] { (void)api.read(rd, big.data(), 4096); });
+      // A write that moved bytes before it slept returns them.
+      std::vector<char> rest(70000);  // its sub-page tail (368 bytes) merges into the last page
+      interrupted(
+          t, restart, "pipe write (partial)", [&] { return api.write(wr, rest.data(), rest.size()); }, [] {});
+      t.close(rd);
+      t.close(wr);
+
+      auto [s0, s1] = t.unix_stream();
+      interrupted(
+          t, restart, "socket read", [&] { return api.read(s0, &c, 1); }, [&] { (void)api.write(s1, "s", 1); });
+      if (!restart) t.read(s0, 1);
+      t.close(s0);
+      t.close(s1);
+
+      int efd = t.eventfd(0);
+      uint64_t v = 0;
+      interrupted(
+          t, restart, "eventfd read", [&] { return api.read(efd, &v, 8); },
+          [&] {
+            uint64_t one = 1;
+            (void)api.write(efd, &one, 8);
+          });
+      if (!restart) t.read(efd, 8);
+      t.close(efd);
+
+      int tfd = t.timerfd_create(CLOCK_MONOTONIC, 0);
+      uint64_t ticks = 0;
+      interrupted(
+          t, restart, "timerfd read", [&] { return api.read(tfd, &ticks, 8); },
+          [&] {
+            struct itimerspec its{};
+            its.it_value.tv_nsec = 1000000;
+            (void)api.timerfd_settime(tfd, 0, &its, nullptr);
+          });
+      if (!restart) t.read(tfd, 8);
+      t.close(tfd);
+
+      // Never restarted (signal(7)'s second list).
+      auto [prd, pwr] = t.pipe();
+      struct pollfd pfd = {prd, POLLIN, 0};
+      interrupted(
+          t, restart, "poll", [&] { return api.poll(&pfd, 1, 5000); }, [&] { (void)api.write(pwr, "p", 1); });
+      int ep = t.epoll_create1();
+      t.read(prd, 1);
+      t.ctl(ep, EPOLL_CTL_ADD, prd, EPOLLIN, 3);
+      struct epoll_event ev;
+      interrupted(
+          t, restart, "epoll_wait", [&] { return api.epoll_wait(ep, &ev, 1, 5000); },
+          [&] { (void)api.write(pwr, "q", 1); });
+      t.close(ep);
+      t.close(prd);
+      t.close(pwr);
+    }
+  });
+  EXPECT_LINUX_SEQ(r, {"pipe read [SA_RESTART] = 1 handler ran", "pipe write (full) [SA_RESTART] = 1 handler ran",
+                       "pipe write (partial) [SA_RESTART] = 368 handler ran",
+                       "socket read [SA_RESTART] = 1 handler ran", "eventfd read [SA_RESTART] = 8 handler ran",
+                       "timerfd read [SA_RESTART] = 8 handler ran", "poll [SA_RESTART] = -1 EINTR handler ran",
+                       "epoll_wait [SA_RESTART] = -1 EINTR handler ran",
+                       "pipe read [no SA_RESTART] = -1 EINTR handler ran",
+                       "pipe write (full) [no SA_RESTART] = -1 EINTR handler ran",
+                       "eventfd read [no SA_RESTART] = -1 EINTR handler ran"});
+}
+
+}  // namespace

@@ -1,0 +1,118 @@
+// splice_test.cpp - splice, sendfile and copy_file_range with a pipe or
+// socket pair on one side and a kernel file, pipe or socket on the other:
+// Linux's checks and their order (EINVAL for flags, EBADF, ESPIPE, EFAULT,
+// the wrong direction), the counts (at most what the pipe's free buffers
+// hold, one page each, from a file offset inside a page), offsets and file
+// positions, EAGAIN on a full pipe, EPIPE without readers.  Runs on Linux
+// and uepoll (uep_splice...); the traces must match.
+#include "harness.h"
+
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+
+#include <cstdlib>
+
+namespace {
+
+using conf::T;
+
+const bool sigpipe_ignored = [] {
+  signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
+
+// A file of n bytes ('a' + i % 26), unlinked, opened O_RDWR.
+int temp_file(size_t n) {
+  char path[] = "/tmp/uepoll-splice-XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return -1;
+  unlink(path);
+  std::string data(n, 0);
+  for (size_t i = 0; i < n; ++i) data[i] = static_cast<char>('a' + i % 26);
+  if (::write(fd, data.data(), n) != static_cast<ssize_t>(n)) return -1;
+  ::lseek(fd, 0, SEEK_SET);
+  return fd;
+}
+
+struct Calls {
+  bool linux;
+  ssize_t splice(int a, int64_t* oa, int b, int64_t* ob, size_t n, unsigned f) const {
+    return linux ? ::splice(a, oa, b, ob, n, f) : ::uep_splice(a, oa, b, ob, n, f);
+  }
+  ssize_t sendfile(int o, int i, off_t* off, size_t n) const {
+    return linux ? ::sendfile(o, i, off, n) : ::uep_sendfile(o, i, off, n);
+  }
+  ssize_t copy_file_range(int a, int64_t* oa, int b, int64_t* ob, size_t n, unsigned f) const {
+    return linux ? ::copy_file_range(a, oa, b, ob, n, f) : ::uep_copy_file_range(a, oa, b, ob, n, f);
+  }
+};
+
+TEST(Splice, IntoPipesAndSockets) {
+  auto r = conf::differential([](T& t) {
+    const Calls c{t.is_linux()};
+    const int f = temp_file(200000);
+    const int dir = ::open("/tmp", O_RDONLY | O_DIRECTORY);
+    auto [rd, wr] = t.pipe2(O_NONBLOCK);
+    auto log = [&](const std::string& what, ssize_t n) { t.log(what + " = " + t.res(n)); };
+    int64_t off = 0;
+    errno = 0;
+    log("splice(file,pipe,0)", c.splice(f, nullptr, wr, nullptr, 0, 0));
+    log("splice(file,pipe,flags 0x100)", c.splice(f, nullptr, wr, nullptr, 10, 0x100));
+    log("splice(file,pipe,off_out)", c.splice(f, nullptr, wr, &off, 10, 0));
+    log("splice(closed,pipe)", c.splice(987, nullptr, wr, nullptr, 10, 0));
+    log("splice(file,read end)", c.splice(f, nullptr, rd, nullptr, 10, 0));
+    log("splice(file,pipe,bad off_in)", c.splice(f, reinterpret_cast<int64_t*>(8), wr, nullptr, 10, 0));
+    log("splice(file,pipe,3000)", c.splice(f, nullptr, wr, nullptr, 3000, 0));
+    t.log("file position " + std::to_string(::lseek(f, 0, SEEK_CUR)));
+    t.read(rd, 5000);
+    // From an offset inside a page: the free buffers hold one page each.
+    off = 100;
+    log("splice(file@100,pipe,70000)", c.splice(f, &off, wr, nullptr, 70000, 0));
+    t.log("off " + std::to_string(off) + ", file position " + std::to_string(::lseek(f, 0, SEEK_CUR)));
+    log("splice(file,full pipe)", c.splice(f, nullptr, wr, nullptr, 10, 0));
+    log("splice(file,full pipe,NONBLOCK)", c.splice(f, nullptr, wr, nullptr, 10, SPLICE_F_NONBLOCK));
+    t.read(rd, 4096);
+    log("splice(file,pipe with one page free,9000)", c.splice(f, nullptr, wr, nullptr, 9000, 0));
+    // From a kernel pipe and a kernel socket.
+    int kp[2], ks[2];
+    if (::pipe(kp) < 0 || ::socketpair(AF_UNIX, SOCK_STREAM, 0, ks) < 0) return;
+    auto [rd2, wr2] = t.pipe();
+    (void)!::write(kp[1], "0123456789", 10);
+    log("splice(kernel pipe,pipe,100)", c.splice(kp[0], nullptr, wr2, nullptr, 100, 0));
+    log("splice(kernel pipe,pipe,off_in)", c.splice(kp[0], &off, wr2, nullptr, 100, 0));
+    (void)!::write(ks[1], "socket", 6);
+    log("splice(kernel socket,pipe,100)", c.splice(ks[0], nullptr, wr2, nullptr, 100, 0));
+    log("splice(kernel socket,pipe,off_in)", c.splice(ks[0], &off, wr2, nullptr, 100, 0));
+    t.read(rd2, 100);
+    // sendfile into a pipe and a socket pair.
+    off_t soff = 7;
+    log("sendfile(pipe,file,&7,5000)", c.sendfile(wr2, f, &soff, 5000));
+    t.log("soff " + std::to_string(soff));
+    log("sendfile(pipe,file,NULL,10)", c.sendfile(wr2, f, nullptr, 10));
+    t.log("file position " + std::to_string(::lseek(f, 0, SEEK_CUR)));
+    log("sendfile(pipe,read end)", c.sendfile(wr2, rd2, nullptr, 10));
+    log("sendfile(read end,file)", c.sendfile(rd2, f, nullptr, 10));
+    log("sendfile(pipe,file,bad off)", c.sendfile(wr2, f, reinterpret_cast<off_t*>(8), 10));
+    auto [s0, s1] = t.unix_stream();
+    log("sendfile(socket,file,NULL,100)", c.sendfile(s0, f, nullptr, 100));
+    t.read(s1, 200);
+    // copy_file_range needs regular files.
+    log("copy_file_range(pipe,file)", c.copy_file_range(rd2, nullptr, f, nullptr, 10, 0));
+    log("copy_file_range(file,pipe,flags 1)", c.copy_file_range(f, nullptr, wr2, nullptr, 10, 1));
+    log("copy_file_range(dir,pipe)", c.copy_file_range(dir, nullptr, wr2, nullptr, 10, 0));
+    log("splice(pipe,same pipe)", c.splice(rd2, nullptr, wr2, nullptr, 10, 0));
+    // No readers: EPIPE (SIGPIPE is ignored here).
+    t.close(rd);
+    log("splice(file,pipe without readers)", c.splice(f, nullptr, wr, nullptr, 10, 0));
+    for (int fd : {f, dir, kp[0], kp[1], ks[0], ks[1]}) ::close(fd);
+  });
+  EXPECT_LINUX_SEQ(r, {"splice(file,pipe,0) = 0", "splice(file,pipe,flags 0x100) = -1 EINVAL",
+                       "splice(file,pipe,off_out) = -1 ESPIPE", "splice(closed,pipe) = -1 EBADF",
+                       "splice(file,read end) = -1 EBADF", "splice(file,pipe,3000) = 3000",
+                       "splice(file@100,pipe,70000) = 65436", "splice(file,full pipe) = -1 EAGAIN",
+                       "splice(kernel pipe,pipe,100) = 10", "splice(kernel socket,pipe,100) = 6",
+                       "sendfile(pipe,file,&7,5000) = 5000", "copy_file_range(pipe,file) = -1 EINVAL",
+                       "splice(file,pipe without readers) = -1 EPIPE"});
+}
+
+}  // namespace
