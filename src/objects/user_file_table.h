@@ -34,7 +34,9 @@
 // the thread queues a WaiterEntry with the wanted bits on wq(), calls the
 // operation again, and sleeps until a wake whose key meets those bits (or
 // key 0), SO_RCVTIMEO/SO_SNDTIMEO's deadline (-EAGAIN), or a signal
-// handler (-EINTR).  Signals are blocked between the check and the sleep.
+// handler (-EINTR; with no timeout set, SA_RESTART handlers restart the
+// sleep as signal(7) says).  Signals are blocked between the check and the
+// sleep.
 #pragma once
 
 #include "core/file.h"
@@ -118,7 +120,7 @@ class TableFile final : public core::File {
 
  private:
   template <class Op>
-  long wait(uint32_t want, bool nonblock, const timespec* deadline, Op&& op) noexcept;
+  long wait(uint32_t want, bool nonblock, const timespec* deadline, Op&& op, bool restart = true) noexcept;
   // The whole of a stream write: op(iov, n) until every byte is taken.
   template <class Op>
   long write_all(const struct iovec* iov, size_t n, bool nonblock, Op&& op) noexcept;

@@ -63,8 +63,12 @@ auto TableFile::run(Fn&& fn) noexcept -> decltype(fn()) {
 // Linux sk_wait_event() with the condition evaluated by the operation:
 // queue first, then call, then sleep, so a wake issued after the
 // operation saw "not ready" always finds the entry queued.
+// A signal handler ends the sleep with -EINTR, except that with no timeout
+// set (dl null) the call goes on sleeping after handlers that all have
+// SA_RESTART, unless `restart` is false (a stream write that has already
+// moved data returns its count): signal(7), as core/block.h.
 template <class Op>
-long TableFile::wait(uint32_t want, bool nonblock, const timespec* dl, Op&& op) noexcept {
+long TableFile::wait(uint32_t want, bool nonblock, const timespec* dl, Op&& op, bool restart) noexcept {
   long r = op();
   if (r != -EAGAIN || nonblock) return r;
   int err = 0;
@@ -81,12 +85,12 @@ long TableFile::wait(uint32_t want, bool nonblock, const timespec* dl, Op&& op) 
     wq().unlock();
     r = op();
     int s = 1;
-    if (r == -EAGAIN) s = w->sleep(dl, &blocked.saved());
+    if (r == -EAGAIN) s = dl ? w->sleep(dl, &blocked.saved()) : w->sleep_restartable(&blocked.saved());
     wq().lock();
     if (we.entry.queued()) wq().remove_locked(&we.entry);
     wq().unlock();
     if (r != -EAGAIN) return r;
-    if (s == -EINTR) return -EINTR;
+    if (s == -EINTR || (s == -core::kErestartSys && !restart)) return -EINTR;
     if (s == 0) return -EAGAIN;  // SO_RCVTIMEO / SO_SNDTIMEO passed
   }
 }
@@ -105,7 +109,7 @@ long TableFile::write_all(const struct iovec* iov, size_t n, bool nonblock, Op&&
   const size_t total = iov_total(iov, n);
   size_t seg = 0, done = 0;
   for (;;) {
-    const long r = wait(kWriteWake, nonblock, dl, [&] { return op(cur.data() + seg, n - seg); });
+    const long r = wait(kWriteWake, nonblock, dl, [&] { return op(cur.data() + seg, n - seg); }, done == 0);
     if (r < 0) return done ? static_cast<long>(done) : r;  // a signal or timeout: the partial count
     done += static_cast<size_t>(r);
     for (size_t left = static_cast<size_t>(r); left && seg < n;) {
