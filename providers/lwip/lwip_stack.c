@@ -64,7 +64,7 @@ static struct lw_sock *slot_get_locked(int i) { return i >= 0 && i < nslots ? sl
 uint32_t lw_mask_locked(const struct lw_sock *s) {
   const uint32_t in = EPOLLIN | EPOLLRDNORM, out = EPOLLOUT | EPOLLWRNORM;
   if (s->dgram) /* Linux datagram_poll: readable while a datagram waits, always writable */
-    return (s->rcv_events > 0 || s->peeked ? in : 0) | out | EPOLLWRBAND;
+    return (s->rcv_events > 0 || s->peeked || s->rx_hold ? in : 0) | out | EPOLLWRBAND;
   switch (s->state) {
     case LW_LISTEN: return s->rcv_events > 0 ? in : 0;
     case LW_NEW: return out | EPOLLHUP; /* Linux tcp_poll: TCP_CLOSE */

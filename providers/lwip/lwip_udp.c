@@ -63,6 +63,16 @@ static int udp_connect(void *ctx, const struct sockaddr *a, socklen_t len, const
   return 0;
 }
 
+/* Under rx_mu, around taking a datagram from lwIP's mbox: while `on`, the
+ * mask keeps EPOLLIN if it had it (the RCVMINUS comes before `peeked` is
+ * set); off publishes the mask as it is then. */
+static void hold(struct lw_sock *s, int on) {
+  pthread_mutex_lock(&lw_ev);
+  s->rx_hold = on && (s->rcv_events > 0 || s->peeked);
+  if (!on) lw_publish_locked(s);
+  pthread_mutex_unlock(&lw_ev);
+}
+
 static ssize_t udp_recvmsg(void *ctx, struct msghdr *m, const struct uep_file_call *call) {
   struct lw_sock *s = ctx;
   int flags = call->flags;
@@ -72,11 +82,13 @@ static ssize_t udp_recvmsg(void *ctx, struct msghdr *m, const struct uep_file_ca
   int iovcnt = lw_usable_iov(m->msg_iov, (int)m->msg_iovlen, &total);
   if (iovcnt < 0) return iovcnt;
   pthread_mutex_lock(&s->rx_mu);
+  hold(s, 1);
   struct netbuf *nb = s->peeked;
   s->peeked = NULL;
   if (!nb) {
     err_t e = netconn_recv_udp_raw_netbuf_flags(s->conn, &nb, NETCONN_DONTBLOCK);
     if (e != ERR_OK) {
+      hold(s, 0);
       pthread_mutex_unlock(&s->rx_mu);
       return e == ERR_WOULDBLOCK ? -EAGAIN : -lw_errno(e);
     }
@@ -97,9 +109,7 @@ static ssize_t udp_recvmsg(void *ctx, struct msghdr *m, const struct uep_file_ca
   m->msg_flags = off < dlen ? MSG_TRUNC : 0;
   if (flags & MSG_PEEK) s->peeked = nb;
   else netbuf_delete(nb);
-  pthread_mutex_lock(&lw_ev);
-  lw_publish_locked(s);
-  pthread_mutex_unlock(&lw_ev);
+  hold(s, 0);
   pthread_mutex_unlock(&s->rx_mu);
   return (flags & MSG_TRUNC) ? (ssize_t)dlen : (ssize_t)off;
 }
@@ -160,8 +170,10 @@ static int udp_ioctl(void *ctx, unsigned long req, void *arg, const struct uep_f
   int v = 0;
   if (req == FIONREAD) {
     pthread_mutex_lock(&s->rx_mu);
+    hold(s, 1);
     if (!s->peeked) netconn_recv_udp_raw_netbuf_flags(s->conn, &s->peeked, NETCONN_DONTBLOCK);
     v = s->peeked ? netbuf_len(s->peeked) : 0;
+    hold(s, 0); /* the datagram left the mbox for `peeked`: still readable */
     pthread_mutex_unlock(&s->rx_mu);
   }
   memcpy(arg, &v, sizeof v);

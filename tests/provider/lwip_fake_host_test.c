@@ -157,6 +157,7 @@ static void udp_checks(const struct uep_provider *p) {
   CHECK(wait_mask(a, EPOLLIN) & EPOLLIN);
   int n = -1;
   CHECK(u->ioctl(F(a)->ctx, FIONREAD, &n, &plain) == 0 && n == 8);
+  CHECK(F(a)->mask & EPOLLIN);
   struct sockaddr_in from;
   struct iovec rv = {buf, 4};
   struct msghdr rm = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &rv, .msg_iovlen = 1};
