@@ -134,8 +134,10 @@ static void xclose(int fd) {
 
 /* UDP: datagrams with their sender, PEEK, TRUNC, FIONREAD, connect. */
 static void udp_checks(const struct uep_provider *p) {
-  int a, b;
-  CHECK(p->socket(AF_INET, SOCK_DGRAM, 0, &a) == 0 && p->socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0, &b) == 0);
+  int a = -1, b = -1;
+  CHECK(p->socket(AF_INET, SOCK_DGRAM, 0, &a) == 0);
+  CHECK(p->socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0, &b) == 0);
+  if (a < kBase || b < kBase) return;
   const struct uep_file_operations *u = F(a)->ops;
   CHECK(u->sock_type == SOCK_DGRAM && F(a)->mask == (EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND));
   struct sockaddr_in sa = {.sin_family = AF_INET}, sb = {.sin_family = AF_INET};
