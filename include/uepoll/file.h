@@ -75,6 +75,13 @@ struct uep_file_call {
                                 uep_file_set_mask): poll may be NULL and is \
                                 never called by a wake */
 #define UEP_FILE_STREAM 0x2u /* blocking writes complete (stream socket) */
+#define UEP_FILE_RDONLY 0x4u /* open for reading only: a write is EBADF, \
+                                F_GETFL shows O_RDONLY (a pipe's read end) */
+#define UEP_FILE_WRONLY 0x8u /* open for writing only: a read is EBADF,   \
+                                F_GETFL shows O_WRONLY (a pipe's write end) */
+#define UEP_FILE_FIFO 0x10u  /* a FIFO (a pipe end): fstat S_IFIFO|0600,  \
+                                lseek ESPIPE, F_SETFL keeps O_ASYNC and    \
+                                O_DIRECT (an op sees them in f_flags) */
 
 struct uep_file_operations {
   /* sizeof(struct uep_file_operations) as the provider was compiled: a
@@ -107,7 +114,10 @@ struct uep_file_operations {
                         const struct uep_file_call *call);
   /* arg is the caller's third argument.  FIONBIO and FIOASYNC are
    * uepoll's (they change f_flags and call setfl); FIONREAD, SIOCOUTQ and
-   * the rest reach this operation. */
+   * the rest reach this operation.  On a UEP_FILE_FIFO file, fcntl's
+   * F_GETPIPE_SZ and F_SETPIPE_SZ reach it too (request F_GETPIPE_SZ or
+   * F_SETPIPE_SZ, arg the fcntl argument cast to a pointer; the result is
+   * fcntl's); on other files they are EBADF, as Linux. */
   int (*ioctl)(void *ctx, unsigned long request, void *arg,
                const struct uep_file_call *call);
   /* Fills what it knows; uepoll sets st_dev/st_ino/st_nlink first, and

@@ -21,6 +21,9 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include <lwip/api.h>
 
@@ -60,6 +63,8 @@ struct lw_sock {
   uint32_t shown;    /* the mask last given to uep_file_set_mask */
   int bound;         /* bind() (or an implicit bind) done */
   int nodelay;       /* TCP_NODELAY as set (listeners pass it on) */
+  int dgram;         /* immutable: a UDP socket (lwip_udp.c) */
+  struct netbuf *peeked; /* rx_mu: UDP: a datagram MSG_PEEK left unread */
 };
 
 extern pthread_mutex_t lw_ev;
@@ -78,8 +83,8 @@ void lw_stack_at_fork(int phase);
 
 /* A record for conn (slot registered, conn->socket set, locks made).
  * accepted: conn came from netconn_accept (its events before now are
- * folded in).  NULL on ENOMEM. */
-struct lw_sock *lw_sock_new(struct netconn *conn, int accepted);
+ * folded in); dgram: a UDP netconn.  NULL on ENOMEM. */
+struct lw_sock *lw_sock_new(struct netconn *conn, int accepted, int dgram);
 /* Unregisters, deletes the netconn, frees (release). */
 void lw_sock_free(struct lw_sock *s);
 /* Publishes s->file (after uep_file_create) and the current mask. */
@@ -94,5 +99,19 @@ void lw_event(struct netconn *conn, enum netconn_evt evt, u16_t len);
 
 /* lwIP's err_t as a positive errno (Linux's answers). */
 int lw_errno(err_t err);
+
+/* Shared by the TCP (lwip_sock.c) and UDP (lwip_udp.c) operations. */
+extern const struct uep_file_operations lw_tcp_ops, lw_udp_ops;
+int lw_addr_in(const struct sockaddr *a, socklen_t len, ip_addr_t *ip, u16_t *port);
+void lw_addr_out(const ip_addr_t *ip, u16_t port, struct sockaddr *a, socklen_t *len);
+enum lw_state lw_state_of(struct lw_sock *s);
+/* iovecs before the first NULL / first-page buffer; -EFAULT if none. */
+int lw_usable_iov(const struct iovec *iov, int iovcnt, size_t *total);
+ssize_t lw_epipe(int flags); /* -EPIPE, and SIGPIPE without MSG_NOSIGNAL */
+int lw_getsockname(void *ctx, struct sockaddr *a, socklen_t *len);
+int lw_getpeername(void *ctx, struct sockaddr *a, socklen_t *len);
+int lw_getsockopt(void *ctx, int level, int name, void *val, socklen_t *len);
+int lw_setsockopt(void *ctx, int level, int name, const void *val, socklen_t len);
+void lw_release(void *ctx);
 
 #endif

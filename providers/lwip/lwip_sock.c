@@ -1,7 +1,7 @@
 /*
- * lwip_sock.c - the lwIP provider's sockets (providers/lwip/): AF_INET
+ * lwip_sock.c - the lwIP provider's TCP sockets (providers/lwip/): AF_INET
  * SOCK_STREAM sockets as uepoll files (<uepoll/file.h>) over lwIP netconns,
- * and uep_provider_init.
+ * and the helpers lwip_udp.c shares (addresses, names, options, release).
  *
  * Every operation is non-blocking (netconns are made non-blocking, calls
  * pass NETCONN_DONTBLOCK) and returns -EAGAIN where Linux would sleep:
@@ -35,11 +35,10 @@
 
 #include <uepoll/provider.h>
 
-static const struct uep_file_operations lw_ops;
 
 /* ---- addresses ------------------------------------------------------------------------ */
 /* Linux inet_bind / inet_stream_connect's checks of a sockaddr_in. */
-static int addr_in(const struct sockaddr *a, socklen_t len, ip_addr_t *ip, u16_t *port) {
+int lw_addr_in(const struct sockaddr *a, socklen_t len, ip_addr_t *ip, u16_t *port) {
   if (!a || len < (socklen_t)sizeof(struct sockaddr_in)) return -EINVAL;
   const struct sockaddr_in *sin = (const struct sockaddr_in *)a;
   if (sin->sin_family != AF_INET) return -EAFNOSUPPORT;
@@ -48,7 +47,7 @@ static int addr_in(const struct sockaddr *a, socklen_t len, ip_addr_t *ip, u16_t
   return 0;
 }
 
-static void addr_out(const ip_addr_t *ip, u16_t port, struct sockaddr *a, socklen_t *len) {
+void lw_addr_out(const ip_addr_t *ip, u16_t port, struct sockaddr *a, socklen_t *len) {
   struct sockaddr_in sin;
   memset(&sin, 0, sizeof sin);
   sin.sin_family = AF_INET;
@@ -59,7 +58,7 @@ static void addr_out(const ip_addr_t *ip, u16_t port, struct sockaddr *a, sockle
   *len = sizeof sin;
 }
 
-static enum lw_state state_of(struct lw_sock *s) {
+enum lw_state lw_state_of(struct lw_sock *s) {
   pthread_mutex_lock(&lw_ev);
   enum lw_state st = s->state;
   pthread_mutex_unlock(&lw_ev);
@@ -71,10 +70,10 @@ static int lw_bind(void *ctx, const struct sockaddr *a, socklen_t len) {
   struct lw_sock *s = ctx;
   ip_addr_t ip;
   u16_t port;
-  int r = addr_in(a, len, &ip, &port);
+  int r = lw_addr_in(a, len, &ip, &port);
   if (r) return r;
   if (lw_stack_dead()) return -ENETDOWN;
-  if (s->bound || state_of(s) != LW_NEW) return -EINVAL;
+  if (s->bound || lw_state_of(s) != LW_NEW) return -EINVAL;
   err_t e = netconn_bind(s->conn, &ip, port);
   if (e != ERR_OK) return e == ERR_USE ? -EADDRINUSE : -lw_errno(e);
   s->bound = 1;
@@ -84,7 +83,7 @@ static int lw_bind(void *ctx, const struct sockaddr *a, socklen_t len) {
 static int lw_listen(void *ctx, int backlog) {
   struct lw_sock *s = ctx;
   if (lw_stack_dead()) return -ENETDOWN;
-  enum lw_state st = state_of(s);
+  enum lw_state st = lw_state_of(s);
   if (st != LW_NEW && st != LW_LISTEN) return -EINVAL;
   if (!s->bound) { /* Linux: inet_autobind picks a port */
     if (netconn_bind(s->conn, IP4_ADDR_ANY, 0) != ERR_OK) return -EADDRINUSE;
@@ -105,7 +104,7 @@ static int lw_connect(void *ctx, const struct sockaddr *a, socklen_t len, const 
   struct lw_sock *s = ctx;
   ip_addr_t ip;
   u16_t port;
-  int r = addr_in(a, len, &ip, &port);
+  int r = lw_addr_in(a, len, &ip, &port);
   if (r) return r;
   if (lw_stack_dead()) return -ENETDOWN;
   pthread_mutex_lock(&lw_ev);
@@ -133,12 +132,12 @@ static int lw_connect(void *ctx, const struct sockaddr *a, socklen_t len, const 
 static int lw_accept4(void *ctx, struct sockaddr *a, socklen_t *len, const struct uep_file_call *call) {
   struct lw_sock *s = ctx;
   if (lw_stack_dead()) return -ENETDOWN;
-  if (state_of(s) != LW_LISTEN) return -EINVAL;
+  if (lw_state_of(s) != LW_LISTEN) return -EINVAL;
   struct netconn *nc;
   err_t e = netconn_accept(s->conn, &nc);
   if (e == ERR_WOULDBLOCK) return -EAGAIN;
   if (e != ERR_OK) return e == ERR_ABRT ? -ECONNABORTED : -lw_errno(e);
-  struct lw_sock *ns = lw_sock_new(nc, 1);
+  struct lw_sock *ns = lw_sock_new(nc, 1, 0);
   if (!ns) {
     netconn_delete(nc);
     return -ENOMEM;
@@ -154,13 +153,13 @@ static int lw_accept4(void *ctx, struct sockaddr *a, socklen_t *len, const struc
     u16_t port = 0;
     ip_addr_set_zero_ip4(&ip);
     netconn_peer(nc, &ip, &port);
-    addr_out(&ip, port, a, len);
+    lw_addr_out(&ip, port, a, len);
   }
   pthread_mutex_lock(&lw_ev);
   uint32_t initial = lw_mask_locked(ns);
   pthread_mutex_unlock(&lw_ev);
   struct uep_file *f;
-  int fd = uep_file_create(&lw_ops, ns, call->flags & (SOCK_NONBLOCK | SOCK_CLOEXEC), initial, &f);
+  int fd = uep_file_create(&lw_tcp_ops, ns, call->flags & (SOCK_NONBLOCK | SOCK_CLOEXEC), initial, &f);
   if (fd < 0) {
     int err = errno;
     lw_sock_free(ns);
@@ -201,7 +200,7 @@ static size_t copy_out(struct lw_sock *s, const struct iovec *iov, int iovcnt, i
 
 /* The iovecs before the first one uepoll leaves to us to fault on (NULL or
  * the first page, file.h): the call uses those; none usable is EFAULT. */
-static int usable_iov(const struct iovec *iov, int iovcnt, size_t *total) {
+int lw_usable_iov(const struct iovec *iov, int iovcnt, size_t *total) {
   *total = 0;
   for (int k = 0; k < iovcnt; ++k) {
     if (iov[k].iov_len && (uintptr_t)iov[k].iov_base < 4096) return *total ? k : -EFAULT;
@@ -214,7 +213,7 @@ static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
   if (flags & MSG_OOB) return -EINVAL; /* no urgent data (Linux tcp_recv_urg) */
   if (lw_stack_dead()) return -ENETDOWN;
   size_t total;
-  iovcnt = usable_iov(iov, iovcnt, &total);
+  iovcnt = lw_usable_iov(iov, iovcnt, &total);
   if (iovcnt < 0) return iovcnt;
   pthread_mutex_lock(&lw_ev);
   enum lw_state st = s->state;
@@ -277,7 +276,7 @@ static ssize_t lw_read(void *ctx, const struct iovec *iov, int iovcnt, const str
 }
 
 /* ---- sending --------------------------------------------------------------------------- */
-static ssize_t epipe(int flags) {
+ssize_t lw_epipe(int flags) {
   if (!(flags & MSG_NOSIGNAL)) pthread_kill(pthread_self(), SIGPIPE);
   return -EPIPE;
 }
@@ -291,9 +290,9 @@ static ssize_t send_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
   unsigned gen = s->send_gen;
   pthread_mutex_unlock(&lw_ev);
   if (st == LW_CONNECTING) return -EAGAIN;
-  if (st != LW_CONNECTED || shut) return epipe(flags);
+  if (st != LW_CONNECTED || shut) return lw_epipe(flags);
   size_t usable;
-  iovcnt = usable_iov(iov, iovcnt, &usable);
+  iovcnt = lw_usable_iov(iov, iovcnt, &usable);
   if (iovcnt < 0) return iovcnt;
   struct netvector small[64], *v = small;
   if (iovcnt > 64 && !(v = malloc((size_t)iovcnt * sizeof *v))) return -ENOMEM;
@@ -314,7 +313,7 @@ static ssize_t send_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
     pthread_mutex_unlock(&s->tx_mu);
     if (written) r = (ssize_t)written;
     else if (e == ERR_OK || e == ERR_WOULDBLOCK || e == ERR_MEM) r = -EAGAIN;
-    else r = state_of(s) == LW_FAILED ? epipe(flags) : -lw_errno(e);
+    else r = lw_state_of(s) == LW_FAILED ? lw_epipe(flags) : -lw_errno(e);
     if (r == -EAGAIN) { /* wait for the next SENDPLUS (none came meanwhile) */
       pthread_mutex_lock(&lw_ev);
       if (s->send_gen == gen) s->sendable = 0;
@@ -339,7 +338,7 @@ static int lw_shutdown(void *ctx, int how) {
   struct lw_sock *s = ctx;
   if (how < SHUT_RD || how > SHUT_RDWR) return -EINVAL;
   if (lw_stack_dead()) return -ENETDOWN;
-  enum lw_state st = state_of(s);
+  enum lw_state st = lw_state_of(s);
   if (st == LW_LISTEN && how != SHUT_WR) { /* Linux: a listener just stops */
     return 0;
   }
@@ -367,12 +366,12 @@ static int getname(void *ctx, struct sockaddr *a, socklen_t *len, int local) {
     ip_addr_set_zero_ip4(&ip);
     port = 0;
   }
-  addr_out(&ip, port, a, len);
+  lw_addr_out(&ip, port, a, len);
   return 0;
 }
-static int lw_getsockname(void *ctx, struct sockaddr *a, socklen_t *len) { return getname(ctx, a, len, 1); }
-static int lw_getpeername(void *ctx, struct sockaddr *a, socklen_t *len) {
-  if (state_of(ctx) != LW_CONNECTED) return -ENOTCONN;
+int lw_getsockname(void *ctx, struct sockaddr *a, socklen_t *len) { return getname(ctx, a, len, 1); }
+int lw_getpeername(void *ctx, struct sockaddr *a, socklen_t *len) {
+  if (lw_state_of(ctx) != LW_CONNECTED) return -ENOTCONN;
   return getname(ctx, a, len, 0);
 }
 
@@ -387,16 +386,18 @@ static int put_int(void *val, socklen_t *len, int v) {
 /* Under the core lock: pcb is conn->pcb.tcp (NULL after an error); a
  * listening pcb (struct tcp_pcb_listen) has only so_options. */
 static int sockopt_locked(struct lw_sock *s, int level, int name, int set, int *v) {
-  struct tcp_pcb *pcb = s->conn->pcb.tcp;
+  struct tcp_pcb *pcb = s->dgram ? NULL : s->conn->pcb.tcp;
+  struct ip_pcb *ip = s->conn->pcb.ip; /* so_options: every pcb begins with IP_PCB */
   int listening = s->state == LW_LISTEN;
   if (level == SOL_SOCKET) {
-    u8_t opt = name == SO_REUSEADDR ? SOF_REUSEADDR : name == SO_KEEPALIVE ? SOF_KEEPALIVE : 0;
+    u8_t opt = name == SO_REUSEADDR ? SOF_REUSEADDR : name == SO_KEEPALIVE ? SOF_KEEPALIVE
+             : name == SO_BROADCAST ? SOF_BROADCAST : 0;
     if (opt) {
-      if (set && pcb) {
-        if (*v) ip_set_option(pcb, opt);
-        else ip_reset_option(pcb, opt);
+      if (set && ip) {
+        if (*v) ip_set_option(ip, opt);
+        else ip_reset_option(ip, opt);
       }
-      if (!set) *v = pcb && ip_get_option(pcb, opt) ? 1 : 0;
+      if (!set) *v = ip && ip_get_option(ip, opt) ? 1 : 0;
       return 0;
     }
     switch (name) {
@@ -406,7 +407,7 @@ static int sockopt_locked(struct lw_sock *s, int level, int name, int set, int *
       default: return -ENOPROTOOPT;
     }
   }
-  if (level == IPPROTO_TCP) {
+  if (level == IPPROTO_TCP && !s->dgram) {
     switch (name) {
       case TCP_NODELAY:
         if (set) {
@@ -448,7 +449,7 @@ static int linger_opt(struct lw_sock *s, int set, struct linger *l) {
   return 0;
 }
 
-static int lw_getsockopt(void *ctx, int level, int name, void *val, socklen_t *len) {
+int lw_getsockopt(void *ctx, int level, int name, void *val, socklen_t *len) {
   struct lw_sock *s = ctx;
   if (lw_stack_dead()) return -ENETDOWN;
   if (level == SOL_SOCKET && name == SO_LINGER) {
@@ -469,7 +470,7 @@ static int lw_getsockopt(void *ctx, int level, int name, void *val, socklen_t *l
   return r ? r : put_int(val, len, v);
 }
 
-static int lw_setsockopt(void *ctx, int level, int name, const void *val, socklen_t len) {
+int lw_setsockopt(void *ctx, int level, int name, const void *val, socklen_t len) {
   struct lw_sock *s = ctx;
   if (lw_stack_dead()) return -ENETDOWN;
   if (level == SOL_SOCKET && name == SO_LINGER) {
@@ -495,7 +496,7 @@ static int lw_ioctl(void *ctx, unsigned long req, void *arg, const struct uep_fi
   if (req != FIONREAD && req != TIOCOUTQ) return -ENOTTY;
   if (lw_stack_dead()) return -ENETDOWN;
   int v = 0;
-  if (state_of(s) == LW_LISTEN) return -EINVAL; /* Linux tcp_ioctl */
+  if (lw_state_of(s) == LW_LISTEN) return -EINVAL; /* Linux tcp_ioctl */
   if (req == FIONREAD) {
     pthread_mutex_lock(&s->rx_mu);
     int avail = __atomic_load_n(&s->conn->recv_avail, __ATOMIC_RELAXED);
@@ -511,9 +512,9 @@ static int lw_ioctl(void *ctx, unsigned long req, void *arg, const struct uep_fi
   return 0;
 }
 
-static void lw_release(void *ctx) { lw_sock_free(ctx); }
+void lw_release(void *ctx) { lw_sock_free(ctx); }
 
-static const struct uep_file_operations lw_ops = {
+const struct uep_file_operations lw_tcp_ops = {
     .size = sizeof(struct uep_file_operations),
     .flags = UEP_FILE_PUSH | UEP_FILE_STREAM,
     .sock_family = AF_INET,
@@ -535,50 +536,3 @@ static const struct uep_file_operations lw_ops = {
     .getsockname = lw_getsockname,
     .getpeername = lw_getpeername,
 };
-
-/* ---- the provider ------------------------------------------------------------------- */
-static int lw_socket(int family, int type, int protocol, int *fd) {
-  int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
-  if (family != AF_INET || base != SOCK_STREAM || (protocol != 0 && protocol != IPPROTO_TCP))
-    return UEP_PROVIDER_DECLINE;
-  if (type & ~(SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC)) return -EINVAL;
-  if (lw_stack_dead()) return -ENETDOWN;
-  struct netconn *nc = netconn_new_with_callback(NETCONN_TCP, lw_event);
-  if (!nc) return -ENOBUFS;
-  struct lw_sock *s = lw_sock_new(nc, 0);
-  if (!s) {
-    netconn_delete(nc);
-    return -ENOMEM;
-  }
-  struct uep_file *f;
-  int u = uep_file_create(&lw_ops, s, type & (SOCK_NONBLOCK | SOCK_CLOEXEC), EPOLLOUT | EPOLLWRNORM | EPOLLHUP, &f);
-  if (u < 0) {
-    int err = errno;
-    lw_sock_free(s);
-    return -err;
-  }
-  lw_sock_attach(s, f);
-  *fd = u;
-  return 0;
-}
-
-static const struct uep_provider lw_provider = {
-    .size = sizeof(struct uep_provider),
-    .name = "lwip",
-    .socket = lw_socket,
-    .at_fork = lw_stack_at_fork,
-    .fini = NULL,
-};
-
-__attribute__((visibility("default"))) const struct uep_provider *uep_provider_init(const char *config) {
-  static int started; /* once per process: the preload calls it once */
-  if (!started) {
-    int r = lw_stack_start(config);
-    if (r) {
-      errno = -r;
-      return NULL;
-    }
-    started = 1;
-  }
-  return &lw_provider;
-}

@@ -29,6 +29,7 @@
 
 #include <lwip/err.h>
 #include <lwip/ip.h>
+#include <lwip/netbuf.h>
 #include <lwip/netif.h>
 #include <lwip/tcpip.h>
 
@@ -62,6 +63,8 @@ static struct lw_sock *slot_get_locked(int i) { return i >= 0 && i < nslots ? sl
 /* ---- readiness ------------------------------------------------------------------------ */
 uint32_t lw_mask_locked(const struct lw_sock *s) {
   const uint32_t in = EPOLLIN | EPOLLRDNORM, out = EPOLLOUT | EPOLLWRNORM;
+  if (s->dgram) /* Linux datagram_poll: readable while a datagram waits, always writable */
+    return (s->rcv_events > 0 || s->peeked || s->rx_hold ? in : 0) | out | EPOLLWRBAND;
   switch (s->state) {
     case LW_LISTEN: return s->rcv_events > 0 ? in : 0;
     case LW_NEW: return out | EPOLLHUP; /* Linux tcp_poll: TCP_CLOSE */
@@ -128,7 +131,7 @@ void lw_event(struct netconn *conn, enum netconn_evt evt, u16_t len) {
   switch (evt) {
     case NETCONN_EVT_RCVPLUS:
       ++s->rcv_events;
-      if (len == 0 && s->state != LW_LISTEN) s->fin = 1;
+      if (len == 0 && s->state != LW_LISTEN && !s->dgram) s->fin = 1; /* UDP: an empty datagram */
       break;
     case NETCONN_EVT_RCVMINUS: --s->rcv_events; break;
     case NETCONN_EVT_SENDPLUS:
@@ -144,10 +147,11 @@ void lw_event(struct netconn *conn, enum netconn_evt evt, u16_t len) {
 }
 
 /* ---- records ---------------------------------------------------------------------------- */
-struct lw_sock *lw_sock_new(struct netconn *conn, int accepted) {
+struct lw_sock *lw_sock_new(struct netconn *conn, int accepted, int dgram) {
   struct lw_sock *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->conn = conn;
+  s->dgram = dgram;
   pthread_mutex_init(&s->rx_mu, NULL);
   pthread_mutex_init(&s->tx_mu, NULL);
   /* The core lock orders this against lwIP's thread posting events and
@@ -194,6 +198,7 @@ void lw_sock_free(struct lw_sock *s) {
   s->file = NULL;
   pthread_mutex_unlock(&lw_ev);
   if (s->left) pbuf_free(s->left);
+  if (s->peeked) netbuf_delete(s->peeked);
   if (!lw_stack_dead()) netconn_delete(s->conn);
   if (f) uep_file_put(f);
   pthread_mutex_destroy(&s->rx_mu);

@@ -46,7 +46,10 @@ long file_create(const uep_file_operations* ops, void* ctx, int flags, uint32_t 
   if (!uepoll::core::user_readable(ops, copy)) return -EFAULT;
   const bool push = (ops->flags & UEP_FILE_PUSH) != 0;
   if (!push && !ops->poll) return -EINVAL;
-  auto* f = uepoll::core::create<TableFile>(ops, copy, ctx, O_RDWR | (flags & O_NONBLOCK), push ? initial_mask : 0u);
+  // The access mode F_GETFL shows (anon_inode_getfd and sockets: O_RDWR).
+  const int mode = (ops->flags & UEP_FILE_RDONLY) ? O_RDONLY : (ops->flags & UEP_FILE_WRONLY) ? O_WRONLY : O_RDWR;
+  if ((ops->flags & UEP_FILE_RDONLY) && (ops->flags & UEP_FILE_WRONLY)) return -EINVAL;
+  auto* f = uepoll::core::create<TableFile>(ops, copy, ctx, mode | (flags & O_NONBLOCK), push ? initial_mask : 0u);
   if (!f) return -ENOMEM;
   f->refresh();  // a pull file's initial readiness, before anyone can see it
   const int fd = uepoll::fd::install(f);

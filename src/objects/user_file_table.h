@@ -44,6 +44,7 @@
 #include <uepoll/file.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <ctime>
 
@@ -97,9 +98,14 @@ class TableFile final : public core::File {
   ssize_t write_iter(const struct iovec* iov, int iovcnt, size_t total) noexcept override;
   long ioctl(unsigned long request, void* arg) noexcept override;
   long fstat(struct stat* st) noexcept override;
-  bool anon_inode() const noexcept override { return !is_socket(); }
-  bool has_fasync() const noexcept override { return is_socket(); }
+  long rw_check(bool write) const noexcept override {
+    return (ops_.flags & (write ? UEP_FILE_RDONLY : UEP_FILE_WRONLY)) ? -EBADF : 0;  // FMODE_READ/WRITE
+  }
+  bool anon_inode() const noexcept override { return !is_socket() && !fifo(); }
+  bool has_fasync() const noexcept override { return is_socket() || fifo(); }
+  bool direct_io() const noexcept override { return fifo(); }
   long setfl_hook(int old_flags, int new_flags) noexcept override;
+  long pipe_size(int cmd, unsigned long arg) noexcept override;
   void show_fdinfo(std::string& out) noexcept override;
   bool is_socket() const noexcept override { return ops_.sock_type != 0; }
   int shutdown(int how) noexcept override;
@@ -125,6 +131,7 @@ class TableFile final : public core::File {
   template <class Op>
   long write_all(const struct iovec* iov, size_t n, bool nonblock, Op&& op) noexcept;
   uep_file_call call(int flags) const noexcept { return {status_flags(), flags}; }
+  bool fifo() const noexcept { return (ops_.flags & UEP_FILE_FIFO) != 0; }
   // Runs fn (an operation), then refreshes a pull file.
   template <class Fn>
   auto run(Fn&& fn) noexcept -> decltype(fn());

@@ -326,10 +326,20 @@ long TableFile::ioctl(unsigned long request, void* arg) noexcept {
 }
 
 long TableFile::fstat(struct stat* st) noexcept {
-  if (long r = core::stat_template(is_socket() ? core::StatKind::kSock : core::StatKind::kAnon, st)) return r;
-  if (is_socket()) st->st_ino = core::kInoBase + id();
+  const core::StatKind k = is_socket() ? core::StatKind::kSock : fifo() ? core::StatKind::kFifo : core::StatKind::kAnon;
+  if (long r = core::stat_template(k, st)) return r;
+  if (k != core::StatKind::kAnon) st->st_ino = core::kInoBase + id();
   if (ops_.fstat) return ops_.fstat(ctx_, st);
   return 0;
+}
+
+long TableFile::pipe_size(int cmd, unsigned long arg) noexcept {
+  if (!fifo()) return -EBADF;  // pipe_fcntl: not a pipe
+  if (!ops_.ioctl) return -EINVAL;
+  const uep_file_call c = call(0);
+  return run([&] {
+    return static_cast<long>(ops_.ioctl(ctx_, static_cast<unsigned long>(cmd), reinterpret_cast<void*>(arg), &c));
+  });
 }
 
 long TableFile::setfl_hook(int old_flags, int new_flags) noexcept {

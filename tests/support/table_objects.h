@@ -2,11 +2,11 @@
 // provider" through the file interface (<uepoll/file.h>, uep_file_create),
 // for the tests: an eventfd with Linux's eventfd semantics (fs/eventfd.c:
 // counter, semaphore mode, overflow, the EPOLLIN / EPOLLOUT wakeup of every
-// write / read).  Only the public C API; the provider's state is under its
+// write / read) and a pipe (fs/pipe.c's ring, below).  Only the public C API; the provider's state is under its
 // own std::mutex, held across every uep_file_notify it makes (the file
 // interface allows it: wakes never call back).
 //
-// table_objects_api(base): `base` with eventfd() replaced, so that any
+// table_objects_api(base): `base` with eventfd(), pipe() and pipe2() replaced, so that any
 // scenario written against an Api runs unchanged on provider files (the
 // conformance harness's "user-files" variant, tests/conformance/variants.h).
 #pragma once
@@ -16,12 +16,18 @@
 #include <uepoll/file.h>
 #include <uepoll/uepoll.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <mutex>
+#include <pthread.h>
+#include <string>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 
 namespace uepoll_test {
@@ -127,7 +133,210 @@ struct TableEventFd {
   }
 };
 
+// ---- a pipe ------------------------------------------------------------------
+// Linux fs/pipe.c's ring as a provider sees it: 16 slots of at most 4096
+// bytes, a write's sub-page remainder merged into the last slot, O_DIRECT
+// packets, EOF / EPOLLHUP without writers, EPIPE + SIGPIPE and EPOLLERR
+// without readers, FIONREAD.  Pull readiness (poll); the wakeup keys are
+// Linux's: every write wakes the readers with EPOLLIN|EPOLLRDNORM, a read
+// from a full pipe wakes the writers with EPOLLOUT|EPOLLWRNORM, a close
+// wakes the other end's every waiter (uep_file_set_mask for its new HUP or
+// ERR, then key 0).  Blocking, complete stream writes included, is
+// uepoll's (UEP_FILE_STREAM).
+struct TablePipe {
+  struct Slot {
+    std::string data;
+    bool packet;
+  };
+  static constexpr size_t kSlots = 16, kPage = 4096;
+  std::mutex mu;
+  std::deque<Slot> ring;     // guarded by mu
+  bool readers = true, writers = true;  // guarded by mu
+  int ends = 2;              // guarded by mu: ends not yet released
+  uep_file* rd = nullptr;
+  uep_file* wr = nullptr;
+
+  struct End {
+    TablePipe* p;
+    bool reader;
+  };
+  End rd_end{this, true}, wr_end{this, false};
+
+  bool full_locked() const { return ring.size() >= kSlots; }
+  uint32_t rd_mask_locked() const {
+    return (ring.empty() ? 0u : uint32_t(EPOLLIN | EPOLLRDNORM)) | (writers ? 0u : uint32_t(EPOLLHUP));
+  }
+  uint32_t wr_mask_locked() const {
+    return (full_locked() ? 0u : uint32_t(EPOLLOUT | EPOLLWRNORM)) | (readers ? 0u : uint32_t(EPOLLERR));
+  }
+  static uint32_t poll(void* ctx) {
+    auto* e = static_cast<End*>(ctx);
+    std::lock_guard<std::mutex> g(e->p->mu);
+    return e->reader ? e->p->rd_mask_locked() : e->p->wr_mask_locked();
+  }
+  // A copy that faults on Linux: NULL, the first page, or past TASK_SIZE.
+  static bool faulting(const void* b) {
+    const auto a = reinterpret_cast<uintptr_t>(b);
+    return a < 4096 || a >= 0x00007ffffffff000ULL;
+  }
+
+  static ssize_t read_iter(void* ctx, const struct iovec* iov, int n, const uep_file_call*) {
+    TablePipe* p = static_cast<End*>(ctx)->p;
+    size_t total = 0;
+    for (int i = 0; i < n; ++i) total += iov[i].iov_len;
+    if (total == 0) return 0;  // "Null read succeeds."
+    std::lock_guard<std::mutex> g(p->mu);
+    if (p->ring.empty()) return p->writers ? -EAGAIN : 0;
+    if (faulting(iov[0].iov_base)) return -EFAULT;  // copy_page_to_iter
+    const bool was_full = p->full_locked();
+    size_t done = 0;
+    int seg = 0;
+    size_t off = 0;
+    while (done < total && !p->ring.empty()) {
+      Slot& s = p->ring.front();
+      size_t take = std::min(s.data.size(), total - done);
+      for (size_t k = 0; k < take;) {  // scatter into the vector
+        const size_t c = std::min(take - k, iov[seg].iov_len - off);
+        std::memcpy(static_cast<char*>(iov[seg].iov_base) + off, s.data.data() + k, c);
+        k += c;
+        off += c;
+        if (off == iov[seg].iov_len) {
+          ++seg;
+          off = 0;
+        }
+      }
+      done += take;
+      const bool packet = s.packet;
+      if (packet || take == s.data.size())
+        p->ring.pop_front();  // a packet is read whole or its rest dropped
+      else
+        s.data.erase(0, take);
+      if (packet) break;
+    }
+    if (was_full && !p->full_locked()) uep_file_notify(p->wr, EPOLLOUT | EPOLLWRNORM);  // a slot freed
+    return static_cast<ssize_t>(done);
+  }
+
+  static ssize_t write_iter(void* ctx, const struct iovec* iov, int n, const uep_file_call* call) {
+    TablePipe* p = static_cast<End*>(ctx)->p;
+    std::string buf;
+    for (int i = 0; i < n; ++i) {
+      if (iov[i].iov_len && faulting(iov[i].iov_base)) {
+        if (buf.empty()) return -EFAULT;
+        break;
+      }
+      buf.append(static_cast<const char*>(iov[i].iov_base), iov[i].iov_len);
+    }
+    if (buf.empty()) return 0;
+    const bool packet = (call->f_flags & O_DIRECT) != 0;
+    size_t done = 0;
+    {
+      std::lock_guard<std::mutex> g(p->mu);
+      if (!p->readers) {
+        pthread_kill(pthread_self(), SIGPIPE);
+        return -EPIPE;
+      }
+      const size_t chars = buf.size() & (kPage - 1);
+      if (!p->ring.empty() && chars && !p->ring.back().packet && p->ring.back().data.size() + chars <= kPage) {
+        p->ring.back().data.append(buf, 0, chars);  // merges small writes
+        done = chars;
+      }
+      while (done < buf.size() && !p->full_locked()) {
+        const size_t k = std::min(kPage, buf.size() - done);
+        p->ring.push_back({buf.substr(done, k), packet});
+        done += k;
+      }
+      // "Epoll nonsensically wants a wakeup whether the pipe was already
+      // empty or not" (every write, even one that returns EAGAIN).
+      uep_file_notify(p->rd, EPOLLIN | EPOLLRDNORM);
+    }
+    return done ? static_cast<ssize_t>(done) : -EAGAIN;
+  }
+
+  static int ioctl(void* ctx, unsigned long req, void* arg, const uep_file_call*) {
+    TablePipe* p = static_cast<End*>(ctx)->p;
+    constexpr unsigned long kSize = kSlots * kPage;
+    if (req == F_GETPIPE_SZ) return static_cast<int>(kSize);
+    if (req == F_SETPIPE_SZ) {  // the ring is fixed: the size it has, or EPERM
+      const auto want = reinterpret_cast<unsigned long>(arg);
+      return want <= kSize && want > kSize / 2 ? static_cast<int>(kSize) : -EPERM;
+    }
+    if (req != FIONREAD) return -ENOTTY;
+    if (faulting(arg)) return -EFAULT;
+    std::lock_guard<std::mutex> g(p->mu);
+    int q = 0;
+    for (const Slot& s : p->ring) q += static_cast<int>(s.data.size());
+    *static_cast<int*>(arg) = q;
+    return 0;
+  }
+
+  static void release(void* ctx) {
+    auto* e = static_cast<End*>(ctx);
+    TablePipe* p = e->p;
+    bool last;
+    {
+      std::lock_guard<std::mutex> g(p->mu);
+      (e->reader ? p->readers : p->writers) = false;
+      uep_file* peer = e->reader ? p->wr : p->rd;
+      uep_file_set_mask(peer, e->reader ? p->wr_mask_locked() : p->rd_mask_locked());
+      uep_file_notify(peer, 0);  // wake_up_interruptible_all
+      last = --p->ends == 0;
+    }
+    if (last) {
+      uep_file_put(p->rd);
+      uep_file_put(p->wr);
+      delete p;
+    }
+  }
+
+  static uep_file_operations make_ops(bool reader) {
+    uep_file_operations t{};
+    t.size = sizeof t;
+    t.flags = UEP_FILE_FIFO | UEP_FILE_STREAM | (reader ? UEP_FILE_RDONLY : UEP_FILE_WRONLY);
+    t.poll = &poll;
+    t.read_iter = reader ? &read_iter : nullptr;
+    t.write_iter = reader ? nullptr : &write_iter;
+    t.ioctl = &ioctl;
+    t.release = &release;
+    return t;
+  }
+  static const uep_file_operations& ops(bool reader) {
+    static const uep_file_operations r = make_ops(true), w = make_ops(false);
+    return reader ? r : w;
+  }
+
+  // pipe2(2) over uep_file_create.
+  static int create(int fds[2], int flags) {
+    if (faulting(fds)) return errno = EFAULT, -1;  // copy_to_user of the pair
+    if (flags & ~(O_CLOEXEC | O_NONBLOCK | O_DIRECT | O_EXCL)) return errno = EINVAL, -1;
+    if (flags & O_EXCL) return errno = ENOPKG, -1;  // O_NOTIFICATION_PIPE, no watch queues
+    auto* p = new TablePipe;
+    const int f = flags & (O_NONBLOCK | O_CLOEXEC);
+    fds[0] = uep_file_create(&ops(true), &p->rd_end, f, 0, &p->rd);
+    if (fds[0] < 0) {
+      const int err = errno;
+      delete p;
+      return errno = err, -1;
+    }
+    fds[1] = uep_file_create(&ops(false), &p->wr_end, f, 0, &p->wr);
+    if (fds[1] < 0) {
+      const int err = errno;
+      {
+        std::lock_guard<std::mutex> g(p->mu);
+        --p->ends;  // the write end never existed
+        p->writers = false;
+      }
+      uep_close(fds[0]);  // releases the read end, which frees p
+      return errno = err, -1;
+    }
+    if (flags & O_DIRECT) uep_fcntl(fds[1], F_SETFL, (flags & O_NONBLOCK) | O_DIRECT);  // the write end's only
+    return 0;
+  }
+};
+
 namespace detail {
+inline int table_pipe(int fds[2]) { return TablePipe::create(fds, 0); }
+inline int table_pipe2(int fds[2], int f) { return TablePipe::create(fds, f); }
 inline int table_eventfd(unsigned int v, int f) { return TableEventFd::create(v, f); }
 }  // namespace detail
 
@@ -136,6 +345,8 @@ inline const Api& table_objects_api(const Api& base, const char* name) {
     Api a = base;
     a.name = name;
     a.eventfd = &detail::table_eventfd;
+    a.pipe = &detail::table_pipe;
+    a.pipe2 = &detail::table_pipe2;
     return a;
   }();
   return api;
