@@ -155,8 +155,10 @@ struct uep_file_operations {
   ssize_t (*recvmsg)(void *ctx, struct msghdr *msg,
                      const struct uep_file_call *call);
   int (*shutdown)(void *ctx, int how);
-  /* SO_ERROR, SO_TYPE, SO_DOMAIN, SO_PROTOCOL, SO_RCVTIMEO and
-   * SO_SNDTIMEO are uepoll's; every other option reaches these. */
+  /* SO_TYPE, SO_DOMAIN, SO_PROTOCOL, SO_RCVTIMEO and SO_SNDTIMEO are
+   * uepoll's, and SO_ERROR while an error posted with uep_file_set_error
+   * is pending (without one, getsockopt(SO_ERROR) reaches this operation
+   * if there is one, else reads 0); every other option reaches these. */
   int (*getsockopt)(void *ctx, int level, int name, void *val, socklen_t *len);
   int (*setsockopt)(void *ctx, int level, int name, const void *val,
                     socklen_t len);
@@ -195,6 +197,15 @@ void uep_file_notify(struct uep_file *handle, uint32_t key);
  * that went away are no longer reported by poll, epoll or select.  Same
  * thread and lock rules as uep_file_notify. */
 void uep_file_set_mask(struct uep_file *handle, uint32_t mask);
+
+/* Both at once, as Linux's object changes its state and then calls
+ * wake_up_poll(wq, key): the file's whole mask becomes `mask`, and its
+ * waiters are woken for `key` exactly as uep_file_notify(key) wakes them
+ * (key 0: every waiter), whatever rose or fell.  For providers that keep
+ * Linux's wakeup keys (a rising bit without a wake, or a wake without a
+ * change, are both possible).  Same thread and lock rules. */
+void uep_file_notify_mask(struct uep_file *handle, uint32_t mask,
+                          uint32_t key);
 
 /* Posts a pending error (a positive errno; 0 clears): see the header's
  * conventions.  Adds EPOLLERR and wakes.  Same rules as uep_file_notify. */

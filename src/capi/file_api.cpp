@@ -1,5 +1,6 @@
 // file_api.cpp - the C API of the file interface (<uepoll/file.h>):
-// uep_file_create, uep_file_notify, uep_file_set_mask, uep_file_set_error,
+// uep_file_create, uep_file_notify, uep_file_set_mask, uep_file_notify_mask,
+// uep_file_set_error,
 // uep_file_get, uep_file_put.  Argument checks and errno only; the file is
 // objects/user_file_table.h.
 //
@@ -77,6 +78,10 @@ void uep_file_notify(struct uep_file* handle, uint32_t key) {
 
 void uep_file_set_mask(struct uep_file* handle, uint32_t mask) {
   if (handle) file_of(handle)->set_mask(mask);
+}
+
+void uep_file_notify_mask(struct uep_file* handle, uint32_t mask, uint32_t key) {
+  if (handle) file_of(handle)->notify_mask(mask, key);
 }
 
 void uep_file_set_error(struct uep_file* handle, int err) {

@@ -97,6 +97,15 @@ void TableFile::set_mask(uint32_t mask) noexcept {
   notifying_.fetch_sub(1, std::memory_order_release);
 }
 
+void TableFile::notify_mask(uint32_t mask, uint32_t key) noexcept {
+  notifying_.fetch_add(1, std::memory_order_seq_cst);
+  if (!released_.load(std::memory_order_seq_cst)) {
+    update_mask([mask](uint32_t) { return mask; });
+    wake_queue(key);
+  }
+  notifying_.fetch_sub(1, std::memory_order_release);
+}
+
 void TableFile::set_error(int err) noexcept {
   notifying_.fetch_add(1, std::memory_order_seq_cst);
   if (!released_.load(std::memory_order_seq_cst)) {

@@ -62,6 +62,7 @@ class TableFile final : public core::File {
   // ---- file.h's wakes (any thread, any lock of the provider's) ----------
   void notify(uint32_t key) noexcept;
   void set_mask(uint32_t mask) noexcept;
+  void notify_mask(uint32_t mask, uint32_t key) noexcept;
   void set_error(int err) noexcept;
   // The create handle's hold (uep_file_put on it).
   void drop_handle() noexcept { drop_hold(); }

@@ -258,7 +258,9 @@ long TableFile::getsockopt(int level, int name, void* val, socklen_t* len) noexc
   if (level == SOL_SOCKET) {
     switch (name) {
       case SO_ERROR:
-        return core::put_int_opt(take_error(), val, len);
+        if (const int e = take_error()) return core::put_int_opt(e, val, len);
+        if (ops_.getsockopt) break;  // none pending here: the provider's own sk_err
+        return core::put_int_opt(0, val, len);
       case SO_TYPE:
         return core::put_int_opt(ops_.sock_type, val, len);
       case SO_DOMAIN:

@@ -2,11 +2,13 @@
 // provider" through the file interface (<uepoll/file.h>, uep_file_create),
 // for the tests: an eventfd with Linux's eventfd semantics (fs/eventfd.c:
 // counter, semaphore mode, overflow, the EPOLLIN / EPOLLOUT wakeup of every
-// write / read) and a pipe (fs/pipe.c's ring, below).  Only the public C API; the provider's state is under its
+// write / read), a pipe (fs/pipe.c's ring) and a socket pair (backed by a
+// kernel pair: the bytes are the kernel's, the file is the interface's).  Only the public C API; the provider's state is under its
 // own std::mutex, held across every uep_file_notify it makes (the file
 // interface allows it: wakes never call back).
 //
-// table_objects_api(base): `base` with eventfd(), pipe() and pipe2() replaced, so that any
+// table_objects_api(base): `base` with eventfd(), pipe(), pipe2() and
+// socketpair() replaced, so that any
 // scenario written against an Api runs unchanged on provider files (the
 // conformance harness's "user-files" variant, tests/conformance/variants.h).
 #pragma once
@@ -25,6 +27,10 @@
 #include <deque>
 #include <fcntl.h>
 #include <mutex>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <string>
 #include <sys/ioctl.h>
@@ -334,7 +340,217 @@ struct TablePipe {
   }
 };
 
+// ---- a socket pair --------------------------------------------------------------
+// A provider whose sockets are backed by a kernel AF_UNIX stream pair (as a
+// stack wraps its own transport): every byte, flag, option and error is
+// the kernel's, every epoll/poll/blocking behaviour is uepoll's through the
+// file interface.  Pull readiness (poll(2) on the kernel socket, timeout 0);
+// the wakeup keys are Linux's (net/unix, net/core/sock.c): data queued
+// wakes the peer with EPOLLIN|EPOLLPRI|EPOLLRDNORM|EPOLLRDBAND
+// (sock_def_readable), data consumed wakes a now-writable peer with
+// EPOLLOUT|EPOLLWRNORM|EPOLLWRBAND (unix_write_space), shutdown and close
+// wake every waiter (key 0), each with the peer's new mask
+// (uep_file_notify_mask).
+struct TableSockPair {
+  struct End {
+    TableSockPair* sp;
+    int i;
+  };
+  std::mutex mu;
+  int k[2] = {-1, -1};             // the kernel sockets (closed at release)
+  uep_file* h[2] = {nullptr, nullptr};
+  bool open_[2] = {true, true};    // guarded by mu
+  int ends = 2;                    // guarded by mu
+  End e[2] = {{this, 0}, {this, 1}};
+
+  static uint32_t kpoll(int fd) {
+    struct pollfd p = {fd, static_cast<short>(POLLIN | POLLPRI | POLLOUT | POLLRDNORM | POLLRDBAND | POLLWRNORM |
+                                              POLLWRBAND | POLLRDHUP),
+                       0};
+    return ::poll(&p, 1, 0) == 1 ? static_cast<uint16_t>(p.revents) : 0u;
+  }
+  static uint32_t poll(void* ctx) {
+    auto* x = static_cast<End*>(ctx);
+    return kpoll(x->sp->k[x->i]);
+  }
+  // Wakes the peer of end i for key with its new mask (if it is open).
+  void wake_peer(int i, uint32_t key, bool only_if_writable = false) {
+    std::lock_guard<std::mutex> g(mu);
+    const int j = 1 - i;
+    if (!open_[j]) return;
+    const uint32_t m = kpoll(k[j]);
+    if (only_if_writable && !(m & EPOLLOUT)) return;
+    uep_file_notify_mask(h[j], m, key);  // with the provider's lock held
+  }
+  static constexpr uint32_t kReadable = EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND;
+  static constexpr uint32_t kWritable = EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
+  static long res(ssize_t r) { return r < 0 ? -errno : r; }
+  static long after(End* x, long r, bool wrote) {
+    if (r > 0) {
+      if (wrote)
+        x->sp->wake_peer(x->i, kReadable);
+      else
+        x->sp->wake_peer(x->i, kWritable, true);
+    }
+    return r;
+  }
+
+  static ssize_t read_iter(void* ctx, const struct iovec* iov, int n, const uep_file_call*) {
+    auto* x = static_cast<End*>(ctx);
+    return after(x, res(::readv(x->sp->k[x->i], iov, n)), false);
+  }
+  static ssize_t write_iter(void* ctx, const struct iovec* iov, int n, const uep_file_call*) {
+    auto* x = static_cast<End*>(ctx);
+    return after(x, res(::writev(x->sp->k[x->i], iov, n)), true);
+  }
+  static ssize_t sendmsg(void* ctx, const struct msghdr* m, const uep_file_call* c) {
+    auto* x = static_cast<End*>(ctx);
+    return after(x, res(::sendmsg(x->sp->k[x->i], m, c->flags | MSG_DONTWAIT)), true);
+  }
+  static ssize_t recvmsg(void* ctx, struct msghdr* m, const uep_file_call* c) {
+    auto* x = static_cast<End*>(ctx);
+    const long r = res(::recvmsg(x->sp->k[x->i], m, c->flags | MSG_DONTWAIT));
+    return (c->flags & MSG_PEEK) ? r : after(x, r, false);
+  }
+  static int shutdown(void* ctx, int how) {
+    auto* x = static_cast<End*>(ctx);
+    const int r = ::shutdown(x->sp->k[x->i], how) < 0 ? -errno : 0;
+    if (r == 0) {
+      // unix_shutdown: sk_state_change of this socket, then of the peer.
+      x->sp->wake_peer(1 - x->i, 0);  // this end (the peer of its peer)
+      x->sp->wake_peer(x->i, 0);
+    }
+    return r;
+  }
+  static int ioctl(void* ctx, unsigned long req, void* arg, const uep_file_call*) {
+    auto* x = static_cast<End*>(ctx);
+    return ::ioctl(x->sp->k[x->i], req, arg) < 0 ? -errno : 0;
+  }
+  static int getsockopt(void* ctx, int level, int name, void* val, socklen_t* len) {
+    auto* x = static_cast<End*>(ctx);
+    return ::getsockopt(x->sp->k[x->i], level, name, val, len) < 0 ? -errno : 0;
+  }
+  static int setsockopt(void* ctx, int level, int name, const void* val, socklen_t len) {
+    auto* x = static_cast<End*>(ctx);
+    return ::setsockopt(x->sp->k[x->i], level, name, val, len) < 0 ? -errno : 0;
+  }
+  static int getsockname(void* ctx, struct sockaddr* a, socklen_t* len) {
+    auto* x = static_cast<End*>(ctx);
+    return ::getsockname(x->sp->k[x->i], a, len) < 0 ? -errno : 0;
+  }
+  static int getpeername(void* ctx, struct sockaddr* a, socklen_t* len) {
+    auto* x = static_cast<End*>(ctx);
+    return ::getpeername(x->sp->k[x->i], a, len) < 0 ? -errno : 0;
+  }
+  static int bind(void* ctx, const struct sockaddr* a, socklen_t len) {
+    auto* x = static_cast<End*>(ctx);
+    return ::bind(x->sp->k[x->i], a, len) < 0 ? -errno : 0;
+  }
+  static int listen(void* ctx, int backlog) {
+    auto* x = static_cast<End*>(ctx);
+    return ::listen(x->sp->k[x->i], backlog) < 0 ? -errno : 0;
+  }
+  static int accept4(void* ctx, struct sockaddr* a, socklen_t* len, const uep_file_call* c) {
+    auto* x = static_cast<End*>(ctx);
+    const int fd = ::accept4(x->sp->k[x->i], a, len, c->flags);
+    if (fd >= 0) ::close(fd);  // a connected pair never gets here
+    return fd < 0 ? -errno : -EOPNOTSUPP;
+  }
+  static int connect(void* ctx, const struct sockaddr* a, socklen_t len, const uep_file_call*) {
+    auto* x = static_cast<End*>(ctx);
+    return ::connect(x->sp->k[x->i], a, len) < 0 ? -errno : 0;
+  }
+  static void release(void* ctx) {
+    auto* x = static_cast<End*>(ctx);
+    TableSockPair* sp = x->sp;
+    bool last;
+    {
+      std::lock_guard<std::mutex> g(sp->mu);
+      ::close(sp->k[x->i]);
+      sp->open_[x->i] = false;
+      const int j = 1 - x->i;
+      if (sp->open_[j]) uep_file_notify_mask(sp->h[j], kpoll(sp->k[j]), 0);  // close wakes the peer, every waiter
+      last = --sp->ends == 0;
+    }
+    if (last) {
+      uep_file_put(sp->h[0]);
+      uep_file_put(sp->h[1]);
+      delete sp;
+    }
+  }
+  static const uep_file_operations& ops() {
+    static const uep_file_operations o = [] {
+      uep_file_operations t{};
+      t.size = sizeof t;
+      t.flags = UEP_FILE_STREAM;
+      t.sock_family = AF_UNIX;
+      t.sock_type = SOCK_STREAM;
+      t.poll = &poll;
+      t.read_iter = &read_iter;
+      t.write_iter = &write_iter;
+      t.ioctl = &ioctl;
+      t.release = &release;
+      t.bind = &bind;
+      t.listen = &listen;
+      t.accept4 = &accept4;
+      t.connect = &connect;
+      t.sendmsg = &sendmsg;
+      t.recvmsg = &recvmsg;
+      t.shutdown = &shutdown;
+      t.getsockopt = &getsockopt;
+      t.setsockopt = &setsockopt;
+      t.getsockname = &getsockname;
+      t.getpeername = &getpeername;
+      return t;
+    }();
+    return o;
+  }
+
+  // socketpair(2): stream pairs over the file interface; anything else is
+  // uepoll's own answer.
+  static int create(int domain, int type, int protocol, int sv[2]) {
+    if (domain != AF_UNIX || (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) != SOCK_STREAM)
+      return ::uep_socketpair(domain, type, protocol, sv);
+    auto* sp = new TableSockPair;
+    if (::socketpair(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, protocol, sp->k) < 0) {
+      const int err = errno;
+      delete sp;
+      return errno = err, -1;
+    }
+    const int f = ((type & SOCK_NONBLOCK) ? O_NONBLOCK : 0) | ((type & SOCK_CLOEXEC) ? O_CLOEXEC : 0);
+    int fds[2];
+    fds[0] = uep_file_create(&ops(), &sp->e[0], f, 0, &sp->h[0]);
+    fds[1] = fds[0] < 0 ? -1 : uep_file_create(&ops(), &sp->e[1], f, 0, &sp->h[1]);
+    if (fds[1] < 0) {
+      const int err = errno;
+      if (fds[0] >= 0) {
+        {
+          std::lock_guard<std::mutex> g(sp->mu);
+          --sp->ends;  // end 1 never existed
+          sp->open_[1] = false;
+          ::close(sp->k[1]);
+        }
+        uep_close(fds[0]);  // releases end 0, which frees sp
+      } else {
+        ::close(sp->k[0]);
+        ::close(sp->k[1]);
+        delete sp;
+      }
+      return errno = err, -1;
+    }
+    if (reinterpret_cast<uintptr_t>(sv) < 4096) {  // Linux: the pair is made, then copy_to_user fails
+      uep_close(fds[0]);
+      uep_close(fds[1]);
+      return errno = EFAULT, -1;
+    }
+    sv[0] = fds[0];
+    sv[1] = fds[1];
+    return 0;
+  }
+};
+
 namespace detail {
+inline int table_socketpair(int d, int t, int p, int sv[2]) { return TableSockPair::create(d, t, p, sv); }
 inline int table_pipe(int fds[2]) { return TablePipe::create(fds, 0); }
 inline int table_pipe2(int fds[2], int f) { return TablePipe::create(fds, f); }
 inline int table_eventfd(unsigned int v, int f) { return TableEventFd::create(v, f); }
@@ -347,6 +563,7 @@ inline const Api& table_objects_api(const Api& base, const char* name) {
     a.eventfd = &detail::table_eventfd;
     a.pipe = &detail::table_pipe;
     a.pipe2 = &detail::table_pipe2;
+    a.socketpair = &detail::table_socketpair;
     return a;
   }();
   return api;

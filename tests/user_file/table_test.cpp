@@ -247,6 +247,26 @@ TEST(FileTable, PushedMaskDrivesEpollAndPoll) {
   EXPECT_EQ(0, g_stack.reentered.load());
 }
 
+TEST(FileTable, NotifyMaskSetsTheMaskAndWakesForTheKey) {
+  Pair p;
+  const int ep = uep_epoll_create1(0);
+  epoll_event ev{EPOLLIN | EPOLLET, {}};
+  ASSERT_EQ(0, uep_epoll_ctl(ep, EPOLL_CTL_ADD, p.fb, &ev));
+  epoll_event out[2];
+  {
+    std::lock_guard<StackLock> g(g_stack);
+    uep_file_notify_mask(p.b.h, EPOLLIN | EPOLLOUT, EPOLLOUT);  // IN rises, the wake is for OUT only
+  }
+  EXPECT_EQ(0, uep_epoll_wait(ep, out, 2, 0));  // the ET item wanted IN: not woken
+  EXPECT_TRUE(poll_mask(p.fb) & POLLIN);        // but the mask has it
+  uep_file_notify_mask(p.b.h, EPOLLIN | EPOLLOUT, EPOLLIN);  // no change, a wake for IN: an edge
+  EXPECT_EQ(1, uep_epoll_wait(ep, out, 2, 0));
+  uep_file_notify_mask(p.b.h, EPOLLOUT, 0);  // IN falls; key 0 wakes every waiter
+  EXPECT_FALSE(poll_mask(p.fb) & POLLIN);
+  uep_close(ep);
+  EXPECT_EQ(0, g_stack.reentered.load());
+}
+
 TEST(FileTable, PullFileIsPolledAfterOperationsOnly) {
   Pair p(&kPull);
   ASSERT_GE(p.fa, 0);
