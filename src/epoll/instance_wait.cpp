@@ -137,6 +137,29 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
       eavail = true;
       continue;
     }
+    if (kw && kw->direct_hint()) {
+      // The direct sleep (kernel_watch.h): epoll_pwait2 on the shadow epoll
+      // with the caller's mask.  Before any sleep, a handler that runs now
+      // is one that ran before the call; once a doorbell can end a sleep
+      // with nothing (rung()), the re-sleep must not let a handler run
+      // between the two sleeps unseen, so every signal is blocked.
+      if (!blocked && kw->rung()) blocked.emplace();
+      const sigset_t* mask = blocked ? (sigmask ? sigmask : &blocked->saved()) : nullptr;
+      int n;
+      do {
+        n = kw->sleep_direct(this, evs, maxevents, deadline, mask);
+        if (n == 0 && !blocked) {  // nothing (a doorbell whose event was taken): sleep again, blocked
+          blocked.emplace();
+          mask = sigmask ? sigmask : &blocked->saved();
+        }
+      } while (n == 0);
+      if (n == KernelWatch::kTimedOut)
+        timed_out = true;
+      else if (n != KernelWatch::kAgain && n != KernelWatch::kNotDirect)
+        return n;  // events, -EINTR, -EFAULT
+      eavail = true;  // kTimedOut (a last harvest), kAgain, kNotDirect: go round
+      continue;
+    }
     if (!w) {
       int err = 0;
       w = core::ThreadWaiter::self(&err);
