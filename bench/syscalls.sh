@@ -5,6 +5,7 @@
 # of N1 round trips, difference divided by N2 - N1 (set-up cancels out).
 set -eu
 bin="${1:-build}/bench/uepoll-pingpong"
+[ -x "$bin" ] || { echo "syscalls.sh: no $bin (build the uepoll-pingpong target)" >&2; exit 1; }
 N1=${N1:-2000}
 N2=${N2:-12000}
 count() {  # backend kind rounds -> "syscall calls" lines

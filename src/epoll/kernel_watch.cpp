@@ -348,11 +348,11 @@ int KernelWatch::make_kernel_fd(Instance* ep, int hub) noexcept {
 // ---------------------------------------------------------------------------
 // Signal
 
-// Runs under Instance::wq()'s lock whenever the instance wakes its poll
-// queue (an item was queued).  kick() defers the eventfd write past the
-// SpinLock.
-// The ring entry runs under waiters_' lock, inside ready_lock_: it takes
-// the exclusive wakeup for every direct sleeper (the kernel picks one).
+// The signal entry runs under Instance::wq()'s lock whenever the instance
+// wakes its poll queue (an item was queued); the ring entry under
+// waiters_' lock, inside ready_lock_, taking the exclusive wakeup for every
+// direct sleeper (the kernel picks one).  kick() defers the eventfd write
+// past the SpinLock.
 int KernelWatch::signal_wake(core::WaitEntry* e, uint32_t) noexcept {
   auto* se = reinterpret_cast<SignalEntry*>(e);
   KernelWatch* kw = se->kw;
