@@ -108,6 +108,7 @@ KernelWatch::KernelWatch(int shadow) noexcept : shadow_(shadow) {
   ring_.ring = true;
   // Without a doorbell (EMFILE), every sleep is a classic one.
   kick_ = make_kick(shadow, kick_tag());
+  if (kick_) kick_writes0_ = kick_->writes();
   direct_.store(kick_ != nullptr, std::memory_order_relaxed);
   kick_in_shadow_.store(kick_ != nullptr, std::memory_order_relaxed);
 }

@@ -213,6 +213,7 @@ class KernelWatch {
   // hints without it; the decisions are made again under the lock.
   SignalEntry ring_{};
   core::ThreadWaiter* kick_ = nullptr;  // immutable after construction
+  uint64_t kick_writes0_ = 0;           // kick_->writes() when it became ours
   std::atomic<bool> direct_{false};
   std::atomic<bool> rung_{false};
   int shadow_sleepers_ = 0;

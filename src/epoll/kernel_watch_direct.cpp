@@ -15,6 +15,7 @@
 
 #include <cerrno>
 #include <poll.h>
+#include <sched.h>
 #include <unistd.h>
 
 namespace uepoll::epoll {
@@ -77,10 +78,22 @@ void KernelWatch::ring_locked() noexcept {
 void KernelWatch::kick_consumed(Instance* ep, bool harvests) noexcept {
   // Read first, then clear: kick_ is readable only while ring_pending_ (no
   // ring writes while it is set), so nobody sees a doorbell left behind.
-  uint64_t v;
-  ssize_t unused = ::read(kick_->event_fd(), &v, sizeof v);
-  (void)unused;
-  ep->ready_lock_.lock();
+  // The pending ring's write may still wait for its waker's SpinLock
+  // release (the last sleeper can get here first): wait for it, so that
+  // the read takes it.  Another reader may have cleared the ring and a
+  // new one started meanwhile: then read that one too before clearing.
+  for (;;) {
+    ep->ready_lock_.lock();
+    const uint64_t rings = ring_gen_;
+    ep->ready_lock_.unlock();
+    while (kick_->writes() - kick_writes0_ < rings && !kick_->dead()) sched_yield();
+    uint64_t v;
+    ssize_t unused = ::read(kick_->event_fd(), &v, sizeof v);
+    (void)unused;
+    ep->ready_lock_.lock();
+    if (ring_gen_ == rings) break;
+    ep->ready_lock_.unlock();
+  }
   ring_pending_ = false;
   if (!direct_.load(std::memory_order_relaxed) && shadow_sleepers_ > 0)
     ring_locked();  // direct sleeping ends: every direct sleeper must go round

@@ -123,3 +123,45 @@ TEST(KernelSleep, NestedWhileAsleep) {
 }
 
 }  // namespace
+
+namespace {
+
+// The thread's mask after a blocking wait is the one it had, whether it
+// blocked every signal (the sleep then skips its restore), some, or none;
+// on a plain uepoll instance and on one with a kernel descriptor.
+TEST(KernelSleep, WaitLeavesTheCallersMask) {
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+  const int plain = uep_epoll_create1(0), kern = uep_epoll_create1(0);
+  ASSERT_GE(plain, 0);
+  ASSERT_GE(kern, 0);
+  struct epoll_event ev{};
+  ev.events = EPOLLIN;
+  ASSERT_EQ(uep_epoll_ctl(kern, EPOLL_CTL_ADD, p[0], &ev), 0);
+  sigset_t old;
+  ASSERT_EQ(pthread_sigmask(SIG_SETMASK, nullptr, &old), 0);
+  sigset_t masks[3];
+  sigfillset(&masks[0]);
+  sigemptyset(&masks[1]);
+  sigaddset(&masks[1], SIGUSR1);
+  sigemptyset(&masks[2]);
+  for (const sigset_t& m : masks) {
+    sigset_t want;
+    ASSERT_EQ(pthread_sigmask(SIG_SETMASK, &m, nullptr), 0);
+    ASSERT_EQ(pthread_sigmask(SIG_SETMASK, nullptr, &want), 0);
+    for (int ep : {plain, kern}) {
+      struct epoll_event out;
+      EXPECT_EQ(uep_epoll_wait(ep, &out, 1, 5), 0);
+      sigset_t now;
+      ASSERT_EQ(pthread_sigmask(SIG_SETMASK, nullptr, &now), 0);
+      for (int sig = 1; sig <= SIGRTMAX; ++sig) EXPECT_EQ(sigismember(&now, sig), sigismember(&want, sig)) << sig;
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  uep_close(plain);
+  uep_close(kern);
+  ::close(p[0]);
+  ::close(p[1]);
+}
+
+}  // namespace
