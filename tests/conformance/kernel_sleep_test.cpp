@@ -10,6 +10,12 @@
 #include "harness.h"
 #include "kernel_helpers.h"
 
+#include <sys/eventfd.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
 namespace {
 
 using conf::T;
@@ -162,6 +168,93 @@ TEST(KernelSleep, WaitLeavesTheCallersMask) {
   uep_close(kern);
   ::close(p[0]);
   ::close(p[1]);
+}
+
+}  // namespace
+
+namespace {
+
+// Several threads asleep on one instance with a kernel eventfd and a
+// uepoll eventfd, both edge-triggered: one event of either kind is
+// reported by exactly one of them (the others time out), and a producer
+// that waits for each event to be taken before the next never stalls
+// (a lost wakeup would leave an event unread until a sleeper's timeout).
+TEST(KernelSleep, SeveralSleepersOneEventEachNoLostWakeup) {
+  const int ep = uep_epoll_create1(0);
+  const int kfd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  const int ufd = uep_eventfd(0, EFD_NONBLOCK);
+  ASSERT_GE(ep, 0);
+  ASSERT_GE(kfd, 0);
+  ASSERT_GE(ufd, 0);
+  struct epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLET;
+  ev.data.u64 = 1;
+  ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, kfd, &ev), 0);
+  ev.data.u64 = 2;
+  ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, ufd, &ev), 0);
+  constexpr int kSleepers = 3;
+
+  // One event each of the two kinds, with every sleeper asleep.
+  for (int kind = 1; kind <= 2; ++kind) {
+    std::atomic<int> events{0}, timeouts{0}, asleep{0};
+    std::vector<std::thread> th;
+    for (int i = 0; i < kSleepers; ++i)
+      th.emplace_back([&] {
+        struct epoll_event out[4];
+        asleep.fetch_add(1);
+        const int n = uep_epoll_wait(ep, out, 4, 400);
+        (n > 0 ? events : timeouts).fetch_add(n > 0 ? n : 1);
+      });
+    while (asleep.load() < kSleepers) std::this_thread::yield();
+    usleep(50000);  // all in the sleep
+    uint64_t one = 1;
+    if (kind == 1)
+      ASSERT_EQ(::write(kfd, &one, 8), 8);
+    else
+      ASSERT_EQ(uep_write(ufd, &one, 8), 8);
+    for (auto& t : th) t.join();
+    EXPECT_EQ(events.load(), 1) << "kind " << kind;
+    EXPECT_EQ(timeouts.load(), kSleepers - 1) << "kind " << kind;
+    uint64_t v;
+    EXPECT_EQ(kind == 1 ? ::read(kfd, &v, 8) : uep_read(ufd, &v, 8), 8);
+  }
+
+  // Ping-pong with a crowd: every event must be taken well before a
+  // sleeper's 2 s timeout.
+  constexpr int kRounds = 400;
+  std::atomic<int> taken{0};
+  std::atomic<bool> stop{false}, stalled{false};
+  std::vector<std::thread> th;
+  for (int i = 0; i < kSleepers; ++i)
+    th.emplace_back([&] {
+      struct epoll_event out[4];
+      while (!stop.load()) {
+        const int n = uep_epoll_wait(ep, out, 4, 2000);
+        if (n == 0 && !stop.load()) stalled.store(true);
+        for (int k = 0; k < n; ++k) {
+          uint64_t v;
+          const ssize_t r = out[k].data.u64 == 1 ? ::read(kfd, &v, 8) : uep_read(ufd, &v, 8);
+          if (r == 8) taken.fetch_add(1);
+        }
+      }
+    });
+  for (int i = 0; i < kRounds && !stalled.load(); ++i) {
+    uint64_t one = 1;
+    if (i % 2)
+      ASSERT_EQ(::write(kfd, &one, 8), 8);
+    else
+      ASSERT_EQ(uep_write(ufd, &one, 8), 8);
+    while (taken.load() <= i && !stalled.load()) std::this_thread::yield();
+  }
+  stop.store(true);
+  uint64_t one = 1;
+  for (int i = 0; i < kSleepers; ++i) uep_write(ufd, &one, 8);  // wake everyone to stop
+  for (auto& t : th) t.join();
+  EXPECT_FALSE(stalled.load());
+  EXPECT_GE(taken.load(), kRounds);
+  uep_close(ufd);
+  uep_close(ep);
+  ::close(kfd);
 }
 
 }  // namespace
