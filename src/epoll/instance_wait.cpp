@@ -140,6 +140,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   core::ThreadWaiter* w = nullptr;
   std::optional<core::ScopedEntry> lease;  // not on the stack: see ThreadWaiter::take_entry
   bool pass_on = false;  // this thread was kicked_ (instance.h) and owes the harvest
+  bool classic = false;  // the direct sleep said no: sleep the classic way
   for (;;) {
     // With a kernel side, its events are only known by asking the kernel.
     KernelWatch* kw = kernel_watch();
@@ -161,11 +162,13 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
       eavail = true;
       continue;
     }
-    if (kw && kw->direct_hint()) {
+    if (kw && kw->direct_hint() && !classic) {
       const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked);
       if (n == KernelWatch::kTimedOut)
         timed_out = true;
-      else if (n != KernelWatch::kAgain && n != KernelWatch::kNotDirect)
+      else if (n == KernelWatch::kNotDirect)
+        classic = true;  // for the rest of this call
+      else if (n != KernelWatch::kAgain)
         return n;  // events, -EINTR, -EFAULT
       eavail = true;  // kTimedOut (a last harvest), kAgain, kNotDirect: go round
       continue;

@@ -181,7 +181,12 @@ int KernelWatch::finish_direct(Instance* ep) noexcept {
 int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxevents, const timespec* deadline,
                               const sigset_t* mask) noexcept {
   ep->ready_lock_.lock();
-  if (!direct_.load(std::memory_order_relaxed) || kick_->dead()) {
+  if (kick_->dead()) {
+    // A forked child's copy of the parent's instance: its doorbell is the
+    // parent's, so this process sleeps the classic way from now on.
+    direct_.store(false, std::memory_order_relaxed);
+  }
+  if (!direct_.load(std::memory_order_relaxed)) {
     ep->ready_lock_.unlock();
     return kNotDirect;
   }

@@ -11,6 +11,7 @@
 #include "kernel_helpers.h"
 
 #include <sys/eventfd.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <thread>
@@ -255,6 +256,42 @@ TEST(KernelSleep, SeveralSleepersOneEventEachNoLostWakeup) {
   uep_close(ufd);
   uep_close(ep);
   ::close(kfd);
+}
+
+}  // namespace
+
+namespace {
+
+// A forked child's copy of an instance that has slept directly: its
+// blocking waits still time out and still wake for kernel events (the
+// doorbell belongs to the parent, so the child sleeps the classic way).
+TEST(KernelSleep, ForkedChildStillSleeps) {
+  int p[2];
+  ASSERT_EQ(::pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+  const int ep = uep_epoll_create1(0);
+  ASSERT_GE(ep, 0);
+  struct epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 7;
+  ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev), 0);
+  struct epoll_event out;
+  ASSERT_EQ(uep_epoll_wait(ep, &out, 1, 5), 0);  // a direct sleep in the parent
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int rc = 0;
+    if (uep_epoll_wait(ep, &out, 1, 20) != 0) rc |= 1;
+    if (::write(p[1], "x", 1) != 1) rc |= 2;
+    if (uep_epoll_wait(ep, &out, 1, 5000) != 1 || out.data.u64 != 7) rc |= 4;
+    ::_exit(rc);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  uep_close(ep);
+  ::close(p[0]);
+  ::close(p[1]);
 }
 
 }  // namespace
