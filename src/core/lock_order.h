@@ -88,7 +88,10 @@
 //                               tags; pins with struct_get under it) and
 //                               probe (serializes ctl checks on an empty
 //                               kernel epoll: system calls under it) in
-//                               epoll/kernel_watch.cpp.
+//                               epoll/kernel_watch.cpp, a KernelWatch's
+//                               kick_mu_ (its doorbell's registration in its
+//                               shadow epoll: epoll_ctl and poll under it,
+//                               epoll/kernel_watch_direct.cpp).
 //
 // Outside this order: libuepoll-preload.so's init and warning mutexes
 // (src/preload/, std::mutex: the preload uses only the public API) are
@@ -177,6 +180,7 @@ inline constexpr LockClass kReclaimRegistry{"reclaim registry", 92, false};
 inline constexpr LockClass kWaiterPool{"waiter pool", 93, false};
 inline constexpr LockClass kKernelRegistry{"kernel-watch registry", 94, false};
 inline constexpr LockClass kKernelProbe{"kernel-watch probe", 95, false};
+inline constexpr LockClass kKernelKick{"KernelWatch::kick_mu_", 96, false};
 }  // namespace lock_class
 
 // Deepest same-class nesting the checker accepts: EP_MAX_NESTS (4) + 2.

@@ -156,6 +156,7 @@ void ThreadWaiter::write_kick() noexcept {
   uint64_t one = 1;
   ssize_t r = ::write(efd_, &one, sizeof one);
   (void)r;  // EAGAIN only if the counter is near overflow: still readable
+  writes_.fetch_add(1, std::memory_order_release);  // pairs with writes()
 }
 
 // The fork hooks (core/fork.h), not analysed (-Wthread-safety): a lock taken
@@ -434,12 +435,29 @@ int deliver_unblocked(const sigset_t* mask) noexcept {
   return 0;
 }
 
+namespace {
+// True if `mask` already holds every signal pthread_sigmask(SIG_BLOCK) of a
+// full set adds: all but SIGKILL, SIGSTOP (never blocked) and the ones libc
+// keeps for itself (from 32 up to SIGRTMIN).  Blocking then left the mask
+// as it was, and restoring it would change nothing.
+bool blocks_everything(const sigset_t& mask) noexcept {
+  for (int sig = 1; sig <= SIGRTMAX; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP || (sig >= 32 && sig < SIGRTMIN)) continue;
+    if (sigismember(&mask, sig) != 1) return false;
+  }
+  return true;
+}
+}  // namespace
+
 SignalBlock::SignalBlock() noexcept {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &saved_);
+  restore_ = !blocks_everything(saved_);
 }
 
-SignalBlock::~SignalBlock() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+SignalBlock::~SignalBlock() {
+  if (restore_) pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+}
 
 }  // namespace uepoll::core

@@ -91,6 +91,9 @@ class ThreadWaiter {
   static ThreadWaiter* acquire_signal(int* errno_out) noexcept;
   void release_signal() noexcept;
   int event_fd() const noexcept { return efd_; }
+  // Eventfd writes made so far (kick() defers them past a SpinLock); an
+  // acquire load pairs with the release increment after each write.
+  uint64_t writes() const noexcept { return writes_.load(std::memory_order_acquire); }
 
   // After fork(), in the child (core/fork.cpp): every waiter made so far
   // belongs to the parent (its kernel eventfd and epoll are open file
@@ -121,6 +124,7 @@ class ThreadWaiter {
   // the other's store, so a wakeup is never lost between check and ppoll.
   std::atomic<bool> woken_{false};
   std::atomic<bool> sleeping_{false};
+  std::atomic<uint64_t> writes_{0};
   int efd_ = -1;
   int kep_ = -1;  // kernel epoll with efd_ edge-triggered (see self())
   // sleep_restartable's kernel epoll (efd_ edge-triggered, sfd_) and
@@ -184,15 +188,20 @@ int deliver_unblocked(const sigset_t* mask) noexcept;
 
 // Blocks every signal in the calling thread for its lifetime and restores
 // the previous mask on destruction (used around the check-then-sleep
-// sequence so that a handler cannot run between the check and ppoll).
+// sequence so that a handler cannot run between the check and ppoll).  A
+// caller whose mask already blocked everything pays one system call, not
+// two: the restore would set the mask it has.
 class SignalBlock {
  public:
   SignalBlock() noexcept;
   ~SignalBlock();
+  SignalBlock(const SignalBlock&) = delete;
+  SignalBlock& operator=(const SignalBlock&) = delete;
   const sigset_t& saved() const noexcept { return saved_; }
 
  private:
   sigset_t saved_;
+  bool restore_ = true;
 };
 
 }  // namespace uepoll::core

@@ -95,6 +95,30 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
 // ---------------------------------------------------------------------------
 // wait (Linux ep_poll)
 
+namespace {
+
+// The direct sleep (kernel_watch.h): epoll_pwait2 on the shadow epoll with
+// the caller's mask, again while it ends with nothing.  Before any sleep,
+// a handler that runs now is one that ran before the call; once a doorbell
+// can end a sleep with nothing (rung()), the re-sleep must not let a
+// handler run between the two sleeps unseen, so every signal is blocked.
+// Returns KernelWatch::sleep_direct's result, never 0.
+int sleep_direct(Instance* ep, KernelWatch* kw, struct epoll_event* evs, int maxevents, const timespec* deadline,
+                 const sigset_t* sigmask, std::optional<core::SignalBlock>* blocked) noexcept {
+  if (!*blocked && kw->rung()) blocked->emplace();
+  const sigset_t* mask = *blocked ? (sigmask ? sigmask : &(*blocked)->saved()) : nullptr;
+  for (;;) {
+    const int n = kw->sleep_direct(ep, evs, maxevents, deadline, mask);
+    if (n != 0) return n;
+    if (!*blocked) {  // nothing (a doorbell whose event was taken): sleep again, blocked
+      blocked->emplace();
+      mask = sigmask ? sigmask : &(*blocked)->saved();
+    }
+  }
+}
+
+}  // namespace
+
 int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadline, bool nonblocking,
                    const sigset_t* sigmask) noexcept {
   if (!core::user_range_ok(evs, static_cast<size_t>(maxevents) * sizeof(struct epoll_event))) return -EFAULT;
@@ -116,6 +140,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   core::ThreadWaiter* w = nullptr;
   std::optional<core::ScopedEntry> lease;  // not on the stack: see ThreadWaiter::take_entry
   bool pass_on = false;  // this thread was kicked_ (instance.h) and owes the harvest
+  bool classic = false;  // the direct sleep said no: sleep the classic way
   for (;;) {
     // With a kernel side, its events are only known by asking the kernel.
     KernelWatch* kw = kernel_watch();
@@ -135,6 +160,17 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
     if (eintr) return -EINTR;
     if (busy_wait(deadline, &spin)) {  // beyond Linux: EPIOCSPARAMS (epoll/busy_poll.cpp)
       eavail = true;
+      continue;
+    }
+    if (kw && kw->direct_hint() && !classic) {
+      const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked);
+      if (n == KernelWatch::kTimedOut)
+        timed_out = true;
+      else if (n == KernelWatch::kNotDirect)
+        classic = true;  // for the rest of this call
+      else if (n != KernelWatch::kAgain)
+        return n;  // events, -EINTR, -EFAULT
+      eavail = true;  // kTimedOut (a last harvest), kAgain, kNotDirect: go round
       continue;
     }
     if (!w) {

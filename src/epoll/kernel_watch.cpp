@@ -104,6 +104,14 @@ int add_edge(int hub, int top, uint64_t tag) {
 
 KernelWatch::KernelWatch(int shadow) noexcept : shadow_(shadow) {
   sig_.kw = this;
+  sig_.ring = false;
+  ring_.kw = this;
+  ring_.ring = true;
+  // Without a doorbell (EMFILE), every sleep is a classic one.
+  kick_ = make_kick(shadow, kick_tag());
+  if (kick_) kick_writes0_ = kick_->writes();
+  direct_.store(kick_ != nullptr, std::memory_order_relaxed);
+  kick_in_shadow_.store(kick_ != nullptr, std::memory_order_relaxed);
 }
 
 int KernelWatch::sleep_fds(struct pollfd out[2]) const noexcept {
@@ -133,8 +141,7 @@ KernelWatch* KernelWatch::get_or_create(Instance* ep, bool* created, int* err) n
     return nullptr;
   }
   if (!registry_add(ep->id() | kChildBit, ep)) {
-    core::close_own(sh);
-    delete kw;
+    destroy(kw);
     *err = ENOMEM;
     return nullptr;
   }
@@ -142,8 +149,7 @@ KernelWatch* KernelWatch::get_or_create(Instance* ep, bool* created, int* err) n
   // seq_cst: a Dekker pair with on_release (stores dead_, then loads
   // kernel_): either it sees us and releases, or we see dead_ below.
   if (!ep->kernel_.compare_exchange_strong(expected, kw, std::memory_order_seq_cst)) {
-    core::close_own(sh);
-    delete kw;
+    destroy(kw);
     return expected;  // another thread won; it registered the same id
   }
   if (ep->dead_.load(std::memory_order_seq_cst)) registry_remove(ep->id() | kChildBit);
@@ -160,11 +166,16 @@ KernelWatch* KernelWatch::get_or_create(Instance* ep, bool* created, int* err) n
 // poll queue (WaiterEntry, beside the parents' items, which are left
 // alone) are kicked under wq()'s lock, which they queue under before
 // reloading kernel_ (capi/fd_api.cpp do_poll).
+// Direct sleepers (the ring entry) are left alone: they watch shadow_
+// itself; end_direct() rings them when they must move.
 void KernelWatch::kick_sleepers(Instance* ep) noexcept {
   ep->ready_lock_.lock();
   if (ep->waiters_.active_hint()) {
     ep->waiters_.lock();
-    ep->waiters_.wake_locked(0, INT_MAX);
+    ep->waiters_.find_locked([](core::WaitEntry* e) {
+      if (e->flags & core::WaitEntry::kWaiter) reinterpret_cast<core::WaiterEntry*>(e)->waiter->kick();
+      return false;
+    });
     ep->waiters_.unlock();
   }
   ep->ready_lock_.unlock();
@@ -176,23 +187,32 @@ void KernelWatch::kick_sleepers(Instance* ep) noexcept {
   ep->wq().unlock();
 }
 
+// shadow_ joins the hub in finish_direct(), once no direct sleeper is left
+// (at once when there is none), so that the hub never sees kick_.
 int KernelWatch::ensure_hub(Instance* ep) noexcept {
   int h = hub_.load(std::memory_order_acquire);
-  if (h >= 0) return h;
-  {
-    core::MutexLock g(mu_);
-    h = hub_.load(std::memory_order_relaxed);
-    if (h >= 0) return h;
-    h = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
-    if (h < 0) return -errno;
-    if (const int r = add_edge(h, shadow_, kTagShadow)) {
-      core::close_own(h);
-      return r;
+  if (h < 0) {
+    {
+      core::MutexLock g(mu_);
+      h = hub_.load(std::memory_order_relaxed);
+      if (h < 0) {
+        h = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
+        if (h < 0) return -errno;
+        hub_.store(h, std::memory_order_release);
+      }
     }
-    hub_.store(h, std::memory_order_release);
+    kick_sleepers(ep);
   }
-  kick_sleepers(ep);
-  return h;
+  const int r = end_direct(ep, false);
+  return r < 0 ? r : h;
+}
+
+// A child's hub into p's hub: p's direct sleepers do not watch p's hub, so
+// direct sleeping ends and they are rung to go round.
+int KernelWatch::add_child_edge(Instance* p, int hub, int top, uint64_t tag) noexcept {
+  const int r = add_edge(hub, top, tag);
+  if (r == 0) p->kernel_watch()->end_direct(p, true);
+  return r;
 }
 
 int KernelWatch::parent_hub(Instance* p) noexcept {
@@ -217,7 +237,7 @@ int KernelWatch::attach(Instance* x) noexcept {
   for (Instance* p : parents) {
     if (rc == 0) {
       const int hub = parent_hub(p);
-      rc = hub < 0 ? hub : add_edge(hub, top, x->id() | kChildBit);
+      rc = hub < 0 ? hub : add_child_edge(p, hub, top, x->id() | kChildBit);
     }
     p->struct_put();
   }
@@ -230,7 +250,7 @@ int KernelWatch::on_nest(Instance* parent, Instance* child) noexcept {
   const int top = ck->ensure_hub(child);
   if (top < 0) return top;
   const int hub = parent_hub(parent);
-  return hub < 0 ? hub : add_edge(hub, top, child->id() | kChildBit);
+  return hub < 0 ? hub : add_child_edge(parent, hub, top, child->id() | kChildBit);
 }
 
 // ---------------------------------------------------------------------------
@@ -284,8 +304,16 @@ int KernelWatch::kernel_fd(Instance* ep) noexcept {
   const int hub = parent_hub(ep);
   if (hub < 0) return hub;
   KernelWatch* kw = ep->kernel_watch();
-  core::MutexLock g(kw->mu_);
-  if (const int k = kw->kfd_.load(std::memory_order_relaxed); k >= 0) return k;
+  const int k = kw->make_kernel_fd(ep, hub);
+  if (k < 0) return k;
+  const int r = kw->end_direct(ep, false);  // shadow_ joins kfd_ (now or when direct sleepers leave)
+  return r < 0 ? r : k;
+}
+
+int KernelWatch::make_kernel_fd(Instance* ep, int hub) noexcept {
+  core::MutexLock g(mu_);
+  if (const int k = kfd_.load(std::memory_order_relaxed); k >= 0) return k;
+  KernelWatch* kw = this;
   int err = 0;
   core::ThreadWaiter* w = core::ThreadWaiter::acquire_signal(&err);
   if (!w) return -err;
@@ -293,10 +321,11 @@ int KernelWatch::kernel_fd(Instance* ep) noexcept {
   ssize_t unused = ::read(w->event_fd(), &stale, sizeof stale);  // a pooled eventfd may hold a count
   (void)unused;
   // Level-triggered: readable while the shadow has a ready descriptor, the
-  // hub an untranslated edge, or the signal a count.
+  // hub an untranslated edge, or the signal a count (the shadow is added
+  // by finish_direct).
   const int k = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
   int r = k < 0 ? -errno : 0;
-  for (int fd : {kw->shadow_, hub, w->event_fd()}) {
+  for (int fd : {hub, w->event_fd()}) {
     struct epoll_event e{};
     e.events = EPOLLIN;
     if (r == 0 && ::epoll_ctl(k, EPOLL_CTL_ADD, fd, &e) < 0) r = -errno;
@@ -322,11 +351,18 @@ int KernelWatch::kernel_fd(Instance* ep) noexcept {
 // ---------------------------------------------------------------------------
 // Signal
 
-// Runs under Instance::wq()'s lock whenever the instance wakes its poll
-// queue (an item was queued).  kick() defers the eventfd write past the
-// SpinLock.
+// The signal entry runs under Instance::wq()'s lock whenever the instance
+// wakes its poll queue (an item was queued); the ring entry under
+// waiters_' lock, inside ready_lock_, taking the exclusive wakeup for every
+// direct sleeper (the kernel picks one).  kick() defers the eventfd write
+// past the SpinLock.
 int KernelWatch::signal_wake(core::WaitEntry* e, uint32_t) noexcept {
-  KernelWatch* kw = reinterpret_cast<SignalEntry*>(e)->kw;
+  auto* se = reinterpret_cast<SignalEntry*>(e);
+  KernelWatch* kw = se->kw;
+  if (se->ring) {
+    kw->ring_locked();
+    return 1;
+  }
   if (!kw->pending_.exchange(true, std::memory_order_seq_cst))
     kw->signal_.load(std::memory_order_relaxed)->kick();  // stored before the entry was queued
   return 0;
@@ -364,29 +400,32 @@ void KernelWatch::maybe_drain(Instance* ep) noexcept {
 // ---------------------------------------------------------------------------
 // Harvest, poll, sleep
 
-int KernelWatch::kernel_events(struct epoll_event* evs, int maxevents) noexcept {
+int KernelWatch::kernel_events(Instance* ep, struct epoll_event* evs, int maxevents) noexcept {
   const int r = ::epoll_wait(shadow_, evs, maxevents, 0);
-  return r < 0 ? -errno : r;
+  if (r <= 0) return r < 0 ? -errno : r;
+  bool saw = false;
+  const int n = filter_kick(evs, r, &saw);
+  if (saw) kick_consumed(ep, false);
+  return n;
 }
 
 int KernelWatch::harvest(Instance* ep, struct epoll_event* evs, int maxevents, bool will_sleep) noexcept {
-  if (will_sleep && !kernel_first_.load(std::memory_order_relaxed)) {
+  if (will_sleep) {
     // Before a blocking wait's first sleep: if user space has nothing, ask
-    // the kernel side through the sleep itself (ppoll returns at once when
-    // it is ready), one system call less per wakeup.
-    const int n = ep->send_events(evs, maxevents);
-    if (n == 0) return 0;
-    if (n < 0 || n == maxevents) return n;
-    const int more = kernel_events(evs + n, maxevents - n);
-    return more > 0 ? n + more : n;
+    // the kernel side through the sleep itself (epoll_pwait2 returns its
+    // events, ppoll returns at once when it is ready).
+    ep->ready_lock_.lock();
+    const bool avail = ep->events_available_locked();
+    ep->ready_lock_.unlock();
+    if (!avail) return 0;
   }
   const int hub = hub_.load(std::memory_order_acquire);
   if (hub >= 0) process_hub(ep, hub, 0);
   const bool kfirst = kernel_first_.load(std::memory_order_relaxed);
-  int n = kfirst ? kernel_events(evs, maxevents) : ep->send_events(evs, maxevents);
+  int n = kfirst ? kernel_events(ep, evs, maxevents) : ep->send_events(evs, maxevents);
   if (n < 0) return n;  // EFAULT with nothing copied
   if (n < maxevents) {
-    const int more = kfirst ? ep->send_events(evs + n, maxevents - n) : kernel_events(evs + n, maxevents - n);
+    const int more = kfirst ? ep->send_events(evs + n, maxevents - n) : kernel_events(ep, evs + n, maxevents - n);
     if (more > 0) n += more;
     else if (more < 0 && n == 0) return more;
   }
@@ -398,8 +437,7 @@ int KernelWatch::harvest(Instance* ep, struct epoll_event* evs, int maxevents, b
 bool KernelWatch::ready(Instance* ep) noexcept {
   const int hub = hub_.load(std::memory_order_acquire);
   if (hub >= 0) process_hub(ep, hub, 0);
-  struct pollfd p{shadow_, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+  return shadow_ready(ep);
 }
 
 int KernelWatch::sleep(core::ThreadWaiter* w, const timespec* deadline, const sigset_t* mask) noexcept {
@@ -473,6 +511,7 @@ void KernelWatch::destroy(KernelWatch* kw) noexcept {
   for (int fd : {kw->kfd_.load(std::memory_order_acquire), kw->hub_.load(std::memory_order_acquire), kw->shadow_})
     core::close_own(fd);
   if (core::ThreadWaiter* w = kw->signal_.load(std::memory_order_acquire)) w->release_signal();
+  if (kw->kick_) kw->kick_->release_signal();
   delete kw;
 }
 

@@ -23,7 +23,22 @@
 //   signal_  uep_epoll_kernel_fd only: a kernel eventfd written when the
 //            instance's user-space ready list gains an item, drained by a
 //            harvest that leaves that list empty (and no harvest running).
-// Blocking waiters of the instance (and uep_poll) sleep on shadow_ and
+//   kick_    a kernel eventfd inside shadow_ (EPOLLIN | EPOLLET, data
+//            kick_tag()): the doorbell of the direct sleep.  Every epoll_wait
+//            on shadow_ filters its event out.
+// The direct sleep: while the instance has neither hub_ nor kfd_, a
+// blocking uep_epoll_wait sleeps in epoll_pwait2(shadow_) with the caller's
+// mask, which returns kernel events in the same system call.  All such
+// sleepers are one exclusive entry on Instance::waiters_ (ring_), whose
+// wakeup writes kick_ (once until a sleeper or harvest consumes it); the
+// kernel wakes one of them.  kick_ is readable only while ring_pending_:
+// whoever consumes its event reads it, clears ring_pending_ and passes the
+// wakeup on, so a doorbell never stays visible to poll() of shadow_ (ready()
+// masks it out while a ring is in flight).  The first hub_ or kfd_ ends
+// direct sleeping (end_direct): new sleepers take the classic path below,
+// and shadow_ joins hub_ / kfd_ (finish_direct, with kick_ taken out) when
+// the last direct sleeper has left, so no kernel watcher ever sees kick_.
+// Classic sleepers of the instance (and uep_poll) sleep on shadow_ and
 // hub_ beside their ThreadWaiter.
 //
 // Wakeup paths it adds:
@@ -39,8 +54,9 @@
 // around creating hub_ and kfd_; the registry mutex (a leaf) around the
 // id -> instance map; wait-queue locks (6) to find parents, to queue the
 // signal entry and to wake; the instance's ready_lock_ (7) to look at its
-// ready list and to kick its sleepers.  Kernel system calls are made with
-// at most std::mutexes held, never a SpinLock.
+// ready list, to kick its sleepers and for the direct sleep's state; kick_mu_
+// (a leaf) around changes of kick_'s registration.  Kernel system calls are
+// made with at most core::Mutexes held, never a SpinLock.
 #pragma once
 
 #include "core/mutex.h"
@@ -86,13 +102,24 @@ class KernelWatch {
   // will_sleep: a blocking wait that has not slept yet; when user space has
   // no event it returns 0 without asking the kernel (the sleep will).
   int harvest(Instance* ep, struct epoll_event* evs, int maxevents, bool will_sleep = false) noexcept;
-  // A blocking wait's sleep: the waiter or the kernel side, whichever first.
-  // (ppoll, then a harvest's epoll_wait(shadow_): one system call more per
-  // kernel wakeup than kernel epoll.  Sleeping in epoll_pwait2 on shadow_
-  // itself would need a user-space wakeup source inside shadow_, which
-  // everything else watching shadow_ -- Instance::poll, hubs, kfd_, other
-  // harvests that could consume its edge -- would see as a ready kernel
-  // descriptor while such a wakeup is in flight or stale: not done.)
+  // The direct sleep (see the top of this file): epoll_pwait2 on shadow_
+  // with `mask` (nullptr: the thread's own), then the user-space events
+  // its doorbell announced.  Returns the events (> 0), 0 when there is
+  // nothing and the wait goes round, kTimedOut, -EINTR, -EFAULT, kAgain
+  // (user-space events are listed: harvest them) or kNotDirect (use
+  // sleep()).  Preconditions: no lock held.
+  static constexpr int kTimedOut = -1000001;
+  static constexpr int kAgain = -1000002;
+  static constexpr int kNotDirect = -1000003;
+  int sleep_direct(Instance* ep, struct epoll_event* evs, int maxevents, const timespec* deadline,
+                   const sigset_t* mask) noexcept;
+  // Hints for Instance::wait (relaxed): the direct sleep may be used; a
+  // doorbell has ever rung (a direct sleep may then return with nothing,
+  // and must run with every signal blocked for EINTR to stay exact).
+  bool direct_hint() const noexcept { return direct_.load(std::memory_order_relaxed); }
+  bool rung() const noexcept { return rung_.load(std::memory_order_relaxed); }
+  // The classic sleep: the waiter or the kernel side, whichever first
+  // (ppoll, then a harvest's epoll_wait(shadow_)).
   int sleep(core::ThreadWaiter* w, const timespec* deadline, const sigset_t* mask) noexcept;
   // Instance::poll: true if a kernel descriptor is ready (after turning
   // children's kernel edges into callbacks).
@@ -109,12 +136,39 @@ class KernelWatch {
  private:
   explicit KernelWatch(int shadow) noexcept;
 
-  // The signal's entry on Instance::wq() (first member: WaitEntry* cast).
+  // The signal's entry on Instance::wq(), or (ring) the direct sleepers'
+  // entry on Instance::waiters_ (first member: WaitEntry* cast).
   struct SignalEntry {
     core::WaitEntry entry{nullptr, nullptr, core::WaitEntry::kSignal};
     KernelWatch* kw;
+    bool ring;
   };
   static_assert(offsetof(SignalEntry, entry) == 0);
+
+  // ---- the direct sleep (kernel_watch_direct.cpp) ------------------------
+  // kick_, registered in shadow; nullptr on failure (no direct sleep).
+  static core::ThreadWaiter* make_kick(int shadow, uint64_t tag) noexcept;
+  uint64_t kick_tag() const noexcept { return reinterpret_cast<uintptr_t>(&ring_); }
+  // Removes kick_'s events from evs[0..n); returns how many remain and
+  // whether kick_'s was among them.
+  int filter_kick(struct epoll_event* evs, int n, bool* saw) const noexcept;
+  // Preconditions: ep's ready_lock_ held.  Writes kick_ unless a ring is
+  // already in flight (the write itself waits for the SpinLock's release).
+  void ring_locked() noexcept;
+  // A doorbell event was taken (or is left with nobody to take it): reads
+  // kick_, clears ring_pending_ and passes the wakeup on (to the next
+  // direct sleeper while direct sleeping ends, else to a sleeper if events
+  // are listed and `harvests` is false).  Preconditions: no lock held.
+  void kick_consumed(Instance* ep, bool harvests) noexcept;
+  // ready(): shadow_'s readiness without kick_'s.
+  bool shadow_ready(Instance* ep) noexcept;
+  // No more direct sleepers from now on; `wake` rings the ones asleep
+  // (the instance got a child edge in hub_, which they do not watch).
+  // Returns finish_direct's result when none is left, else 0.
+  int end_direct(Instance* ep, bool wake) noexcept;
+  // Takes kick_ out of shadow_ and puts shadow_ into hub_ and kfd_.
+  // Preconditions: direct sleeping ended, no direct sleeper left, mu_ not held.
+  int finish_direct(Instance* ep) noexcept;
 
   static KernelWatch* get_or_create(Instance* ep, bool* created, int* err) noexcept;
   // hub_, created if needed, or a negative errno.
@@ -124,8 +178,11 @@ class KernelWatch {
   static int parent_hub(Instance* p) noexcept;
   // Puts x's hub into the hub of every instance watching x.
   static int attach(Instance* x) noexcept;
+  static int add_child_edge(Instance* p, int hub, int top, uint64_t tag) noexcept;
+  // kfd_, created if needed (kernel_fd's body, under mu_).
+  int make_kernel_fd(Instance* ep, int hub) noexcept;
   static void kick_sleepers(Instance* ep) noexcept;
-  int kernel_events(struct epoll_event* evs, int maxevents) noexcept;
+  int kernel_events(Instance* ep, struct epoll_event* evs, int maxevents) noexcept;
   void process_hub(Instance* ep, int hub, int depth) noexcept;
   void wake_child(Instance* ep, int hub, uint64_t tag, int depth) noexcept;
   void maybe_drain(Instance* ep) noexcept;
@@ -149,6 +206,25 @@ class KernelWatch {
   // Which kind a harvest takes first: flipped each time a harvest fills
   // the buffer, so neither kind can starve the other (relaxed: a hint).
   std::atomic<bool> kernel_first_{false};
+
+  // The direct sleep.  Guarded by the instance's ready_lock_ (7): ring_'s
+  // queueing (with waiters_' lock), direct_'s writes, shadow_sleepers_,
+  // ring_pending_, ring_gen_.  direct_ and rung_ are also read as relaxed
+  // hints without it; the decisions are made again under the lock.
+  SignalEntry ring_{};
+  core::ThreadWaiter* kick_ = nullptr;  // immutable after construction
+  uint64_t kick_writes0_ = 0;           // kick_->writes() when it became ours
+  std::atomic<bool> direct_{false};
+  std::atomic<bool> rung_{false};
+  int shadow_sleepers_ = 0;
+  bool ring_pending_ = false;  // kick_ written and not yet read back
+  uint64_t ring_gen_ = 0;      // rings so far
+  core::Mutex kick_mu_{core::lock_class::kKernelKick};  // a leaf
+  // kick_ is in shadow_ (written under mu_ and kick_mu_; acquire/release
+  // pairs ready()'s unlocked load with finish_direct's store).
+  std::atomic<bool> kick_in_shadow_{false};
+  bool hub_has_shadow_ = false;  // under mu_
+  bool kfd_has_shadow_ = false;  // under mu_
 };
 
 }  // namespace uepoll::epoll

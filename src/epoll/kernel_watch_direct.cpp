@@ -1,0 +1,249 @@
+// kernel_watch_direct.cpp - the direct sleep of an instance with kernel
+// descriptors: one epoll_pwait2 on the shadow epoll per sleep, woken by
+// kernel events (the kernel's own exclusive wakeup of shadow_'s sleepers)
+// and by user-space events through the doorbell kick_ (see kernel_watch.h
+// for the protocol; docs/design.md section 8 for why no wakeup is lost).
+//
+// Locks: the instance's ready_lock_ (7) and waiters_' lock (7.5) for the
+// sleepers' bookkeeping; mu_ (4.2) then kick_mu_ (a leaf) to take kick_ out
+// of shadow_; kick_mu_ alone to mask kick_ while poll() reads shadow_.
+// System calls only with no lock or core::Mutexes held.
+#include "epoll/instance.h"
+#include "epoll/kernel_watch.h"
+
+#include "core/waiter.h"
+
+#include <cerrno>
+#include <poll.h>
+#include <sched.h>
+#include <unistd.h>
+
+namespace uepoll::epoll {
+
+namespace {
+
+constexpr uint32_t kKickOn = EPOLLIN | EPOLLET;
+constexpr uint32_t kKickMasked = EPOLLET;  // no event of an eventfd passes
+
+bool poll_readable(int fd) noexcept {
+  struct pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+int kick_ctl(int shadow, int op, int fd, uint32_t events, uint64_t tag) noexcept {
+  struct epoll_event e{};
+  e.events = events;
+  e.data.u64 = tag;
+  return ::epoll_ctl(shadow, op, fd, &e);
+}
+
+}  // namespace
+
+core::ThreadWaiter* KernelWatch::make_kick(int shadow, uint64_t tag) noexcept {
+  int err = 0;
+  core::ThreadWaiter* w = core::ThreadWaiter::acquire_signal(&err);
+  if (!w) return nullptr;
+  uint64_t stale;
+  ssize_t unused = ::read(w->event_fd(), &stale, sizeof stale);  // a pooled eventfd may hold a count
+  (void)unused;
+  if (kick_ctl(shadow, EPOLL_CTL_ADD, w->event_fd(), kKickOn, tag) < 0) {
+    w->release_signal();
+    return nullptr;
+  }
+  return w;
+}
+
+int KernelWatch::filter_kick(struct epoll_event* evs, int n, bool* saw) const noexcept {
+  const uint64_t tag = kick_tag();
+  int k = 0;
+  for (int i = 0; i < n; ++i) {
+    if (evs[i].data.u64 == tag && evs[i].events == EPOLLIN && kick_) {
+      *saw = true;
+      continue;
+    }
+    if (k != i) evs[k] = evs[i];
+    ++k;
+  }
+  return k;
+}
+
+void KernelWatch::ring_locked() noexcept {
+  if (ring_pending_) return;
+  ring_pending_ = true;
+  ++ring_gen_;
+  rung_.store(true, std::memory_order_relaxed);
+  kick_->kick();  // always writes (acquire_signal); deferred past the SpinLock
+}
+
+void KernelWatch::kick_consumed(Instance* ep, bool harvests) noexcept {
+  // Read first, then clear: kick_ is readable only while ring_pending_ (no
+  // ring writes while it is set), so nobody sees a doorbell left behind.
+  // The pending ring's write may still wait for its waker's SpinLock
+  // release (the last sleeper can get here first): wait for it, so that
+  // the read takes it.  Another reader may have cleared the ring and a
+  // new one started meanwhile: then read that one too before clearing.
+  for (;;) {
+    ep->ready_lock_.lock();
+    const uint64_t rings = ring_gen_;
+    ep->ready_lock_.unlock();
+    while (kick_->writes() - kick_writes0_ < rings && !kick_->dead()) sched_yield();
+    uint64_t v;
+    ssize_t unused = ::read(kick_->event_fd(), &v, sizeof v);
+    (void)unused;
+    ep->ready_lock_.lock();
+    if (ring_gen_ == rings) break;
+    ep->ready_lock_.unlock();
+  }
+  ring_pending_ = false;
+  if (!direct_.load(std::memory_order_relaxed) && shadow_sleepers_ > 0)
+    ring_locked();  // direct sleeping ends: every direct sleeper must go round
+  else if (!harvests && ep->events_available_locked())
+    ep->wake_one_waiter_locked();  // what the doorbell announced is still there
+  ep->ready_lock_.unlock();
+}
+
+// poll(shadow_) without kick_: exact when no ring was in flight during the
+// poll (kick_ is then unreadable, and an unreadable item is no readiness);
+// else kick_ is masked for the poll, under kick_mu_.  Unmasking re-arms it
+// if it is still readable, which wakes one direct sleeper: the ring is
+// still pending, and that sleeper consumes it.
+bool KernelWatch::shadow_ready(Instance* ep) noexcept {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!kick_in_shadow_.load(std::memory_order_acquire)) return poll_readable(shadow_);
+    ep->ready_lock_.lock();
+    const bool pending = ring_pending_;
+    const uint64_t gen = ring_gen_;
+    ep->ready_lock_.unlock();
+    if (pending) break;
+    const bool r = poll_readable(shadow_);
+    ep->ready_lock_.lock();
+    const bool quiet = ring_gen_ == gen;
+    ep->ready_lock_.unlock();
+    if (quiet) return r;
+  }
+  core::MutexLock g(kick_mu_);
+  if (!kick_in_shadow_.load(std::memory_order_relaxed)) return poll_readable(shadow_);
+  const int kfd = kick_->event_fd();
+  kick_ctl(shadow_, EPOLL_CTL_MOD, kfd, kKickMasked, kick_tag());
+  const bool r = poll_readable(shadow_);
+  kick_ctl(shadow_, EPOLL_CTL_MOD, kfd, kKickOn, kick_tag());
+  return r;
+}
+
+int KernelWatch::end_direct(Instance* ep, bool wake) noexcept {
+  ep->ready_lock_.lock();
+  direct_.store(false, std::memory_order_relaxed);
+  const int left = shadow_sleepers_;
+  if (wake && left > 0) ring_locked();
+  ep->ready_lock_.unlock();
+  return left == 0 ? finish_direct(ep) : 0;
+}
+
+int KernelWatch::finish_direct(Instance* ep) noexcept {
+  core::MutexLock g(mu_);
+  if (kick_in_shadow_.load(std::memory_order_relaxed)) {
+    {
+      core::MutexLock k(kick_mu_);
+      ::epoll_ctl(shadow_, EPOLL_CTL_DEL, kick_->event_fd(), nullptr);
+      kick_in_shadow_.store(false, std::memory_order_release);
+    }
+    // A ring nobody consumed: its wakeup goes to the classic sleepers.
+    ep->ready_lock_.lock();
+    if (ring_pending_) {
+      ring_pending_ = false;
+      if (ep->events_available_locked()) ep->wake_one_waiter_locked();
+    }
+    ep->ready_lock_.unlock();
+  }
+  int rc = 0;
+  const int h = hub_.load(std::memory_order_relaxed);
+  if (h >= 0 && !hub_has_shadow_) {
+    struct epoll_event e{};
+    e.events = EPOLLIN | EPOLLET;
+    e.data.u64 = 0;  // kTagShadow (kernel_watch.cpp)
+    if (::epoll_ctl(h, EPOLL_CTL_ADD, shadow_, &e) < 0 && errno != EEXIST)
+      rc = -errno;
+    else
+      hub_has_shadow_ = true;
+  }
+  const int k = kfd_.load(std::memory_order_relaxed);
+  if (rc == 0 && k >= 0 && !kfd_has_shadow_) {
+    struct epoll_event e{};
+    e.events = EPOLLIN;  // level-triggered, as the rest of kfd_
+    if (::epoll_ctl(k, EPOLL_CTL_ADD, shadow_, &e) < 0 && errno != EEXIST)
+      rc = -errno;
+    else
+      kfd_has_shadow_ = true;
+  }
+  return rc;
+}
+
+int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxevents, const timespec* deadline,
+                              const sigset_t* mask) noexcept {
+  ep->ready_lock_.lock();
+  if (kick_->dead()) {
+    // A forked child's copy of the parent's instance: its doorbell is the
+    // parent's, so this process sleeps the classic way from now on.
+    direct_.store(false, std::memory_order_relaxed);
+  }
+  if (!direct_.load(std::memory_order_relaxed)) {
+    ep->ready_lock_.unlock();
+    return kNotDirect;
+  }
+  if (ep->events_available_locked()) {
+    ep->ready_lock_.unlock();
+    return kAgain;
+  }
+  if (shadow_sleepers_++ == 0) {
+    ep->waiters_.lock();
+    ep->waiters_.add_exclusive_head_locked(&ring_.entry);  // Linux: newest sleeper first
+    ep->waiters_.unlock();
+  }
+  ep->ready_lock_.unlock();
+
+  timespec rel{};
+  const timespec* relp = nullptr;
+  if (deadline) {
+    const timespec now = core::monotonic_now();
+    time_t sec = deadline->tv_sec - now.tv_sec;
+    long nsec = deadline->tv_nsec - now.tv_nsec;
+    if (nsec < 0) {
+      --sec;
+      nsec += 1000000000L;
+    }
+    if (sec >= 0) rel = timespec{sec, nsec};
+    relp = &rel;
+  }
+  const int r = ::epoll_pwait2(shadow_, evs, maxevents, relp, mask);
+  const int err = errno;
+  bool saw = false;
+  const int k = r > 0 ? filter_kick(evs, r, &saw) : 0;
+
+  ep->ready_lock_.lock();
+  const bool last = --shadow_sleepers_ == 0;
+  if (last) {
+    ep->waiters_.lock();
+    ep->waiters_.remove_locked(&ring_.entry);
+    ep->waiters_.unlock();
+  }
+  // A ring left for nobody: read it back, as a consumer would.
+  const bool consume = saw || (last && ring_pending_);
+  const bool finish = last && !direct_.load(std::memory_order_relaxed);
+  ep->ready_lock_.unlock();
+  const bool harvests = saw && k < maxevents;
+  if (consume) kick_consumed(ep, harvests);
+  if (finish) finish_direct(ep);
+
+  int n = k;
+  if (harvests) {
+    const int m = ep->send_events(evs + k, maxevents - k);
+    if (m > 0) n += m;
+    else if (m < 0 && n == 0) return m;
+  }
+  if (n > 0) return n;
+  if (r < 0) return err == EINTR ? -EINTR : -err;
+  if (r == 0 && deadline && core::deadline_passed(*deadline)) return kTimedOut;
+  return 0;
+}
+
+}  // namespace uepoll::epoll
