@@ -214,7 +214,14 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     if (sec >= 0) rel = timespec{sec, nsec};
     relp = &rel;
   }
-  const int r = ::epoll_pwait2(shadow_, evs, maxevents, relp, mask);
+  int r = ::epoll_pwait2(shadow_, evs, maxevents, relp, mask);
+  // Linux ep_poll checks signal_pending() (after the ready list) before
+  // every sleep, also one whose time is already up; epoll_pwait2 with a
+  // zero timeout does not.
+  if (r == 0 && relp && rel.tv_sec == 0 && rel.tv_nsec == 0 && mask && core::deliver_unblocked(mask) < 0) {
+    r = -1;
+    errno = EINTR;
+  }
   const int err = errno;
   bool saw = false;
   const int k = r > 0 ? filter_kick(evs, r, &saw) : 0;
