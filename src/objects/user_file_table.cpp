@@ -8,9 +8,9 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
-#include <thread>
 #include <unistd.h>
 
 namespace uepoll::objects {
@@ -164,7 +164,7 @@ ReleaseQueue& queue() {
   return *q;
 }
 
-void serve() {
+void* serve(void*) {
   ReleaseQueue& q = queue();
   for (;;) {
     ReleaseQueue::Node* n;
@@ -195,13 +195,15 @@ void release_thread_put(core::File* f) noexcept {
   }
   std::lock_guard<std::mutex> g(q.mu);
   if (q.owner != getpid()) {
-    try {
-      std::thread(serve).detach();
-      q.owner = getpid();
-    } catch (...) {
+    // pthread, not std::thread: its template instances would be exported
+    // from a shared libuepoll.
+    pthread_t th;
+    if (pthread_create(&th, nullptr, &serve, nullptr) != 0) {
       delete n;
       return;  // no thread: the file stays (never a release inside a put)
     }
+    pthread_detach(th);
+    q.owner = getpid();
   }
   n->next = q.head;
   q.head = n;
