@@ -15,6 +15,10 @@
 // EP_MAX_NESTS + 1 deep).  The checker accepts a nested class on a different
 // instance, at most EP_MAX_NESTS + 2 deep; it cannot see parent-before-child.
 //
+//  0.4 virtual clock mutex     (Mutex in core/vclock.cpp): the virtual
+//                               clock's timers and sleepers.  Taken with no
+//                               uepoll lock held; a timer's wait-queue lock
+//                               (6) is taken under it to deliver an expiry.
 //  0.5 TimerService registry   (Mutex in objects/timerfd.cpp): the timers
 //                               the service thread watches.  Taken with no
 //                               uepoll lock held; a timer's wait-queue lock
@@ -159,6 +163,7 @@ struct LockClass {
 };
 
 namespace lock_class {
+inline constexpr LockClass kVClock{"virtual clock mutex", 4, false};
 inline constexpr LockClass kTimerRegistry{"TimerService registry", 5, false};
 inline constexpr LockClass kTopology{"topology lock", 10, false};
 inline constexpr LockClass kTopologyTarget{"topology target mutex", 20, false};

@@ -7,6 +7,7 @@
 #include "core/lock_state.h"
 #include "core/mutex.h"
 #include "core/thread_exit.h"
+#include "core/vclock.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -190,6 +191,7 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
     p = big.get();
   }
   for (unsigned long i = 0; i < n_extra; ++i) p[i + 1] = extra[i];
+  vclock::SleepScope vsleep(this, deadline);  // the virtual clock's sleeper while it is on
   for (;;) {
     sleeping_.store(true, std::memory_order_seq_cst);
     if (woken_.load(std::memory_order_seq_cst)) {
@@ -219,7 +221,7 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
       }
       rel.tv_sec = sec;
       rel.tv_nsec = nsec;
-      relp = &rel;
+      relp = vsleep.active() ? nullptr : &rel;  // virtual time: the clock kicks at the deadline
     }
     if (n_extra == 0 && kep_ >= 0) {
       epoll_event ev;
@@ -276,6 +278,7 @@ int WaiterEntry::wake(WaitEntry* e, uint32_t key) noexcept {
 
 timespec monotonic_now() noexcept {
   timespec t;
+  if (vclock::on()) return vclock::to_ts(vclock::now());
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t;
 }

@@ -1,0 +1,76 @@
+// vclock_api.cpp - the C API of the virtual clock (include/uepoll/vclock.h):
+// argument checks and errno; the clock itself is core/vclock.h.
+// Locks: the clock's mutex, inside core::vclock; none while sleeping.
+#include <uepoll/vclock.h>
+
+#include "capi/edge.h"
+#include "core/user_memory.h"
+#include "core/vclock.h"
+#include "core/waiter.h"
+
+#include <cerrno>
+
+namespace vclock = uepoll::core::vclock;
+using uepoll::capi::to_c;
+
+extern "C" {
+
+int uep_vclock_enable(int mode) { return to_c(vclock::enable(mode)); }
+
+int uep_vclock_mode(void) { return vclock::g_mode.load(std::memory_order_relaxed); }
+
+int uep_vclock_set_start(int64_t mono_ns, int64_t realtime_ns) { return to_c(vclock::set_start(mono_ns, realtime_ns)); }
+
+int64_t uep_vclock_now(clockid_t clock) {
+  int64_t off = 0;
+  if (!vclock::on() || !vclock::clock_offset(clock, &off)) {
+    errno = EINVAL;
+    return -1;
+  }
+  return vclock::now() + off;
+}
+
+int uep_vclock_gettime(clockid_t clock, struct timespec* ts) {
+  if (!vclock::on()) return to_c(-EINVAL);
+  if (!uepoll::core::user_readable(ts, sizeof *ts)) return to_c(-EFAULT);
+  return vclock::gettime(clock, ts) ? 0 : to_c(-EINVAL);
+}
+
+int uep_vclock_advance(int64_t ns) { return to_c(vclock::advance(ns)); }
+
+int uep_vclock_attach_thread(void) {
+  if (!vclock::on()) return to_c(-EINVAL);
+  vclock::attach_thread();
+  return 0;
+}
+
+int uep_vclock_nanosleep(clockid_t clock, int flags, const struct timespec* req, struct timespec* rem) {
+  int64_t off = 0;
+  // Linux clock_nanosleep: the clock, then the request (EFAULT, EINVAL).
+  if (!vclock::on() || !vclock::clock_offset(clock, &off)) return EINVAL;
+  if (!uepoll::core::user_readable(req, sizeof *req)) return EFAULT;
+  if (req->tv_sec < 0 || static_cast<unsigned long>(req->tv_nsec) >= 1000000000UL) return EINVAL;
+  const bool abs = (flags & TIMER_ABSTIME) != 0;
+  const int64_t until = abs ? vclock::to_ns(*req) - off : vclock::add_sat(vclock::now(), vclock::to_ns(*req));
+  const timespec deadline = vclock::to_ts(until);
+  int err = 0;
+  uepoll::core::ThreadWaiter* w = uepoll::core::ThreadWaiter::self(&err);
+  if (!w) return err;
+  uepoll::core::SignalBlock blocked;  // a handler runs only inside the sleep
+  for (;;) {
+    w->prepare();  // nobody else kicks this waiter: only the deadline ends the sleep
+    const int s = w->sleep(&deadline, &blocked.saved());
+    if (s == 0) return 0;
+    if (s == -EINTR) {
+      if (rem && !abs) {
+        if (!uepoll::core::user_readable(rem, sizeof *rem)) return EFAULT;
+        const int64_t left = until - vclock::now();
+        *rem = vclock::to_ts(left < 0 ? 0 : left);
+      }
+      return EINTR;
+    }
+    if (s < 0) return -s;
+  }
+}
+
+}  // extern "C"
