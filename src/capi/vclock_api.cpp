@@ -1,9 +1,11 @@
-// vclock_api.cpp - the C API of the virtual clock (include/uepoll/vclock.h):
-// argument checks and errno; the clock itself is core/vclock.h.
+// vclock_api.cpp - the C API of the virtual clock (include/uepoll/vclock.h)
+// and the preload's private entry points (capi/vclock_support.h): argument
+// checks and errno; the clock itself is core/vclock.h.
 // Locks: the clock's mutex, inside core::vclock; none while sleeping.
 #include <uepoll/vclock.h>
 
 #include "capi/edge.h"
+#include "capi/vclock_support.h"
 #include "core/user_memory.h"
 #include "core/vclock.h"
 #include "core/waiter.h"
@@ -43,6 +45,10 @@ int uep_vclock_attach_thread(void) {
   vclock::attach_thread();
   return 0;
 }
+
+void uep__vclock_spawning(void) { vclock::spawning(); }
+void uep__vclock_started(void) { vclock::started(); }
+void uep__vclock_spawn_failed(void) { vclock::spawn_failed(); }
 
 int uep_vclock_nanosleep(clockid_t clock, int flags, const struct timespec* req, struct timespec* rem) {
   int64_t off = 0;

@@ -33,6 +33,7 @@ Timer* g_timers UEP_GUARDED_BY(g_mutex) = nullptr;         // armed, sorted by e
 SleepScope* g_sleepers UEP_GUARDED_BY(g_mutex) = nullptr;  // threads in a virtual sleep
 int g_known UEP_GUARDED_BY(g_mutex) = 0;    // threads automatic mode waits for
 int g_blocked UEP_GUARDED_BY(g_mutex) = 0;  // of them, in a virtual sleep (= list length)
+int g_spawning UEP_GUARDED_BY(g_mutex) = 0;  // counted in g_known, not yet started
 
 // This thread is counted in g_known (trivially destructible: thread_exit.h).
 thread_local bool tls_known = false;
@@ -207,6 +208,32 @@ void attach_thread() noexcept {
   know_self_locked();
 }
 
+void spawning() noexcept {
+  MutexLock l(g_mutex);
+  ++g_known;
+  ++g_spawning;
+}
+
+void started() noexcept {
+  MutexLock l(g_mutex);
+  if (tls_known || g_spawning == 0) {
+    know_self_locked();
+    return;
+  }
+  --g_spawning;  // take over the count the creator made
+  tls_known = true;
+  thread_exit_arm();
+}
+
+void spawn_failed() noexcept {
+  MutexLock l(g_mutex);
+  if (g_spawning > 0) {
+    --g_spawning;
+    --g_known;
+  }
+  maybe_advance_locked();
+}
+
 void thread_exit() noexcept {
   if (!tls_known) return;
   MutexLock l(g_mutex);
@@ -223,6 +250,7 @@ void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   g_sleepers = nullptr;  // the parent's other threads do not exist here
   g_blocked = 0;
   g_known = tls_known ? 1 : 0;
+  g_spawning = 0;
   g_mutex.unlock();
 }
 

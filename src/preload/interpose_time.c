@@ -11,15 +11,21 @@
  * descriptors and uepoll timerfds follow the clock inside the library.
  *
  * The constructor enables the clock before main() and makes the loading
- * thread known to automatic mode (it holds the clock while it runs).
+ * thread known to automatic mode (it holds the clock while it runs); in
+ * automatic mode pthread_create makes each new thread known from before it
+ * exists until it exits, so that the clock never jumps while a thread of
+ * the program runs (or is blocked anywhere but in a uepoll wait).
  * Owned by src/preload/.  No locks here (the clock's, in the library).
  */
 #define _GNU_SOURCE
 #include "preload/interpose.h"
 
+#include "capi/vclock_support.h"
+
 #include <uepoll/vclock.h>
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,4 +128,38 @@ unsigned int sleep(unsigned int seconds) {
   if (nanosleep(&req, &rem) == 0) return 0;
   /* glibc: the seconds left, rounded up when a fraction remains. */
   return (unsigned int)rem.tv_sec + (rem.tv_nsec != 0);
+}
+
+/* ---- threads ------------------------------------------------------------------ */
+struct vt_start {
+  void *(*fn)(void *);
+  void *arg;
+};
+
+static void *vt_thread_main(void *p) {
+  struct vt_start s = *(struct vt_start *)p;
+  free(p);
+  UEP_PL_ENTER();
+  uep__vclock_started();
+  UEP_PL_LEAVE();
+  return s.fn(s.arg);
+}
+
+int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+  if (vt_mode != UEP_VCLOCK_AUTO || uep_pl_inside()) return UEP_PL_REAL(pthread_create)(th, attr, fn, arg);
+  struct vt_start *s = malloc(sizeof *s);
+  if (!s) return EAGAIN;
+  s->fn = fn;
+  s->arg = arg;
+  UEP_PL_ENTER();
+  uep__vclock_spawning();
+  UEP_PL_LEAVE();
+  int r = UEP_PL_REAL(pthread_create)(th, attr, vt_thread_main, s);
+  if (r != 0) {
+    free(s);
+    UEP_PL_ENTER();
+    uep__vclock_spawn_failed();
+    UEP_PL_LEAVE();
+  }
+  return r;
 }

@@ -1,17 +1,20 @@
 #!/bin/sh
-# preload_run.sh UEPOLL_RUN TIMESTAMP_PROGRAM ASYNCIO_PROGRAM - unmodified
+# preload_run.sh UEPOLL_RUN TIMESTAMP_PROGRAM ASYNCIO_PROGRAM THREAD_PROGRAM - unmodified
 # programs on the virtual clock (uepoll-run --virtual-time):
 #   1. determinism: two runs of a single-threaded timestamp-logging program
 #      (timestamp_program.c: a day of sleeps and hour-long timeouts) print
 #      byte-identical output, starting at the clock's fixed start, in
 #      seconds of real time;
-#   2. an asyncio program with call_later(3600) and asyncio.sleep chains
+#   2. threads (thread_program.c): a thread that computes holds the clock
+#      (known from pthread_create), so the main thread's hour-long wait ends
+#      with its event at virtual time 0, and a 10 s sleep at exactly 10 s;
+#   3. an asyncio program with call_later(3600) and asyncio.sleep chains
 #      prints the same lines run in real time (scaled: 1 simulated second =
 #      1/1800 s, so 2.5 s) and under --virtual-time (4500 simulated seconds).
 # Exit 0, 1 on a failure, 77 (skip) only for the asyncio part when python3
 # is missing.
 set -u
-run=$1 ts=$2 py=$3
+run=$1 ts=$2 py=$3 th=$4
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -32,6 +35,11 @@ tail -1 "$tmp/ts1" | grep -q '^after clock_nanosleep  *mono 101935.251500000 ' |
 lines=$(wc -l <"$tmp/ts1")
 [ "$lines" -eq 22 ] || { echo "FAIL: $lines lines, not 22:"; cat "$tmp/ts1"; fail=1; }
 echo "timestamp program: two runs of a simulated 28 h, $lines identical lines, ${el} ms real for both"
+
+timeout 30 "$run" --virtual-time "$th" >"$tmp/th" 2>&1 || { echo "FAIL: thread program exited $?"; fail=1; }
+printf 'wait = 1 after 0.000 s\nwait = 1 (y) after 10.000 s\njoined after 10.000 s\n' >"$tmp/th_want"
+if ! diff "$tmp/th_want" "$tmp/th"; then echo "FAIL: thread program (< wanted, > got)"; fail=1; fi
+echo "thread program: $(wc -l <"$tmp/th") lines as wanted"
 
 if ! command -v python3 >/dev/null 2>&1; then
   echo "SKIP asyncio: no python3"

@@ -1,0 +1,28 @@
+/* vclock_support.h - library entry points that only libuepoll-preload.so
+ * calls (src/preload/interpose_time.c, around pthread_create): a new thread
+ * is known to the virtual clock's automatic mode from before it is created.
+ * Exported from a shared libuepoll but declared in no installed header (the
+ * double underscore marks them private, as in capi/preload_support.h).
+ *
+ * Owned by src/capi/vclock_api.cpp.  Locks: the clock's mutex, inside. */
+#ifndef UEPOLL_CAPI_VCLOCK_SUPPORT_H
+#define UEPOLL_CAPI_VCLOCK_SUPPORT_H
+
+#include <uepoll/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Before pthread_create: the thread to be made counts as running. */
+UEP_EXPORT void uep__vclock_spawning(void);
+/* First thing in the new thread: it takes over that count. */
+UEP_EXPORT void uep__vclock_started(void);
+/* pthread_create failed: the count is dropped. */
+UEP_EXPORT void uep__vclock_spawn_failed(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
