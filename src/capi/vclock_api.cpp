@@ -50,6 +50,50 @@ void uep__vclock_spawning(void) { vclock::spawning(); }
 void uep__vclock_started(void) { vclock::started(); }
 void uep__vclock_spawn_failed(void) { vclock::spawn_failed(); }
 
+namespace {
+
+itimerval to_itimerval(int64_t value, int64_t interval) noexcept {
+  itimerval v{};
+  v.it_value = {static_cast<time_t>(value / 1000000000), static_cast<suseconds_t>(value % 1000000000 / 1000)};
+  v.it_interval = {static_cast<time_t>(interval / 1000000000),
+                   static_cast<suseconds_t>(interval % 1000000000 / 1000)};
+  return v;
+}
+
+bool timeval_ok(const timeval& t) noexcept {  // Linux timeval_valid
+  return t.tv_sec >= 0 && t.tv_usec >= 0 && t.tv_usec < 1000000;
+}
+
+int64_t ns_of(const timeval& t) noexcept {
+  return vclock::to_ns(timespec{t.tv_sec, static_cast<long>(t.tv_usec) * 1000});
+}
+
+}  // namespace
+
+int uep__vclock_setitimer(const struct itimerval* new_value, struct itimerval* old_value) {
+  // Linux: copy in (EFAULT), validity (EINVAL), then the change and the copy out.
+  // A NULL new_value disarms (Linux, with a warning in its log).
+  itimerval nv{};
+  if (new_value) {
+    if (!uepoll::core::user_readable(new_value, sizeof *new_value)) return to_c(-EFAULT);
+    nv = *new_value;
+    if (!timeval_ok(nv.it_value) || !timeval_ok(nv.it_interval)) return to_c(-EINVAL);
+  }
+  if (old_value && !uepoll::core::user_readable(old_value, sizeof *old_value)) return to_c(-EFAULT);
+  int64_t ov = 0, oi = 0;
+  vclock::itimer_real_set(ns_of(nv.it_value), ns_of(nv.it_interval), &ov, &oi);
+  if (old_value) *old_value = to_itimerval(ov, oi);
+  return 0;
+}
+
+int uep__vclock_getitimer(struct itimerval* curr) {
+  if (!uepoll::core::user_readable(curr, sizeof *curr)) return to_c(-EFAULT);
+  int64_t v = 0, i = 0;
+  vclock::itimer_real_get(&v, &i);
+  *curr = to_itimerval(v, i);
+  return 0;
+}
+
 int uep_vclock_nanosleep(clockid_t clock, int flags, const struct timespec* req, struct timespec* rem) {
   int64_t off = 0;
   // Linux clock_nanosleep: the clock, then the request (EFAULT, EINVAL).

@@ -1,6 +1,7 @@
 /* vclock_support.h - library entry points that only libuepoll-preload.so
- * calls (src/preload/interpose_time.c, around pthread_create): a new thread
- * is known to the virtual clock's automatic mode from before it is created.
+ * calls (src/preload/interpose_time.c): around pthread_create, so that a new
+ * thread is known to the virtual clock's automatic mode from before it is
+ * created; and ITIMER_REAL (setitimer, getitimer, alarm) on the clock.
  * Exported from a shared libuepoll but declared in no installed header (the
  * double underscore marks them private, as in capi/preload_support.h).
  *
@@ -9,6 +10,8 @@
 #define UEPOLL_CAPI_VCLOCK_SUPPORT_H
 
 #include <uepoll/export.h>
+
+#include <sys/time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -20,6 +23,11 @@ UEP_EXPORT void uep__vclock_spawning(void);
 UEP_EXPORT void uep__vclock_started(void);
 /* pthread_create failed: the count is dropped. */
 UEP_EXPORT void uep__vclock_spawn_failed(void);
+
+/* setitimer(ITIMER_REAL, ...) / getitimer(ITIMER_REAL, ...) on the virtual
+ * clock: 0, or -1 with errno EFAULT or EINVAL (a bad timeval), as Linux. */
+UEP_EXPORT int uep__vclock_setitimer(const struct itimerval *new_value, struct itimerval *old_value);
+UEP_EXPORT int uep__vclock_getitimer(struct itimerval *curr);
 
 #ifdef __cplusplus
 }

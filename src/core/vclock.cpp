@@ -11,6 +11,8 @@
 #include <uepoll/vclock.h>
 
 #include <cerrno>
+#include <csignal>
+#include <unistd.h>
 
 namespace uepoll::core::vclock {
 
@@ -34,6 +36,14 @@ SleepScope* g_sleepers UEP_GUARDED_BY(g_mutex) = nullptr;  // threads in a virtu
 int g_known UEP_GUARDED_BY(g_mutex) = 0;    // threads automatic mode waits for
 int g_blocked UEP_GUARDED_BY(g_mutex) = 0;  // of them, in a virtual sleep (= list length)
 int g_spawning UEP_GUARDED_BY(g_mutex) = 0;  // counted in g_known, not yet started
+
+// A SIGALRM was sent to a handler and no sleep has ended since: the thread
+// it interrupts is about to run, so automatic mode does not jump further.
+bool g_signal_pending UEP_GUARDED_BY(g_mutex) = false;
+
+// ITIMER_REAL (itimer_real_set).
+Timer g_itimer UEP_GUARDED_BY(g_mutex);
+int64_t g_itimer_interval UEP_GUARDED_BY(g_mutex) = 0;
 
 // This thread is counted in g_known (trivially destructible: thread_exit.h).
 thread_local bool tls_known = false;
@@ -67,7 +77,8 @@ void advance_to_locked(int64_t t) noexcept UEP_REQUIRES(g_mutex) {
 // wakes someone (the loop then stops) or delivers an expiry nobody waits
 // for (the loop goes on to the next one).
 void maybe_advance_locked() noexcept UEP_REQUIRES(g_mutex) {
-  while (g_mode.load(std::memory_order_relaxed) == kAuto && g_known > 0 && g_blocked >= g_known) {
+  while (g_mode.load(std::memory_order_relaxed) == kAuto && g_known > 0 && g_blocked >= g_known &&
+         !g_signal_pending) {
     const int64_t now = g_now.load(std::memory_order_relaxed);
     int64_t next = g_timers ? g_timers->expires : INT64_MAX;
     for (SleepScope* s = g_sleepers; s; s = s->next) {
@@ -181,6 +192,48 @@ int advance(int64_t ns) noexcept {
   return 0;
 }
 
+namespace {
+
+// Linux it_real_fn: SIGALRM to the process; an interval timer re-arms at
+// once (hrtimer_forward_now, HRTIMER_RESTART).
+void itimer_fire(Timer* t) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {  // under g_mutex (advance_to_locked)
+  struct sigaction sa {};
+  if (sigaction(SIGALRM, nullptr, &sa) == 0 && sa.sa_handler != SIG_IGN && sa.sa_handler != SIG_DFL)
+    g_signal_pending = true;  // a handler will interrupt some thread's sleep
+  (void)kill(getpid(), SIGALRM);
+  if (g_itimer_interval > 0) {
+    (void)timer_forward_now(t, g_itimer_interval);
+    timer_start(t);
+  }
+}
+
+void itimer_real_get_locked(int64_t* value, int64_t* interval) noexcept UEP_REQUIRES(g_mutex) {
+  if (value) {
+    const int64_t rem = g_itimer.expires - g_now.load(std::memory_order_relaxed);
+    *value = !g_itimer.queued ? 0 : rem <= 0 ? 1000 : rem;
+  }
+  if (interval) *interval = g_itimer_interval;
+}
+
+}  // namespace
+
+void itimer_real_get(int64_t* value, int64_t* interval) noexcept {
+  MutexLock l(g_mutex);
+  itimer_real_get_locked(value, interval);
+}
+
+void itimer_real_set(int64_t value, int64_t interval, int64_t* old_value, int64_t* old_interval) noexcept {
+  MutexLock l(g_mutex);
+  itimer_real_get_locked(old_value, old_interval);
+  g_itimer.fire = &itimer_fire;
+  timer_cancel(&g_itimer);
+  g_itimer_interval = value ? interval : 0;
+  if (value) {
+    g_itimer.expires = add_sat(g_now.load(std::memory_order_relaxed), value);
+    timer_start(&g_itimer);
+  }
+}
+
 void SleepScope::begin(ThreadWaiter* w, const timespec* dl) noexcept {
   waiter = w;
   deadline = dl ? to_ns(*dl) : INT64_MAX;
@@ -200,6 +253,7 @@ void SleepScope::end() noexcept {
   (prev ? prev->next : g_sleepers) = next;
   if (next) next->prev = prev;
   --g_blocked;
+  g_signal_pending = false;  // a thread runs: it decides when the clock may move again
   registered_ = false;
 }
 
@@ -251,6 +305,9 @@ void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   g_blocked = 0;
   g_known = tls_known ? 1 : 0;
   g_spawning = 0;
+  g_signal_pending = false;
+  timer_cancel(&g_itimer);  // Linux: a child does not inherit the parent's itimers
+  g_itimer_interval = 0;
   g_mutex.unlock();
 }
 

@@ -78,6 +78,14 @@ uint64_t timer_forward_now(Timer* t, int64_t interval) noexcept UEP_REQUIRES(g_m
 
 int advance(int64_t ns) noexcept;  // 0 or -EINVAL
 
+// ITIMER_REAL on the virtual clock (Linux kernel/time/itimer.c): one
+// process-wide timer whose expiry sends SIGALRM to the process and, with an
+// interval, re-arms at once (it_real_fn).  Values in ns; *old_value and
+// *old_interval (if non-null) get the previous setting, a remaining time of
+// 0 or less as 1000 ns (itimer_get_remtime).  value 0 disarms.
+void itimer_real_set(int64_t value, int64_t interval, int64_t* old_value, int64_t* old_interval) noexcept;
+void itimer_real_get(int64_t* value, int64_t* interval) noexcept;
+
 // The sleep hook of ThreadWaiter::sleep_with: while the clock is on, each
 // sleep registers its thread and deadline (INT64_MAX = none) for its whole
 // duration; the thread's kernel sleep has no timeout then, and the clock

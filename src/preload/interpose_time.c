@@ -5,7 +5,9 @@
  * MONOTONIC, BOOTTIME and REALTIME clocks and their _COARSE, _RAW and
  * _ALARM variants), gettimeofday and time read it; nanosleep,
  * clock_nanosleep, usleep and sleep sleep on it, as uepoll waits (so they
- * count as asleep for automatic mode).  With the variable unset, or for
+ * count as asleep for automatic mode); setitimer/getitimer(ITIMER_REAL)
+ * and alarm arm the clock's one interval timer, whose expiry sends SIGALRM
+ * to the process.  With the variable unset, or for
  * other clocks (CPU-time clocks), and for uepoll's own calls, every
  * function is libc's.  The timeouts of epoll, poll and select on uepoll
  * descriptors and uepoll timerfds follow the clock inside the library.
@@ -128,6 +130,39 @@ unsigned int sleep(unsigned int seconds) {
   if (nanosleep(&req, &rem) == 0) return 0;
   /* glibc: the seconds left, rounded up when a fraction remains. */
   return (unsigned int)rem.tv_sec + (rem.tv_nsec != 0);
+}
+
+/* ---- ITIMER_REAL ---------------------------------------------------------------- */
+int setitimer(__itimer_which_t which, const struct itimerval *new_value, struct itimerval *old_value) {
+  if (!vt_mode || uep_pl_inside() || which != ITIMER_REAL) return UEP_PL_REAL(setitimer)(which, new_value, old_value);
+  UEP_PL_ENTER();
+  int r = uep__vclock_setitimer(new_value, old_value);
+  int e = errno;
+  UEP_PL_LEAVE();
+  errno = e;
+  return r;
+}
+
+int getitimer(__itimer_which_t which, struct itimerval *curr) {
+  if (!vt_mode || uep_pl_inside() || which != ITIMER_REAL) return UEP_PL_REAL(getitimer)(which, curr);
+  UEP_PL_ENTER();
+  int r = uep__vclock_getitimer(curr);
+  int e = errno;
+  UEP_PL_LEAVE();
+  errno = e;
+  return r;
+}
+
+unsigned int alarm(unsigned int seconds) {
+  if (!vt_mode || uep_pl_inside()) return UEP_PL_REAL(alarm)(seconds);
+  struct itimerval nv = {{0, 0}, {(time_t)seconds, 0}}, ov;
+  UEP_PL_ENTER();
+  (void)uep__vclock_setitimer(&nv, &ov);
+  UEP_PL_LEAVE();
+  /* Linux alarm_setitimer: the old value rounded to the nearest second, and
+   * never 0 while one was pending. */
+  if ((!ov.it_value.tv_sec && ov.it_value.tv_usec) || ov.it_value.tv_usec >= 500000) ov.it_value.tv_sec++;
+  return (unsigned int)ov.it_value.tv_sec;
 }
 
 /* ---- threads ------------------------------------------------------------------ */

@@ -1,5 +1,6 @@
 #!/bin/sh
-# preload_run.sh UEPOLL_RUN TIMESTAMP_PROGRAM ASYNCIO_PROGRAM THREAD_PROGRAM - unmodified
+# preload_run.sh UEPOLL_RUN TIMESTAMP_PROGRAM ASYNCIO_PROGRAM THREAD_PROGRAM ALARM_PROGRAM -
+# unmodified
 # programs on the virtual clock (uepoll-run --virtual-time):
 #   1. determinism: two runs of a single-threaded timestamp-logging program
 #      (timestamp_program.c: a day of sleeps and hour-long timeouts) print
@@ -8,13 +9,17 @@
 #   2. threads (thread_program.c): a thread that computes holds the clock
 #      (known from pthread_create), so the main thread's hour-long wait ends
 #      with its event at virtual time 0, and a 10 s sleep at exactly 10 s;
-#   3. an asyncio program with call_later(3600) and asyncio.sleep chains
+#   3. SIGALRM (alarm_program.c): alarm(3600) interrupts an endless
+#      epoll_wait an hour later, an ITIMER_REAL interval timer interrupts
+#      nanosleep on schedule, alarm/getitimer report what is left, as Linux
+#      computes them;
+#   4. an asyncio program with call_later(3600) and asyncio.sleep chains
 #      prints the same lines run in real time (scaled: 1 simulated second =
 #      1/1800 s, so 2.5 s) and under --virtual-time (4500 simulated seconds).
 # Exit 0, 1 on a failure, 77 (skip) only for the asyncio part when python3
 # is missing.
 set -u
-run=$1 ts=$2 py=$3 th=$4
+run=$1 ts=$2 py=$3 th=$4 al=$5
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -40,6 +45,21 @@ timeout 30 "$run" --virtual-time "$th" >"$tmp/th" 2>&1 || { echo "FAIL: thread p
 printf 'wait = 1 after 0.000 s\nwait = 1 (y) after 10.000 s\njoined after 10.000 s\n' >"$tmp/th_want"
 if ! diff "$tmp/th_want" "$tmp/th"; then echo "FAIL: thread program (< wanted, > got)"; fail=1; fi
 echo "thread program: $(wc -l <"$tmp/th") lines as wanted"
+
+timeout 30 "$run" --virtual-time "$al" >"$tmp/al" 2>&1 || { echo "FAIL: alarm program exited $?"; fail=1; }
+cat >"$tmp/al_want" <<'END'
+alarm(3600) = 0
+epoll_wait = -1 Interrupted system call at 3600.000, alarms 1
+nanosleep = -1 Interrupted system call at 3601.000, left 9.000, alarms 2
+nanosleep = -1 Interrupted system call at 3601.500, left 9.500, alarms 3
+nanosleep = -1 Interrupted system call at 3602.000, left 9.500, alarms 4
+getitimer: value 0.500000 interval 0.500000
+disarmed: old value 0.500000
+alarm(0) = 3 at 3603.600
+bad timeval: -1 Invalid argument
+END
+if ! diff "$tmp/al_want" "$tmp/al"; then echo "FAIL: alarm program (< wanted, > got)"; fail=1; fi
+echo "alarm program: $(wc -l <"$tmp/al") lines as wanted"
 
 if ! command -v python3 >/dev/null 2>&1; then
   echo "SKIP asyncio: no python3"
