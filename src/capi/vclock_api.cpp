@@ -7,6 +7,7 @@
 #include "capi/edge.h"
 #include "capi/vclock_support.h"
 #include "core/user_memory.h"
+#include "core/vcond.h"
 #include "core/vclock.h"
 #include "core/waiter.h"
 
@@ -93,6 +94,23 @@ int uep__vclock_getitimer(struct itimerval* curr) {
   *curr = to_itimerval(v, i);
   return 0;
 }
+
+int uep__vcond_wait(const void* cond, void* mutex, clockid_t clock, const struct timespec* abstime,
+                    void (*unlock)(void*), void (*relock)(void*)) {
+  timespec deadline{};
+  if (abstime) {
+    int64_t off = 0;
+    // glibc: EINVAL for a clock other than REALTIME/MONOTONIC, or a bad abstime.
+    if ((clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) || !vclock::clock_offset(clock, &off) ||
+        static_cast<unsigned long>(abstime->tv_nsec) >= 1000000000UL)
+      return EINVAL;
+    if (abstime->tv_sec < 0) return ETIMEDOUT;
+    deadline = vclock::to_ts(vclock::to_ns(*abstime) - off);
+  }
+  return uepoll::core::vcond::wait(cond, abstime ? &deadline : nullptr, unlock, relock, mutex);
+}
+
+void uep__vcond_signal(const void* cond, int all) { uepoll::core::vcond::signal(cond, all != 0); }
 
 int uep_vclock_nanosleep(clockid_t clock, int flags, const struct timespec* req, struct timespec* rem) {
   int64_t off = 0;

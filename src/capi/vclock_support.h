@@ -12,6 +12,7 @@
 #include <uepoll/export.h>
 
 #include <sys/time.h>
+#include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,6 +29,14 @@ UEP_EXPORT void uep__vclock_spawn_failed(void);
  * clock: 0, or -1 with errno EFAULT or EINVAL (a bad timeval), as Linux. */
 UEP_EXPORT int uep__vclock_setitimer(const struct itimerval *new_value, struct itimerval *old_value);
 UEP_EXPORT int uep__vclock_getitimer(struct itimerval *curr);
+
+/* pthread_cond_wait / timedwait / clockwait on uepoll waits (core/vcond.h):
+ * abstime (NULL: none) on `clock`; the mutex is a pthread_mutex_t, released
+ * and retaken with the real pthread functions the caller passes.  0,
+ * ETIMEDOUT, EINVAL (a bad clock or abstime), as pthread_cond_timedwait. */
+UEP_EXPORT int uep__vcond_wait(const void *cond, void *mutex, clockid_t clock, const struct timespec *abstime,
+                               void (*unlock)(void *), void (*relock)(void *));
+UEP_EXPORT void uep__vcond_signal(const void *cond, int all);
 
 #ifdef __cplusplus
 }

@@ -94,7 +94,9 @@
 //                               kernel epoll: system calls under it) in
 //                               epoll/kernel_watch.cpp, the warn-once list
 //                               of the descriptor surface
-//                               (capi/fd_surface_api.cpp).
+//                               (capi/fd_surface_api.cpp), the virtual-time
+//                               condition variable buckets (core/vcond.cpp:
+//                               kicks, an eventfd write, under them).
 //
 // Outside this order: libuepoll-preload.so's init and warning mutexes
 // (src/preload/, std::mutex: the preload uses only the public API) are
@@ -185,6 +187,7 @@ inline constexpr LockClass kWaiterPool{"waiter pool", 93, false};
 inline constexpr LockClass kKernelRegistry{"kernel-watch registry", 94, false};
 inline constexpr LockClass kKernelProbe{"kernel-watch probe", 95, false};
 inline constexpr LockClass kWarnOnce{"descriptor-surface warn-once list", 96, false};
+inline constexpr LockClass kCondBucket{"virtual-time condition variable bucket", 97, false};
 }  // namespace lock_class
 
 // Deepest same-class nesting the checker accepts: EP_MAX_NESTS (4) + 2.

@@ -7,7 +7,11 @@
  * clock_nanosleep, usleep and sleep sleep on it, as uepoll waits (so they
  * count as asleep for automatic mode); setitimer/getitimer(ITIMER_REAL)
  * and alarm arm the clock's one interval timer, whose expiry sends SIGALRM
- * to the process.  With the variable unset, or for
+ * to the process; in automatic mode pthread_cond_wait, _timedwait,
+ * _clockwait, _signal and _broadcast run on uepoll waits (core/vcond.h), so
+ * a thread waiting on a condition variable counts as asleep and its timeout
+ * is virtual (process-shared condition variables stay libc's).  With the
+ * variable unset, or for
  * other clocks (CPU-time clocks), and for uepoll's own calls, every
  * function is libc's.  The timeouts of epoll, poll and select on uepoll
  * descriptors and uepoll timerfds follow the clock inside the library.
@@ -27,6 +31,7 @@
 #include <uepoll/vclock.h>
 
 #include <errno.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -166,10 +171,52 @@ unsigned int alarm(unsigned int seconds) {
 }
 
 /* ---- threads ------------------------------------------------------------------ */
+/* Threads made in automatic mode: known to the clock from before they exist
+ * (uep__vclock_spawning), and joinable on a uepoll wait: a thread in
+ * pthread_join counts as asleep, and the joined thread's end (return,
+ * pthread_exit or cancellation: a cleanup handler) wakes it.  threads[]
+ * lists the threads made here (state 1) and ended (state 2) and not yet
+ * joined, under thread_mu (a real mutex); a thread not listed (made
+ * elsewhere, or with the table full) is joined in the kernel, and its
+ * joiner holds the clock meanwhile. */
+enum { THREAD_SLOTS = 1024 };
+static pthread_mutex_t thread_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  pthread_t id;
+  int state; /* 0 free, 1 running, 2 ended */
+} threads[THREAD_SLOTS];
+static int thread_key; /* the address joiners wait on (core/vcond.h) */
+
+/* Preconditions: thread_mu held. */
+static int thread_slot(pthread_t t) {
+  for (int i = 0; i < THREAD_SLOTS; ++i)
+    if (threads[i].state && pthread_equal(threads[i].id, t)) return i;
+  return -1;
+}
+static void thread_mark(pthread_t t, int state) {
+  int i = thread_slot(t);
+  if (i < 0)
+    for (i = 0; i < THREAD_SLOTS && threads[i].state; ++i) {
+    }
+  if (i >= THREAD_SLOTS) return;
+  threads[i].id = t;
+  if (threads[i].state < state) threads[i].state = state;
+}
+
 struct vt_start {
   void *(*fn)(void *);
   void *arg;
 };
+
+static void vt_thread_ended(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&thread_mu);
+  thread_mark(pthread_self(), 2);
+  UEP_PL_ENTER();
+  uep__vcond_signal(&thread_key, 1);
+  UEP_PL_LEAVE();
+  pthread_mutex_unlock(&thread_mu);
+}
 
 static void *vt_thread_main(void *p) {
   struct vt_start s = *(struct vt_start *)p;
@@ -177,7 +224,11 @@ static void *vt_thread_main(void *p) {
   UEP_PL_ENTER();
   uep__vclock_started();
   UEP_PL_LEAVE();
-  return s.fn(s.arg);
+  void *r;
+  pthread_cleanup_push(vt_thread_ended, NULL);
+  r = s.fn(s.arg);
+  pthread_cleanup_pop(1);
+  return r;
 }
 
 int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
@@ -195,6 +246,137 @@ int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *
     UEP_PL_ENTER();
     uep__vclock_spawn_failed();
     UEP_PL_LEAVE();
+    return r;
   }
+  pthread_mutex_lock(&thread_mu);
+  thread_mark(*th, 1); /* (2 already if it has ended) */
+  pthread_mutex_unlock(&thread_mu);
+  return 0;
+}
+
+static void thread_mu_unlock(void *m) { pthread_mutex_unlock((pthread_mutex_t *)m); }
+static void thread_mu_lock(void *m) { pthread_mutex_lock((pthread_mutex_t *)m); }
+
+int pthread_join(pthread_t t, void **ret) {
+  if (vt_mode == UEP_VCLOCK_AUTO && !uep_pl_inside()) {
+    pthread_mutex_lock(&thread_mu);
+    int i;
+    while ((i = thread_slot(t)) >= 0 && threads[i].state == 1) {
+      UEP_PL_ENTER();
+      int r = uep__vcond_wait(&thread_key, &thread_mu, CLOCK_REALTIME, NULL, thread_mu_unlock, thread_mu_lock);
+      UEP_PL_LEAVE();
+      if (r != 0) break;
+    }
+    if (i >= 0 && threads[i].state == 2) threads[i].state = 0;
+    pthread_mutex_unlock(&thread_mu);
+  }
+  return UEP_PL_REAL(pthread_join)(t, ret);
+}
+
+/* ---- condition variables --------------------------------------------------------- */
+/* The condition variables pthread_cond_init made with a CLOCK_MONOTONIC or a
+ * process-shared attribute (the rest: CLOCK_REALTIME, private).  Open
+ * addressing on the address; entries are never removed (destroy clears the
+ * flags), so a lookup stops at the first empty slot.  Relaxed atomics
+ * would do for the flags, but acquire/release pair the key's publication
+ * with its flags. */
+enum { COND_MONOTONIC = 1, COND_SHARED = 2, COND_SLOTS = 4096 };
+static struct {
+  const void *key;
+  int flags;
+} cond_table[COND_SLOTS];
+
+static unsigned cond_hash(const void *c) { return (unsigned)(((uintptr_t)c >> 3) * 2654435761u) % COND_SLOTS; }
+
+static void cond_set_flags(const void *c, int flags) {
+  for (unsigned i = cond_hash(c), n = 0; n < COND_SLOTS; ++n, i = (i + 1) % COND_SLOTS) {
+    const void *k = __atomic_load_n(&cond_table[i].key, __ATOMIC_ACQUIRE);
+    if (!k && flags == 0) return; /* not there: nothing to clear */
+    if (!k) {
+      const void *expected = NULL;
+      if (!__atomic_compare_exchange_n(&cond_table[i].key, &expected, c, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        k = expected;
+      else
+        k = c;
+    }
+    if (k == c) {
+      __atomic_store_n(&cond_table[i].flags, flags, __ATOMIC_RELEASE);
+      return;
+    }
+  }
+}
+
+static int cond_flags(const void *c) {
+  for (unsigned i = cond_hash(c), n = 0; n < COND_SLOTS; ++n, i = (i + 1) % COND_SLOTS) {
+    const void *k = __atomic_load_n(&cond_table[i].key, __ATOMIC_ACQUIRE);
+    if (!k) return 0;
+    if (k == c) return __atomic_load_n(&cond_table[i].flags, __ATOMIC_ACQUIRE);
+  }
+  return 0;
+}
+
+/* On uepoll waits: automatic mode, not inside uepoll, not process-shared. */
+static int cond_virtual(const void *c) {
+  return vt_mode == UEP_VCLOCK_AUTO && !uep_pl_inside() && !(cond_flags(c) & COND_SHARED);
+}
+
+int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *attr) {
+  int r = UEP_PL_REAL(pthread_cond_init)(c, attr);
+  if (r != 0 || !vt_mode) return r;
+  int flags = 0, pshared = PTHREAD_PROCESS_PRIVATE;
+  clockid_t clk = CLOCK_REALTIME;
+  if (attr) {
+    pthread_condattr_getclock(attr, &clk);
+    pthread_condattr_getpshared(attr, &pshared);
+  }
+  if (clk == CLOCK_MONOTONIC) flags |= COND_MONOTONIC;
+  if (pshared == PTHREAD_PROCESS_SHARED) flags |= COND_SHARED;
+  cond_set_flags(c, flags);
+  return 0;
+}
+
+int pthread_cond_destroy(pthread_cond_t *c) {
+  if (vt_mode) cond_set_flags(c, 0);
+  return UEP_PL_REAL(pthread_cond_destroy)(c);
+}
+
+static void vt_mutex_unlock(void *m) { (void)pthread_mutex_unlock((pthread_mutex_t *)m); }
+static void vt_mutex_lock(void *m) { (void)pthread_mutex_lock((pthread_mutex_t *)m); }
+
+static int cond_wait_on(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime) {
+  UEP_PL_ENTER();
+  int r = uep__vcond_wait(c, m, clk, abstime, vt_mutex_unlock, vt_mutex_lock);
+  UEP_PL_LEAVE();
   return r;
+}
+
+int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
+  if (!cond_virtual(c)) return UEP_PL_REAL(pthread_cond_wait)(c, m);
+  return cond_wait_on(c, m, CLOCK_REALTIME, NULL);
+}
+
+int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime) {
+  if (!cond_virtual(c)) return UEP_PL_REAL(pthread_cond_timedwait)(c, m, abstime);
+  return cond_wait_on(c, m, (cond_flags(c) & COND_MONOTONIC) ? CLOCK_MONOTONIC : CLOCK_REALTIME, abstime);
+}
+
+int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime) {
+  if (!cond_virtual(c)) return UEP_PL_REAL(pthread_cond_clockwait)(c, m, clk, abstime);
+  return cond_wait_on(c, m, clk, abstime);
+}
+
+int pthread_cond_signal(pthread_cond_t *c) {
+  if (!cond_virtual(c)) return UEP_PL_REAL(pthread_cond_signal)(c);
+  UEP_PL_ENTER();
+  uep__vcond_signal(c, 0);
+  UEP_PL_LEAVE();
+  return 0;
+}
+
+int pthread_cond_broadcast(pthread_cond_t *c) {
+  if (!cond_virtual(c)) return UEP_PL_REAL(pthread_cond_broadcast)(c);
+  UEP_PL_ENTER();
+  uep__vcond_signal(c, 1);
+  UEP_PL_LEAVE();
+  return 0;
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
-# preload_run.sh UEPOLL_RUN TIMESTAMP_PROGRAM ASYNCIO_PROGRAM THREAD_PROGRAM ALARM_PROGRAM -
-# unmodified
+# preload_run.sh UEPOLL_RUN TIMESTAMP_PROGRAM ASYNCIO_PROGRAM THREAD_PROGRAM ALARM_PROGRAM
+# COND_PROGRAM - unmodified
 # programs on the virtual clock (uepoll-run --virtual-time):
 #   1. determinism: two runs of a single-threaded timestamp-logging program
 #      (timestamp_program.c: a day of sleeps and hour-long timeouts) print
@@ -13,13 +13,16 @@
 #      epoll_wait an hour later, an ITIMER_REAL interval timer interrupts
 #      nanosleep on schedule, alarm/getitimer report what is left, as Linux
 #      computes them;
-#   4. an asyncio program with call_later(3600) and asyncio.sleep chains
+#   4. condition variables and joins (cond_program.c): a timed wait ends at
+#      the signal (10 s) or its timeout (30 s later), idle threads in
+#      pthread_cond_wait and a thread in pthread_join do not hold the clock;
+#   5. an asyncio program with call_later(3600) and asyncio.sleep chains
 #      prints the same lines run in real time (scaled: 1 simulated second =
 #      1/1800 s, so 2.5 s) and under --virtual-time (4500 simulated seconds).
 # Exit 0, 1 on a failure, 77 (skip) only for the asyncio part when python3
 # is missing.
 set -u
-run=$1 ts=$2 py=$3 th=$4 al=$5
+run=$1 ts=$2 py=$3 th=$4 al=$5 cv=$6
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -60,6 +63,12 @@ bad timeval: -1 Invalid argument
 END
 if ! diff "$tmp/al_want" "$tmp/al"; then echo "FAIL: alarm program (< wanted, > got)"; fail=1; fi
 echo "alarm program: $(wc -l <"$tmp/al") lines as wanted"
+
+timeout 30 "$run" --virtual-time "$cv" >"$tmp/cv" 2>&1 || { echo "FAIL: cond program exited $?"; fail=1; }
+printf '%s\n' 'consumer: signalled at 10.000' 'consumer: Connection timed out at 40.000' \
+  'main: consumer joined at 40.000' 'main: 3 pooled threads exited at 100.000' >"$tmp/cv_want"
+if ! diff "$tmp/cv_want" "$tmp/cv"; then echo "FAIL: cond program (< wanted, > got)"; fail=1; fi
+echo "cond program: $(wc -l <"$tmp/cv") lines as wanted"
 
 if ! command -v python3 >/dev/null 2>&1; then
   echo "SKIP asyncio: no python3"
