@@ -95,8 +95,10 @@ int uep__vclock_getitimer(struct itimerval* curr) {
   return 0;
 }
 
-int uep__vcond_wait(const void* cond, void* mutex, clockid_t clock, const struct timespec* abstime,
-                    void (*unlock)(void*), void (*relock)(void*)) {
+namespace {
+
+int vcond_wait(const void* cond, void* mutex, clockid_t clock, const struct timespec* abstime, void (*unlock)(void*),
+               void (*relock)(void*), bool interruptible) {
   timespec deadline{};
   if (abstime) {
     int64_t off = 0;
@@ -107,7 +109,19 @@ int uep__vcond_wait(const void* cond, void* mutex, clockid_t clock, const struct
     if (abstime->tv_sec < 0) return ETIMEDOUT;
     deadline = vclock::to_ts(vclock::to_ns(*abstime) - off);
   }
-  return uepoll::core::vcond::wait(cond, abstime ? &deadline : nullptr, unlock, relock, mutex);
+  return uepoll::core::vcond::wait(cond, abstime ? &deadline : nullptr, unlock, relock, mutex, interruptible);
+}
+
+}  // namespace
+
+int uep__vcond_wait(const void* cond, void* mutex, clockid_t clock, const struct timespec* abstime,
+                    void (*unlock)(void*), void (*relock)(void*)) {
+  return vcond_wait(cond, mutex, clock, abstime, unlock, relock, false);
+}
+
+int uep__vcond_wait_intr(const void* cond, void* mutex, clockid_t clock, const struct timespec* abstime,
+                         void (*unlock)(void*), void (*relock)(void*)) {
+  return vcond_wait(cond, mutex, clock, abstime, unlock, relock, true);
 }
 
 void uep__vcond_signal(const void* cond, int all) { uepoll::core::vcond::signal(cond, all != 0); }

@@ -37,6 +37,9 @@ UEP_EXPORT int uep__vclock_getitimer(struct itimerval *curr);
 UEP_EXPORT int uep__vcond_wait(const void *cond, void *mutex, clockid_t clock, const struct timespec *abstime,
                                void (*unlock)(void *), void (*relock)(void *));
 UEP_EXPORT void uep__vcond_signal(const void *cond, int all);
+/* The same wait, ended by a signal handler with EINTR (sem_wait). */
+UEP_EXPORT int uep__vcond_wait_intr(const void *cond, void *mutex, clockid_t clock, const struct timespec *abstime,
+                                    void (*unlock)(void *), void (*relock)(void *));
 
 #ifdef __cplusplus
 }

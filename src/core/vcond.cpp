@@ -47,7 +47,7 @@ void unlink_locked(Bucket& b, Waiter* x) noexcept UEP_REQUIRES(b.mu) {
 }  // namespace
 
 int wait(const void* cond, const timespec* deadline, void (*unlock)(void*), void (*relock)(void*),
-         void* mutex) noexcept {
+         void* mutex, bool interruptible) noexcept {
   int err = 0;
   ThreadWaiter* w = ThreadWaiter::self(&err);
   if (!w) return err;
@@ -70,8 +70,8 @@ int wait(const void* cond, const timespec* deadline, void (*unlock)(void*), void
     if (me.signalled.load(std::memory_order_acquire)) break;
     const int s = w->sleep(deadline, nullptr);  // signal handlers run; the wait goes on
     if (me.signalled.load(std::memory_order_acquire)) break;
-    if (s == 0) {
-      result = ETIMEDOUT;
+    if (s == 0 || (s == -EINTR && interruptible)) {
+      result = s == 0 ? ETIMEDOUT : EINTR;
       break;
     }
     w->prepare();  // a stray kick, or a handler ran: sleep again

@@ -21,10 +21,11 @@ namespace uepoll::core::vcond {
 // Waits on `cond` until signalled or (deadline non-null) the absolute
 // CLOCK_MONOTONIC virtual deadline.  unlock/relock release and retake the
 // caller's mutex (after the thread is queued, and before returning).
-// 0 (signalled, or a spurious wakeup), ETIMEDOUT, or an errno if the thread
-// has no waiter (EMFILE, ENOMEM).
+// 0 (signalled, or a spurious wakeup), ETIMEDOUT, EINTR (only when
+// `interruptible`: a signal handler ran), or an errno if the thread has no
+// waiter (EMFILE, ENOMEM).
 int wait(const void* cond, const timespec* deadline, void (*unlock)(void*), void (*relock)(void*),
-         void* mutex) noexcept;
+         void* mutex, bool interruptible = false) noexcept;
 // Wakes the oldest waiter of cond (all: every waiter).
 void signal(const void* cond, bool all) noexcept;
 

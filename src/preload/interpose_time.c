@@ -10,7 +10,8 @@
  * to the process; in automatic mode pthread_cond_wait, _timedwait,
  * _clockwait, _signal and _broadcast run on uepoll waits (core/vcond.h), so
  * a thread waiting on a condition variable counts as asleep and its timeout
- * is virtual (process-shared condition variables stay libc's).  With the
+ * is virtual (process-shared condition variables stay libc's); so do
+ * unnamed process-private semaphores (sem_init ... sem_destroy).  With the
  * variable unset, or for
  * other clocks (CPU-time clocks), and for uepoll's own calls, every
  * function is libc's.  The timeouts of epoll, poll and select on uepoll
@@ -33,6 +34,8 @@
 #include <errno.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,4 +382,141 @@ int pthread_cond_broadcast(pthread_cond_t *c) {
   uep__vcond_signal(c, 1);
   UEP_PL_LEAVE();
   return 0;
+}
+
+/* ---- semaphores ------------------------------------------------------------------ */
+/* Unnamed process-private semaphores made by sem_init in automatic mode keep
+ * their count here (the sem_t is not used), under sem_mu, and wait on uepoll
+ * waits keyed by their address; named and process-shared ones stay libc's.
+ * Slots are reused once destroyed (key kept, live cleared). */
+enum { SEM_SLOTS = 4096 };
+static pthread_mutex_t sem_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  const void *key;
+  int live;
+  unsigned int count;
+} sems[SEM_SLOTS];
+
+/* The live slot of sem, or -1.  Preconditions: sem_mu held. */
+static int sem_slot(const void *sem) {
+  for (unsigned i = cond_hash(sem), n = 0; n < SEM_SLOTS; ++n, i = (i + 1) % SEM_SLOTS) {
+    if (!sems[i].key) return -1;
+    if (sems[i].key == sem && sems[i].live) return (int)i;
+  }
+  return -1;
+}
+
+static int sem_virtual(void) { return vt_mode == UEP_VCLOCK_AUTO && !uep_pl_inside(); }
+
+int sem_init(sem_t *sem, int pshared, unsigned int value) {
+  int r = UEP_PL_REAL(sem_init)(sem, pshared, value);
+  if (r != 0 || !sem_virtual() || pshared) return r;
+  pthread_mutex_lock(&sem_mu);
+  for (unsigned i = cond_hash(sem), n = 0; n < SEM_SLOTS; ++n, i = (i + 1) % SEM_SLOTS) {
+    if (sems[i].key && sems[i].key != sem && sems[i].live) continue;
+    sems[i].key = sem;
+    sems[i].live = 1;
+    sems[i].count = value;
+    break;
+  } /* full: the semaphore stays libc's */
+  pthread_mutex_unlock(&sem_mu);
+  return 0;
+}
+
+int sem_destroy(sem_t *sem) {
+  if (sem_virtual()) {
+    pthread_mutex_lock(&sem_mu);
+    int i = sem_slot(sem);
+    if (i >= 0) sems[i].live = 0;
+    pthread_mutex_unlock(&sem_mu);
+  }
+  return UEP_PL_REAL(sem_destroy)(sem);
+}
+
+static void sem_mu_unlock(void *m) { pthread_mutex_unlock((pthread_mutex_t *)m); }
+static void sem_mu_lock(void *m) { pthread_mutex_lock((pthread_mutex_t *)m); }
+
+/* sem_wait, sem_trywait (!block), sem_timedwait/clockwait (abstime) on a
+ * semaphore of ours: 0 or -1 with errno; 1 if sem is not ours. */
+static int sem_take(sem_t *sem, int block, clockid_t clk, const struct timespec *abstime) {
+  pthread_mutex_lock(&sem_mu);
+  int i = sem_slot(sem), r = 0;
+  if (i < 0) {
+    pthread_mutex_unlock(&sem_mu);
+    return 1;
+  }
+  while (sems[i].count == 0) {
+    if (!block) {
+      r = EAGAIN;
+      break;
+    }
+    UEP_PL_ENTER();
+    r = uep__vcond_wait_intr(sem, &sem_mu, clk, abstime, sem_mu_unlock, sem_mu_lock);
+    UEP_PL_LEAVE();
+    if (r != 0) break;
+    if ((i = sem_slot(sem)) < 0) { /* destroyed meanwhile: undefined; fail */
+      r = EINVAL;
+      break;
+    }
+  }
+  if (r == 0) sems[i].count--;
+  pthread_mutex_unlock(&sem_mu);
+  if (r == 0) return 0;
+  errno = r;
+  return -1;
+}
+
+int sem_wait(sem_t *sem) {
+  int r = sem_virtual() ? sem_take(sem, 1, CLOCK_REALTIME, NULL) : 1;
+  return r == 1 ? UEP_PL_REAL(sem_wait)(sem) : r;
+}
+
+int sem_trywait(sem_t *sem) {
+  int r = sem_virtual() ? sem_take(sem, 0, CLOCK_REALTIME, NULL) : 1;
+  return r == 1 ? UEP_PL_REAL(sem_trywait)(sem) : r;
+}
+
+int sem_timedwait(sem_t *restrict sem, const struct timespec *restrict abstime) {
+  int r = sem_virtual() ? sem_take(sem, 1, CLOCK_REALTIME, abstime) : 1;
+  return r == 1 ? UEP_PL_REAL(sem_timedwait)(sem, abstime) : r;
+}
+
+int sem_clockwait(sem_t *restrict sem, clockid_t clk, const struct timespec *restrict abstime) {
+  int r = sem_virtual() ? sem_take(sem, 1, clk, abstime) : 1;
+  return r == 1 ? UEP_PL_REAL(sem_clockwait)(sem, clk, abstime) : r;
+}
+
+int sem_post(sem_t *sem) {
+  if (sem_virtual()) {
+    pthread_mutex_lock(&sem_mu);
+    int i = sem_slot(sem);
+    if (i >= 0) {
+      int r = 0;
+      if (sems[i].count >= (unsigned)SEM_VALUE_MAX) {
+        r = EOVERFLOW;
+      } else {
+        sems[i].count++;
+        UEP_PL_ENTER();
+        uep__vcond_signal(sem, 0);
+        UEP_PL_LEAVE();
+      }
+      pthread_mutex_unlock(&sem_mu);
+      if (r == 0) return 0;
+      errno = r;
+      return -1;
+    }
+    pthread_mutex_unlock(&sem_mu);
+  }
+  return UEP_PL_REAL(sem_post)(sem);
+}
+
+int sem_getvalue(sem_t *restrict sem, int *restrict value) {
+  if (sem_virtual()) {
+    pthread_mutex_lock(&sem_mu);
+    int i = sem_slot(sem);
+    if (i >= 0) *value = (int)sems[i].count;
+    pthread_mutex_unlock(&sem_mu);
+    if (i >= 0) return 0;
+  }
+  return UEP_PL_REAL(sem_getvalue)(sem, value);
 }

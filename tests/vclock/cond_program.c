@@ -3,10 +3,12 @@
  * variable (CLOCK_MONOTONIC, timeout an hour) while the producer sleeps 10 s
  * and then signals; a second timed wait of 30 s times out; a pool of three
  * idle workers in pthread_cond_wait (untimed) does not hold the clock while
- * the main thread sleeps a minute; a broadcast ends them. */
+ * the main thread sleeps a minute; a broadcast ends them; a semaphore's
+ * timed wait times out on the virtual clock, and its count is kept. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -74,5 +76,19 @@ int main(void) {
   pthread_mutex_unlock(&mu);
   for (int i = 0; i < 3; ++i) pthread_join(p[i], NULL);
   printf("main: %d pooled threads exited at %.3f\n", exited, mono() - t0);
+  sem_t s;
+  sem_init(&s, 0, 0);
+  struct timespec at;
+  clock_gettime(CLOCK_REALTIME, &at);
+  at.tv_sec += 5;
+  int r = sem_timedwait(&s, &at);
+  printf("sem_timedwait = %d %s at %.3f\n", r, r ? strerror(errno) : "", mono() - t0);
+  sem_post(&s);
+  int v = -1;
+  sem_getvalue(&s, &v);
+  r = sem_trywait(&s);
+  int r2 = sem_trywait(&s);
+  printf("value %d, trywait %d, then %d %s\n", v, r, r2, r2 ? strerror(errno) : "");
+  sem_destroy(&s);
   return 0;
 }
