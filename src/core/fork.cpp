@@ -16,6 +16,7 @@
 
 #include "core/fork_gate.h"
 #include "core/vclock.h"
+#include "core/vcond.h"
 
 #include <pthread.h>
 
@@ -46,6 +47,7 @@ void parent() {
 void child() {
   fork_gate_child();
   vclock::fork_child();
+  vcond::fork_child();
   waiters_fork_child();
   reclaim::fork_child();
   epoll::item_cache_fork_child();

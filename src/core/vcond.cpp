@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <new>
 
 namespace uepoll::core::vcond {
 
@@ -98,6 +99,13 @@ void signal(const void* cond, bool all) noexcept {
       if (!all) return;
     }
     x = next;
+  }
+}
+
+void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+  for (Bucket& b : g_buckets) {
+    new (&b.mu) Mutex(lock_class::kCondBucket);
+    b.head = b.tail = nullptr;
   }
 }
 

@@ -28,5 +28,9 @@ int wait(const void* cond, const timespec* deadline, void (*unlock)(void*), void
          void* mutex, bool interruptible = false) noexcept;
 // Wakes the oldest waiter of cond (all: every waiter).
 void signal(const void* cond, bool all) noexcept;
+// After fork(), in the child (core/fork.cpp): the queued waiters are the
+// parent's other threads, whose stacks the child does not have; the lists
+// are emptied and the bucket mutexes (possibly copied held) made anew.
+void fork_child() noexcept;
 
 }  // namespace uepoll::core::vcond

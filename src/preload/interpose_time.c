@@ -46,6 +46,11 @@
 /* The mode fixed at load (0 = off): a plain load, read on every call. */
 static int vt_mode;
 
+/* Fork handlers for the tables below (threads, semaphores). */
+static void vt_fork_prepare(void);
+static void vt_fork_parent(void);
+static void vt_fork_child(void);
+
 __attribute__((constructor)) static void virtual_time_at_load(void) {
   const char *m = getenv("UEPOLL_VIRTUAL_TIME");
   if (!m || !*m || strcmp(m, "off") == 0) return;
@@ -62,6 +67,7 @@ __attribute__((constructor)) static void virtual_time_at_load(void) {
   if (uep_vclock_enable(mode) == 0) {
     vt_mode = mode;
     (void)uep_vclock_attach_thread();
+    (void)pthread_atfork(vt_fork_prepare, vt_fork_parent, vt_fork_child);
   }
   UEP_PL_LEAVE();
 }
@@ -519,4 +525,22 @@ int sem_getvalue(sem_t *restrict sem, int *restrict value) {
     if (i >= 0) return 0;
   }
   return UEP_PL_REAL(sem_getvalue)(sem, value);
+}
+
+/* ---- fork ------------------------------------------------------------------------ */
+/* The tables' mutexes are held across fork(); in the child the parent's
+ * other threads do not exist (their entries go; nobody waits on a
+ * semaphore any more, the counts stay). */
+static void vt_fork_prepare(void) {
+  pthread_mutex_lock(&thread_mu);
+  pthread_mutex_lock(&sem_mu);
+}
+static void vt_fork_parent(void) {
+  pthread_mutex_unlock(&sem_mu);
+  pthread_mutex_unlock(&thread_mu);
+}
+static void vt_fork_child(void) {
+  for (int i = 0; i < THREAD_SLOTS; ++i) threads[i].state = 0;
+  pthread_mutex_unlock(&sem_mu);
+  pthread_mutex_unlock(&thread_mu);
 }
