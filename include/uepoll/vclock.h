@@ -45,9 +45,11 @@
 #define UEPOLL_VCLOCK_H
 
 #include <stdint.h>
+#include <sys/types.h> /* clockid_t */
 #include <time.h>
 
 #include <uepoll/export.h>
+#include <uepoll/uepoll.h> /* uep_timerfd_*, and struct timespec in C99 */
 
 #ifdef __cplusplus
 extern "C" {
