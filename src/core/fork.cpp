@@ -15,6 +15,8 @@
 #include "core/fork.h"
 
 #include "core/fork_gate.h"
+#include "core/vclock.h"
+#include "core/vcond.h"
 
 #include <pthread.h>
 
@@ -24,6 +26,7 @@ namespace {
 
 void prepare() {
   fork_gate_prepare();
+  vclock::fork_prepare();
   objects::timers_fork_prepare();
   fd::table_fork_prepare();
   epoll::item_cache_fork_prepare();  // the leaves in lock_order.h's order (9.0-9.3)
@@ -37,11 +40,14 @@ void parent() {
   epoll::item_cache_fork_parent();
   fd::table_fork_parent();
   objects::timers_fork_parent();
+  vclock::fork_parent();
   fork_gate_parent();
 }
 
 void child() {
   fork_gate_child();
+  vclock::fork_child();
+  vcond::fork_child();
   waiters_fork_child();
   reclaim::fork_child();
   epoll::item_cache_fork_child();

@@ -15,6 +15,10 @@
 // EP_MAX_NESTS + 1 deep).  The checker accepts a nested class on a different
 // instance, at most EP_MAX_NESTS + 2 deep; it cannot see parent-before-child.
 //
+//  0.4 virtual clock mutex     (Mutex in core/vclock.cpp): the virtual
+//                               clock's timers and sleepers.  Taken with no
+//                               uepoll lock held; a timer's wait-queue lock
+//                               (6) is taken under it to deliver an expiry.
 //  0.5 TimerService registry   (Mutex in objects/timerfd.cpp): the timers
 //                               the service thread watches.  Taken with no
 //                               uepoll lock held; a timer's wait-queue lock
@@ -91,7 +95,10 @@
 //                               epoll/kernel_watch.cpp, a KernelWatch's
 //                               kick_mu_ (its doorbell's registration in its
 //                               shadow epoll: epoll_ctl and poll under it,
-//                               epoll/kernel_watch_direct.cpp).
+//                               epoll/kernel_watch_direct.cpp), the
+//                               virtual-time condition variable buckets
+//                               (core/vcond.cpp: kicks, an eventfd write,
+//                               under them).
 //
 // Outside this order: libuepoll-preload.so's init and warning mutexes
 // (src/preload/, std::mutex: the preload uses only the public API) are
@@ -160,6 +167,7 @@ struct LockClass {
 };
 
 namespace lock_class {
+inline constexpr LockClass kVClock{"virtual clock mutex", 4, false};
 inline constexpr LockClass kTimerRegistry{"TimerService registry", 5, false};
 inline constexpr LockClass kTopology{"topology lock", 10, false};
 inline constexpr LockClass kTopologyTarget{"topology target mutex", 20, false};
@@ -181,6 +189,7 @@ inline constexpr LockClass kWaiterPool{"waiter pool", 93, false};
 inline constexpr LockClass kKernelRegistry{"kernel-watch registry", 94, false};
 inline constexpr LockClass kKernelProbe{"kernel-watch probe", 95, false};
 inline constexpr LockClass kKernelKick{"KernelWatch::kick_mu_", 96, false};
+inline constexpr LockClass kCondBucket{"virtual-time condition variable bucket", 97, false};
 }  // namespace lock_class
 
 // Deepest same-class nesting the checker accepts: EP_MAX_NESTS (4) + 2.

@@ -20,6 +20,7 @@ void run_hooks(void*) {
   epoll::watches_thread_exit();
   epoll::topology_thread_exit();
   waiter_thread_exit();
+  vclock::thread_exit();
   reclaim::thread_exit();  // after those: they may still have retired objects
   fork_gate_thread_exit();  // last: the hooks above take uepoll locks
 }

@@ -24,6 +24,9 @@ void thread_exit_arm() noexcept;
 
 // The hooks, each defined in the module that owns the state.
 void waiter_thread_exit() noexcept;  // core/waiter.cpp: the waiter back to the pool
+namespace vclock {
+void thread_exit() noexcept;  // core/vclock.cpp: a known thread leaves automatic mode's count
+}
 void fork_gate_thread_exit() noexcept;  // core/fork_gate.cpp: off the gate's list (runs last)
 namespace reclaim {
 void thread_exit() noexcept;  // core/reclaim.cpp: the record released

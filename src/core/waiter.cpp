@@ -8,6 +8,7 @@
 #include "core/mutex.h"
 #include "core/own_fds.h"
 #include "core/thread_exit.h"
+#include "core/vclock.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -197,6 +198,7 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
     p = big.get();
   }
   for (unsigned long i = 0; i < n_extra; ++i) p[i + 1] = extra[i];
+  vclock::SleepScope vsleep(this, deadline);  // the virtual clock's sleeper while it is on
   for (bool slept = false;; slept = true) {
     sleeping_.store(true, std::memory_order_seq_cst);
     if (woken_.load(std::memory_order_seq_cst)) {
@@ -229,7 +231,7 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
       }
       rel.tv_sec = sec;
       rel.tv_nsec = nsec;
-      relp = &rel;
+      relp = vsleep.active() ? nullptr : &rel;  // virtual time: the clock kicks at the deadline
     }
     if (n_extra == 0 && kep_ >= 0) {
       epoll_event ev;
@@ -310,6 +312,7 @@ int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
     if (::signalfd(sfd_, &let, 0) < 0) return sleep(nullptr, mask);
     sfd_mask_ = let;
   }
+  vclock::SleepScope vsleep(this, nullptr);  // the virtual clock's sleeper while it is on
   for (;;) {
     sleeping_.store(true, std::memory_order_seq_cst);
     if (woken_.load(std::memory_order_seq_cst)) {
@@ -400,6 +403,7 @@ int WaiterEntry::wake(WaitEntry* e, uint32_t key) noexcept {
 
 timespec monotonic_now() noexcept {
   timespec t;
+  if (vclock::on()) return vclock::to_ts(vclock::now());
   clock_gettime(CLOCK_MONOTONIC, &t);
   return t;
 }

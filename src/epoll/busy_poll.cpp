@@ -22,6 +22,7 @@
 // Locks: ready_lock_ (7), try_lock only, held for one read.
 #include "core/cpu_relax.h"
 #include "core/tuning.h"
+#include "core/vclock.h"
 #include "core/waiter.h"
 #include "epoll/instance.h"
 
@@ -42,6 +43,7 @@ bool before(const timespec& a, const timespec& b) noexcept {
 }  // namespace
 
 bool Instance::busy_wait(const timespec* deadline, SpinWindow* win) noexcept {
+  if (core::vclock::on()) return false;  // no spinning on a clock that stands still
   if (!win->started) {
     win->started = true;
     const uint32_t us = busy_.usecs.load(std::memory_order_relaxed);

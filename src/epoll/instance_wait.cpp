@@ -12,6 +12,7 @@
 #include "core/reclaim.h"
 #include "core/tuning.h"
 #include "core/user_memory.h"
+#include "core/vclock.h"
 #include "core/waiter.h"
 #include "epoll/deferred_puts.h"
 #include "epoll/kernel_watch.h"
@@ -162,7 +163,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
       eavail = true;
       continue;
     }
-    if (kw && kw->direct_hint() && !classic) {
+    if (kw && kw->direct_hint() && !classic && !core::vclock::on()) {  // virtual time: the classic sleep registers with the clock
       const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked);
       if (n == KernelWatch::kTimedOut)
         timed_out = true;

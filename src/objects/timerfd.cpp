@@ -201,11 +201,15 @@ class TimerService {
 
 }  // namespace
 
-TimerFd::TimerFd(int kfd, int status_flags, int clockid) noexcept
-    : core::File(core::FileKind::kTimer, status_flags), kfd_(kfd), clockid_(clockid) {}
+TimerFd::TimerFd(int kfd, int status_flags, int clockid, bool on_vclock) noexcept
+    : core::File(core::FileKind::kTimer, status_flags), kfd_(kfd), clockid_(clockid), virtual_(on_vclock) {
+  vt_.owner = this;
+  vt_.fire = &TimerFd::v_fire;
+}
 
 uint32_t TimerFd::poll(int) noexcept {
   if (carried_.load(std::memory_order_relaxed)) return EPOLLIN;  // inherited across fork()
+  if (virtual_) return vticks_.load(std::memory_order_acquire) ? static_cast<uint32_t>(EPOLLIN) : 0u;
   // Linux timerfd_poll: EPOLLIN iff ctx->ticks; the kernel timerfd knows.
   pollfd p{kfd_, POLLIN, 0};
   const int r = ::poll(&p, 1, 0);
@@ -218,7 +222,7 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
   for (;;) {
     const uint64_t seen = seq_.load(std::memory_order_acquire);
     woke_since_read_.store(false, std::memory_order_seq_cst);  // before the read re-arms the kernel timer
-    const ssize_t n = ::read(kfd_, &ticks, sizeof ticks);
+    const ssize_t n = virtual_ ? v_read_ticks(&ticks) : ::read(kfd_, &ticks, sizeof ticks);
     if (n == static_cast<ssize_t>(sizeof ticks)) {
       ticks += take_carried();
       break;
@@ -241,6 +245,7 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
 
 int TimerFd::settime(int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept {
   woke_since_read_.store(false, std::memory_order_seq_cst);  // before the kernel re-arms
+  if (virtual_) return v_settime(flags, new_value, old_value);
   if (::timerfd_settime(kfd_, flags, new_value, old_value) < 0) return -errno;
   set_flags_.store(flags, std::memory_order_relaxed);
   carried_.store(0, std::memory_order_relaxed);  // Linux timerfd_setup: ctx->ticks = 0
@@ -257,6 +262,7 @@ int TimerFd::gettime(struct itimerspec* curr) noexcept {
   // Linux's gettime re-arms an expired interval timer (hrtimer_restart), and
   // so does the kernel timer's: its next expiry wakes again.
   woke_since_read_.store(false, std::memory_order_seq_cst);
+  if (virtual_) return v_gettime(curr);
   return ::timerfd_gettime(kfd_, curr) < 0 ? -errno : 0;
 }
 
@@ -353,6 +359,11 @@ void timers_fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
 }
 
 void TimerFd::on_release() noexcept {
+  if (virtual_) {
+    v_release();
+    ::close(kfd_);
+    return;
+  }
   TimerService::get().remove(kfd_);
   core::close_own(kfd_);
 }
@@ -361,12 +372,15 @@ int make_timerfd(int clockid, int flags) noexcept {
   // A high number, not the program's next one (core/own_fds.h).
   const int kfd = core::park_high(::timerfd_create(clockid, TFD_NONBLOCK | TFD_CLOEXEC));
   if (kfd < 0) return -errno;
-  auto* t = core::create<TimerFd>(kfd, O_RDWR | (flags & O_NONBLOCK), clockid);
+  const bool on_vclock = core::vclock::on();
+  auto* t = core::create<TimerFd>(kfd, O_RDWR | (flags & O_NONBLOCK), clockid, on_vclock);
   if (!t) {
     core::close_own(kfd);
     return -ENOMEM;
   }
-  if (const int err = TimerService::get().add(kfd, t); err < 0) {
+  // A virtual timer is not the service's: the virtual clock delivers its expiries.
+  const int err = on_vclock ? 0 : TimerService::get().add(kfd, t);
+  if (err < 0) {
     core::destroy(t);
     core::close_own(kfd);
     return err;

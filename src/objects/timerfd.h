@@ -20,6 +20,13 @@
 // readiness is exact and immediate; only the wakeup goes through the
 // service thread (microseconds late).
 //
+// On the virtual clock (core/vclock.h, on when the timer is created) the
+// kernel timerfd is never armed: the state of Linux's timerfd_ctx (expiry,
+// interval, ticks, expired) lives here, on a vclock::Timer, under the
+// clock's mutex, and every operation is Linux fs/timerfd.c's computation on
+// the virtual time (timerfd_virtual.cpp).  The wakeup path is the same
+// kernel_fired(), called by the clock when the timer expires.
+//
 // Locks.  The service's registry mutex (a std::mutex: the kernel-fd ->
 // TimerFd table and the kernel epoll's membership) is taken with no uepoll
 // lock held; under it the service takes a TimerFd's wq lock (level 6) to
@@ -32,6 +39,7 @@
 #pragma once
 
 #include "core/file.h"
+#include "core/vclock.h"
 
 #include <atomic>
 #include <cerrno>
@@ -44,7 +52,7 @@ namespace uepoll::objects {
 
 class TimerFd final : public core::File {
  public:
-  TimerFd(int kfd, int status_flags, int clockid = CLOCK_MONOTONIC) noexcept;
+  TimerFd(int kfd, int status_flags, int clockid = CLOCK_MONOTONIC, bool on_vclock = false) noexcept;
 
   uint32_t poll(int depth) noexcept override;  // EPOLLIN when expirations are pending
   // count < 8: -EINVAL.  Returns the expiration count (8 bytes) and clears
@@ -96,6 +104,23 @@ class TimerFd final : public core::File {
   // nonzero, settime() clears them (Linux: settime zeroes ctx->ticks).
   std::atomic<uint64_t> carried_{0};
   uint64_t take_carried() noexcept { return carried_.exchange(0, std::memory_order_relaxed); }
+
+  // The virtual clock's timer (timerfd_virtual.cpp): Linux's timerfd_ctx
+  // fields, under vclock::g_mutex.  vticks_ is also read without it (poll).
+  const bool virtual_;  // immutable: created while the virtual clock was on
+  struct VTimer : core::vclock::Timer {
+    TimerFd* owner = nullptr;
+  } vt_;
+  int64_t vintv_ = 0;       // ctx->tintv (ns)
+  bool vexpired_ = false;   // ctx->expired
+  // ctx->ticks.  Written under vclock::g_mutex with release; poll() loads it
+  // with acquire (pairs: a poller that sees ticks sees the expiry's state).
+  std::atomic<uint64_t> vticks_{0};
+  static void v_fire(core::vclock::Timer* t) noexcept;
+  ssize_t v_read_ticks(uint64_t* ticks) noexcept;  // 8, or -1 with errno EAGAIN
+  int v_settime(int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept;
+  int v_gettime(struct itimerspec* curr) noexcept;
+  void v_release() noexcept;
 };
 
 // Creates a timer on clockid (flags already validated: TFD_NONBLOCK |

@@ -1,0 +1,314 @@
+// vclock.cpp - the virtual clock (see vclock.h): mode, time, timer list,
+// sleepers and automatic mode's quiescence check.
+// Locks: g_mutex (level 0.4 of core/lock_order.h) around every change; under
+// it, timer callbacks take wait-queue locks (6) and sleepers' eventfds are
+// written.  No other uepoll lock is held when it is taken.
+#include "core/vclock.h"
+
+#include "core/thread_exit.h"
+#include "core/waiter.h"
+
+#include <uepoll/vclock.h>
+
+#include <cerrno>
+#include <csignal>
+#include <unistd.h>
+
+namespace uepoll::core::vclock {
+
+std::atomic<int> g_mode{kOff};
+Mutex g_mutex(lock_class::kVClock);
+
+namespace {
+
+// The monotonic virtual time.  Written under g_mutex with release, read
+// anywhere with acquire: pairs so that a thread that sees a time also sees
+// the timer state the advance to it left (the expiries it fired).
+std::atomic<int64_t> g_now{UEP_VCLOCK_START_MONO};
+// REALTIME - MONOTONIC; written under g_mutex only when enabling from off
+// (relaxed: enabling happens at a quiescent point, before the readers).
+std::atomic<int64_t> g_rt_offset{UEP_VCLOCK_START_REALTIME - UEP_VCLOCK_START_MONO};
+
+int64_t g_start_mono UEP_GUARDED_BY(g_mutex) = UEP_VCLOCK_START_MONO;
+int64_t g_start_rt UEP_GUARDED_BY(g_mutex) = UEP_VCLOCK_START_REALTIME;
+Timer* g_timers UEP_GUARDED_BY(g_mutex) = nullptr;         // armed, sorted by expires
+SleepScope* g_sleepers UEP_GUARDED_BY(g_mutex) = nullptr;  // threads in a virtual sleep
+int g_known UEP_GUARDED_BY(g_mutex) = 0;    // threads automatic mode waits for
+int g_blocked UEP_GUARDED_BY(g_mutex) = 0;  // of them, in a virtual sleep (= list length)
+int g_spawning UEP_GUARDED_BY(g_mutex) = 0;  // counted in g_known, not yet started
+
+// A SIGALRM was sent to a handler and no sleep has ended since: the thread
+// it interrupts is about to run, so automatic mode does not jump further.
+bool g_signal_pending UEP_GUARDED_BY(g_mutex) = false;
+
+// ITIMER_REAL (itimer_real_set).
+Timer g_itimer UEP_GUARDED_BY(g_mutex);
+int64_t g_itimer_interval UEP_GUARDED_BY(g_mutex) = 0;
+
+// This thread is counted in g_known (trivially destructible: thread_exit.h).
+thread_local bool tls_known = false;
+
+void know_self_locked() noexcept UEP_REQUIRES(g_mutex) {
+  if (tls_known) return;
+  tls_known = true;
+  ++g_known;
+  thread_exit_arm();  // thread_exit() below takes it off
+}
+
+// Sets the time to t (never backwards) and delivers what is due: timers in
+// list order (expiry, then arming order), then every sleeper whose deadline
+// has come gets an eventfd write (it re-checks its deadline and returns).
+void advance_to_locked(int64_t t) noexcept UEP_REQUIRES(g_mutex) {
+  if (t > g_now.load(std::memory_order_relaxed)) g_now.store(t, std::memory_order_release);
+  const int64_t now = g_now.load(std::memory_order_relaxed);
+  while (g_timers && g_timers->expires <= now) {
+    Timer* x = g_timers;
+    timer_cancel(x);
+    x->fire(x);
+  }
+  for (SleepScope* s = g_sleepers; s; s = s->next)
+    if (s->deadline <= now) s->waiter->write_kick();
+}
+
+// Automatic mode: while every known thread sleeps in a uepoll wait, none has
+// been woken (its woken flag is set by every wake before its eventfd write)
+// and none has a deadline already passed, nothing in the process can make
+// progress except time: jump to the earliest deadline.  Each jump either
+// wakes someone (the loop then stops) or delivers an expiry nobody waits
+// for (the loop goes on to the next one).
+void maybe_advance_locked() noexcept UEP_REQUIRES(g_mutex) {
+  while (g_mode.load(std::memory_order_relaxed) == kAuto && g_known > 0 && g_blocked >= g_known &&
+         !g_signal_pending) {
+    const int64_t now = g_now.load(std::memory_order_relaxed);
+    int64_t next = g_timers ? g_timers->expires : INT64_MAX;
+    for (SleepScope* s = g_sleepers; s; s = s->next) {
+      if (s->waiter->woken() || s->deadline <= now) return;
+      if (s->deadline < next) next = s->deadline;
+    }
+    if (next == INT64_MAX) return;  // nothing will ever happen: the program hangs, as on Linux
+    advance_to_locked(next);
+  }
+}
+
+}  // namespace
+
+int enable(int mode) noexcept {
+  if (mode != kOff && mode != kManual && mode != kAuto) return -EINVAL;
+  MutexLock l(g_mutex);
+  if (g_mode.load(std::memory_order_relaxed) == kOff && mode != kOff) {
+    g_now.store(g_start_mono, std::memory_order_release);
+    g_rt_offset.store(g_start_rt - g_start_mono, std::memory_order_relaxed);
+  }
+  g_mode.store(mode, std::memory_order_relaxed);
+  maybe_advance_locked();
+  return 0;
+}
+
+int set_start(int64_t mono, int64_t realtime) noexcept {
+  if (mono < 0 || realtime < 0) return -EINVAL;
+  MutexLock l(g_mutex);
+  g_start_mono = mono;
+  g_start_rt = realtime;
+  return 0;
+}
+
+int64_t now() noexcept { return g_now.load(std::memory_order_acquire); }
+
+bool clock_offset(clockid_t clock, int64_t* offset) noexcept {
+  switch (clock) {
+    case CLOCK_MONOTONIC:
+    case CLOCK_MONOTONIC_RAW:
+    case CLOCK_MONOTONIC_COARSE:
+    case CLOCK_BOOTTIME:
+    case CLOCK_BOOTTIME_ALARM:
+      *offset = 0;
+      return true;
+    case CLOCK_REALTIME:
+    case CLOCK_REALTIME_COARSE:
+    case CLOCK_REALTIME_ALARM:
+      *offset = g_rt_offset.load(std::memory_order_relaxed);
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool gettime(clockid_t clock, timespec* ts) noexcept {
+  int64_t off = 0;
+  if (!clock_offset(clock, &off)) return false;
+  *ts = to_ts(now() + off);
+  return true;
+}
+
+void timer_start(Timer* t) noexcept {
+  if (t->queued) timer_cancel(t);
+  if (t->expires <= g_now.load(std::memory_order_relaxed)) {
+    t->fire(t);  // already due: expires now (hrtimer_start of a past time)
+    return;
+  }
+  // After every timer that expires no later (equal times keep arming order).
+  Timer* prev = nullptr;
+  Timer* cur = g_timers;
+  while (cur && cur->expires <= t->expires) {
+    prev = cur;
+    cur = cur->next;
+  }
+  t->prev = prev;
+  t->next = cur;
+  if (cur) cur->prev = t;
+  (prev ? prev->next : g_timers) = t;
+  t->queued = true;
+}
+
+void timer_cancel(Timer* t) noexcept {
+  if (!t->queued) return;
+  (t->prev ? t->prev->next : g_timers) = t->next;
+  if (t->next) t->next->prev = t->prev;
+  t->prev = t->next = nullptr;
+  t->queued = false;
+}
+
+uint64_t timer_forward_now(Timer* t, int64_t interval) noexcept {
+  // Linux hrtimer_forward() (kernel/time/hrtimer.c), resolution 1 ns.
+  const int64_t now = g_now.load(std::memory_order_relaxed);
+  const int64_t delta = now - t->expires;
+  if (delta < 0 || interval <= 0) return 0;
+  uint64_t orun = 1;
+  if (delta >= interval) {
+    orun = static_cast<uint64_t>(delta / interval);
+    t->expires += interval * static_cast<int64_t>(orun);
+    if (t->expires > now) return orun;
+    ++orun;  // the correction for exact multiples
+  }
+  t->expires = add_sat(t->expires, interval);
+  return orun;
+}
+
+int advance(int64_t ns) noexcept {
+  if (!on() || ns < 0) return -EINVAL;
+  MutexLock l(g_mutex);
+  advance_to_locked(add_sat(g_now.load(std::memory_order_relaxed), ns));
+  maybe_advance_locked();
+  return 0;
+}
+
+namespace {
+
+// Linux it_real_fn: SIGALRM to the process; an interval timer re-arms at
+// once (hrtimer_forward_now, HRTIMER_RESTART).
+void itimer_fire(Timer* t) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {  // under g_mutex (advance_to_locked)
+  struct sigaction sa {};
+  if (sigaction(SIGALRM, nullptr, &sa) == 0 && sa.sa_handler != SIG_IGN && sa.sa_handler != SIG_DFL)
+    g_signal_pending = true;  // a handler will interrupt some thread's sleep
+  (void)kill(getpid(), SIGALRM);
+  if (g_itimer_interval > 0) {
+    (void)timer_forward_now(t, g_itimer_interval);
+    timer_start(t);
+  }
+}
+
+void itimer_real_get_locked(int64_t* value, int64_t* interval) noexcept UEP_REQUIRES(g_mutex) {
+  if (value) {
+    const int64_t rem = g_itimer.expires - g_now.load(std::memory_order_relaxed);
+    *value = !g_itimer.queued ? 0 : rem <= 0 ? 1000 : rem;
+  }
+  if (interval) *interval = g_itimer_interval;
+}
+
+}  // namespace
+
+void itimer_real_get(int64_t* value, int64_t* interval) noexcept {
+  MutexLock l(g_mutex);
+  itimer_real_get_locked(value, interval);
+}
+
+void itimer_real_set(int64_t value, int64_t interval, int64_t* old_value, int64_t* old_interval) noexcept {
+  MutexLock l(g_mutex);
+  itimer_real_get_locked(old_value, old_interval);
+  g_itimer.fire = &itimer_fire;
+  timer_cancel(&g_itimer);
+  g_itimer_interval = value ? interval : 0;
+  if (value) {
+    g_itimer.expires = add_sat(g_now.load(std::memory_order_relaxed), value);
+    timer_start(&g_itimer);
+  }
+}
+
+void SleepScope::begin(ThreadWaiter* w, const timespec* dl) noexcept {
+  waiter = w;
+  deadline = dl ? to_ns(*dl) : INT64_MAX;
+  MutexLock l(g_mutex);
+  know_self_locked();
+  prev = nullptr;
+  next = g_sleepers;
+  if (g_sleepers) g_sleepers->prev = this;
+  g_sleepers = this;
+  ++g_blocked;
+  registered_ = true;
+  maybe_advance_locked();
+}
+
+void SleepScope::end() noexcept {
+  MutexLock l(g_mutex);
+  (prev ? prev->next : g_sleepers) = next;
+  if (next) next->prev = prev;
+  --g_blocked;
+  g_signal_pending = false;  // a thread runs: it decides when the clock may move again
+  registered_ = false;
+}
+
+void attach_thread() noexcept {
+  MutexLock l(g_mutex);
+  know_self_locked();
+}
+
+void spawning() noexcept {
+  MutexLock l(g_mutex);
+  ++g_known;
+  ++g_spawning;
+}
+
+void started() noexcept {
+  MutexLock l(g_mutex);
+  if (tls_known || g_spawning == 0) {
+    know_self_locked();
+    return;
+  }
+  --g_spawning;  // take over the count the creator made
+  tls_known = true;
+  thread_exit_arm();
+}
+
+void spawn_failed() noexcept {
+  MutexLock l(g_mutex);
+  if (g_spawning > 0) {
+    --g_spawning;
+    --g_known;
+  }
+  maybe_advance_locked();
+}
+
+void thread_exit() noexcept {
+  if (!tls_known) return;
+  MutexLock l(g_mutex);
+  tls_known = false;
+  --g_known;
+  maybe_advance_locked();  // the others may be waiting only for this one
+}
+
+// The fork hooks (core/fork.h), not analysed: the lock taken in prepare is
+// released in parent or child.
+void fork_prepare() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { g_mutex.lock(); }
+void fork_parent() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { g_mutex.unlock(); }
+void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+  g_sleepers = nullptr;  // the parent's other threads do not exist here
+  g_blocked = 0;
+  g_known = tls_known ? 1 : 0;
+  g_spawning = 0;
+  g_signal_pending = false;
+  timer_cancel(&g_itimer);  // Linux: a child does not inherit the parent's itimers
+  g_itimer_interval = 0;
+  g_mutex.unlock();
+}
+
+}  // namespace uepoll::core::vclock
