@@ -404,6 +404,9 @@ static int sockopt_locked(struct lw_sock *s, int level, int name, int set, int *
       case SO_RCVBUF: if (!set) *v = TCP_WND; return 0;      /* fixed at build time */
       case SO_SNDBUF: if (!set) *v = TCP_SND_BUF; return 0;  /* fixed at build time */
       case SO_ACCEPTCONN: if (set) return -ENOPROTOOPT; *v = listening; return 0;
+      /* Errors are posted with uep_file_set_error, which answers SO_ERROR
+       * while one is pending; none is pending when this is asked. */
+      case SO_ERROR: if (set) return -ENOPROTOOPT; *v = 0; return 0;
       default: return -ENOPROTOOPT;
     }
   }
