@@ -68,7 +68,8 @@ TEST(Restart, BlockingCallsAndSaRestart) {
   auto r = conf::differential([](T& t) {
     const uepoll_test::Api& api = t.api;
     for (bool restart : {true, false}) {
-      auto [rd, wr] = t.pipe();
+      const auto pipe_ends = t.pipe();
+      const int rd = pipe_ends.first, wr = pipe_ends.second;
       char c;
       interrupted(
           t, restart, "pipe read", [&] { return api.read(rd, &c, 1); }, [&] { (void)api.write(wr, "x", 1); });
@@ -86,7 +87,8 @@ TEST(Restart, BlockingCallsAndSaRestart) {
       t.close(rd);
       t.close(wr);
 
-      auto [s0, s1] = t.unix_stream();
+      const auto socks = t.unix_stream();
+      const int s0 = socks.first, s1 = socks.second;
       interrupted(
           t, restart, "socket read", [&] { return api.read(s0, &c, 1); }, [&] { (void)api.write(s1, "s", 1); });
       if (!restart) t.read(s0, 1);
@@ -117,7 +119,8 @@ TEST(Restart, BlockingCallsAndSaRestart) {
       t.close(tfd);
 
       // Never restarted (signal(7)'s second list).
-      auto [prd, pwr] = t.pipe();
+      const auto pp = t.pipe();
+      const int prd = pp.first, pwr = pp.second;
       struct pollfd pfd = {prd, POLLIN, 0};
       interrupted(
           t, restart, "poll", [&] { return api.poll(&pfd, 1, 5000); }, [&] { (void)api.write(pwr, "p", 1); });
