@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -220,24 +221,27 @@ TEST(KernelSleep, SeveralSleepersOneEventEachNoLostWakeup) {
     EXPECT_EQ(kind == 1 ? ::read(kfd, &v, 8) : uep_read(ufd, &v, 8), 8);
   }
 
-  // Ping-pong with a crowd: every event must be taken well before a
-  // sleeper's 2 s timeout.
+  // Ping-pong with a crowd: every event must be taken well before any
+  // sleeper's timeout (10 s).  A lost wakeup leaves the event unread until
+  // some sleeper's wait ends, so the producer gives each event 3 s.  One
+  // sleeper may sleep through many rounds while the others take them (an
+  // exclusive wakeup goes to one), which is not a stall.
   constexpr int kRounds = 400;
-  std::atomic<int> taken{0};
+  std::atomic<int> taken{0}, exited{0};
   std::atomic<bool> stop{false}, stalled{false};
   std::vector<std::thread> th;
   for (int i = 0; i < kSleepers; ++i)
     th.emplace_back([&] {
       struct epoll_event out[4];
       while (!stop.load()) {
-        const int n = uep_epoll_wait(ep, out, 4, 2000);
-        if (n == 0 && !stop.load()) stalled.store(true);
+        const int n = uep_epoll_wait(ep, out, 4, 10000);
         for (int k = 0; k < n; ++k) {
           uint64_t v;
           const ssize_t r = out[k].data.u64 == 1 ? ::read(kfd, &v, 8) : uep_read(ufd, &v, 8);
           if (r == 8) taken.fetch_add(1);
         }
       }
+      exited.fetch_add(1);
     });
   for (int i = 0; i < kRounds && !stalled.load(); ++i) {
     uint64_t one = 1;
@@ -245,11 +249,18 @@ TEST(KernelSleep, SeveralSleepersOneEventEachNoLostWakeup) {
       ASSERT_EQ(::write(kfd, &one, 8), 8);
     else
       ASSERT_EQ(uep_write(ufd, &one, 8), 8);
-    while (taken.load() <= i && !stalled.load()) std::this_thread::yield();
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (taken.load() <= i && !stalled.load()) {
+      if (std::chrono::steady_clock::now() > give_up) stalled.store(true);
+      std::this_thread::yield();
+    }
   }
   stop.store(true);
-  uint64_t one = 1;
-  for (int i = 0; i < kSleepers; ++i) uep_write(ufd, &one, 8);  // wake everyone to stop
+  while (exited.load() < kSleepers) {  // wake everyone to stop (each edge wakes one)
+    uint64_t one = 1;
+    uep_write(ufd, &one, 8);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
   for (auto& t : th) t.join();
   EXPECT_FALSE(stalled.load());
   EXPECT_GE(taken.load(), kRounds);
