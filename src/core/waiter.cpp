@@ -233,7 +233,7 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
       rel.tv_nsec = nsec;
       relp = vsleep.active() ? nullptr : &rel;  // virtual time: the clock kicks at the deadline
     }
-    if (n_extra == 0 && kep_ >= 0) {
+    if (n_extra == 0 && kep_ >= 0 && have_epoll_pwait2()) {
       epoll_event ev;
       int r = ::epoll_pwait2(kep_, &ev, 1, relp, mask);
       int saved_errno = errno;
@@ -302,7 +302,7 @@ bool ThreadWaiter::restart_setup() noexcept {
 }
 
 int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
-  if (!restart_setup()) return sleep(nullptr, mask);
+  if (!have_epoll_pwait2() || !restart_setup()) return sleep(nullptr, mask);
   // The signals the caller's mask lets through: those end the sleep.
   sigset_t let;
   sigemptyset(&let);
@@ -430,6 +430,18 @@ timespec deadline_after_ms(long ms) noexcept {
 bool deadline_passed(const timespec& d) noexcept {
   timespec now = monotonic_now();
   return now.tv_sec > d.tv_sec || (now.tv_sec == d.tv_sec && now.tv_nsec >= d.tv_nsec);
+}
+
+bool have_epoll_pwait2() noexcept {
+  // An invalid descriptor: EBADF where the call exists, ENOSYS where not.
+  static const bool have = [] {
+    static const timespec zero{0, 0};
+    const int saved = errno;  // the caller's errno stays as it was
+    const bool enosys = ::epoll_pwait2(-1, nullptr, 0, &zero, nullptr) < 0 && errno == ENOSYS;
+    errno = saved;
+    return !enosys;
+  }();
+  return have;
 }
 
 int deliver_unblocked(const sigset_t* mask) noexcept {

@@ -185,6 +185,10 @@ bool deadline_passed(const timespec& d) noexcept;
 // handler ran, else 0.  One system call (ppoll of no descriptors, timeout
 // 0, with `mask`); takes no lock and must be called with none held.
 int deliver_unblocked(const sigset_t* mask) noexcept;
+// True when the kernel has epoll_pwait2 (Linux 5.11; qemu-user and older
+// kernels answer ENOSYS).  Probed once; the sleeps that use it fall back to
+// ppoll without it.
+bool have_epoll_pwait2() noexcept;
 
 // Blocks every signal in the calling thread for its lifetime and restores
 // the previous mask on destruction (used around the check-then-sleep

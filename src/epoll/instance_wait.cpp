@@ -163,7 +163,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
       eavail = true;
       continue;
     }
-    if (kw && kw->direct_hint() && !classic && !core::vclock::on()) {  // virtual time: the classic sleep registers with the clock
+    if (kw && kw->direct_hint() && !classic && !core::vclock::on() && core::have_epoll_pwait2()) {  // virtual time: the classic sleep registers with the clock
       const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked);
       if (n == KernelWatch::kTimedOut)
         timed_out = true;
