@@ -224,6 +224,7 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
     woke_since_read_.store(false, std::memory_order_seq_cst);  // before the read re-arms the kernel timer
     const ssize_t n = virtual_ ? v_read_ticks(&ticks) : ::read(kfd_, &ticks, sizeof ticks);
     if (n == static_cast<ssize_t>(sizeof ticks)) {
+      if (armed_.load(std::memory_order_relaxed) == kOneShot) armed_.store(kDisarmed, std::memory_order_relaxed);
       ticks += take_carried();
       break;
     }
@@ -248,6 +249,9 @@ int TimerFd::settime(int flags, const struct itimerspec* new_value, struct itime
   if (virtual_) return v_settime(flags, new_value, old_value);
   if (::timerfd_settime(kfd_, flags, new_value, old_value) < 0) return -errno;
   set_flags_.store(flags, std::memory_order_relaxed);
+  const bool arms = new_value->it_value.tv_sec != 0 || new_value->it_value.tv_nsec != 0;
+  const bool interval = new_value->it_interval.tv_sec != 0 || new_value->it_interval.tv_nsec != 0;
+  armed_.store(!arms ? kDisarmed : interval ? kPeriodic : kOneShot, std::memory_order_relaxed);
   carried_.store(0, std::memory_order_relaxed);  // Linux timerfd_setup: ctx->ticks = 0
   // A timer set in the past (or a few ns ahead) has expired by the time the
   // kernel returns, and Linux's wakeup has already happened: deliver ours
@@ -309,9 +313,24 @@ int TimerFd::fork_rebuild() noexcept {
   const uint64_t ticks = pending_ticks(kfd_);
   const int nk = ::timerfd_create(clockid_, TFD_NONBLOCK | TFD_CLOEXEC);
   if (nk < 0) return -errno;
-  if (cur.it_value.tv_sec != 0 || cur.it_value.tv_nsec != 0) {
+  const int armed = armed_.load(std::memory_order_relaxed);
+  if (cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec == 0 && armed != kDisarmed) {
+    // An armed timer that reports no remaining time: its expiry has passed
+    // and the kernel has not counted it yet (Linux timerfd_get_remaining
+    // clamps a passed hrtimer expiry to 0 until timerfd_tmrproc runs).  The
+    // child's timer is due now: an interval timer always, a one-shot when
+    // the count does not hold its expiry already.
+    if (armed == kPeriodic || ticks == 0) {
+      cur.it_value.tv_nsec = 1;
+    } else {
+      armed_.store(kDisarmed, std::memory_order_relaxed);  // its expiry is carried
+    }
+  }
+  const bool value = cur.it_value.tv_sec != 0 || cur.it_value.tv_nsec != 0;
+  if (value || cur.it_interval.tv_sec != 0 || cur.it_interval.tv_nsec != 0) {
+    // A disarmed timer keeps its interval too (gettime shows it, as Linux's).
     int flags = set_flags_.load(std::memory_order_relaxed);
-    if (flags & TFD_TIMER_ABSTIME) {
+    if (value && (flags & TFD_TIMER_ABSTIME)) {
       // Same absolute expiry (and CANCEL_ON_SET still meaningful).
       timespec now{};
       clock_gettime(clockid_, &now);

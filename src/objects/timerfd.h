@@ -99,6 +99,13 @@ class TimerFd final : public core::File {
   std::atomic<bool> woke_since_read_{false};
   const int clockid_;              // immutable: the clock it was created on
   std::atomic<int> set_flags_{0};  // flags of the last successful settime
+  // What the last successful settime armed, for fork_rebuild: kDisarmed, a
+  // one-shot whose expiry no read has taken yet (kOneShot; read() clears it
+  // when it takes the kernel's count), or an interval timer (kPeriodic,
+  // armed until the next settime).  Relaxed: read only by the forking
+  // child, single-threaded, after fork copied the parent's memory.
+  enum : int { kDisarmed = 0, kOneShot = 1, kPeriodic = 2 };
+  std::atomic<int> armed_{kDisarmed};
   // Expirations inherited across fork() that the rebuilt kernel timer does
   // not hold: read() adds them to its count, poll() reports EPOLLIN while
   // nonzero, settime() clears them (Linux: settime zeroes ctx->ticks).

@@ -11,6 +11,8 @@
 //       both; the child's disarm does not disarm the parent's; a one-shot
 //       keeps its remaining time; an unread expiry is seen by both; a timer
 //       made in the child works.
+//   TimerDueAtForkStaysArmedInChild  forks in the instant a periodic or
+//       one-shot timer's expiry has passed but is not yet counted.
 //   ManyForksInARow  200 children, each a blocking wait + a timer.
 //   ObjectsMadeBeforeForkUsedInBoth  pipe contents, eventfd counters,
 //       registrations and ready lists are copies: each process sees its own.
@@ -245,6 +247,70 @@ TEST(Fork, TimersFireInChildAndParent) {
   close(sync[0]);
   close(sync[1]);
   for (int fd : {periodic, oneshot, expired, ep}) uep_close(fd);
+}
+
+// A fork that lands in the instant after a timer's expiry has passed and
+// before the kernel counted it (Linux's timerfd_gettime then reports no
+// remaining time, as for a disarmed timer): the child's copy must still be
+// armed.  A 100 us periodic timer makes such instants frequent; every
+// child waits for its copy to fire, and a one-shot due at the fork too.
+TEST(Fork, TimerDueAtForkStaysArmedInChild) {
+  int periodic = uep_timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+  ASSERT_GE(periodic, 0);
+  itimerspec p{};
+  p.it_value.tv_nsec = 100000;
+  p.it_interval.tv_nsec = 100000;
+  ASSERT_EQ(uep_timerfd_settime(periodic, 0, &p, nullptr), 0);
+  for (int round = 0; round < 150; ++round) {
+    int oneshot = uep_timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+    ASSERT_GE(oneshot, 0);
+    itimerspec o{};
+    o.it_value.tv_nsec = 20000 + 1000 * (round % 80);  // 20-99 us: often due at the fork
+    ASSERT_EQ(uep_timerfd_settime(oneshot, 0, &o, nullptr), 0);
+    std::this_thread::sleep_for(std::chrono::microseconds(20 + 7 * (round % 13)));
+    ASSERT_EQ(in_child([&]() -> std::string {
+      for (int fd : {periodic, oneshot}) {
+        pollfd pfd{fd, POLLIN, 0};
+        CHECK_OR_RETURN(uep_poll(&pfd, 1, 2000) == 1, fd == periodic ? "periodic copy never fired" : "one-shot copy never fired");
+        uint64_t v = 0;
+        CHECK_OR_RETURN(uep_read(fd, &v, 8) == 8 && v >= 1, "read");
+      }
+      return "";
+    }), "") << "round " << round;
+    uep_close(oneshot);
+  }
+  uep_close(periodic);
+}
+
+// The other side of the same rule: a timer that reports no remaining time
+// because it is disarmed stays disarmed in the child: one disarmed with an
+// interval still set, and a one-shot whose expiry was read before the fork.
+TEST(Fork, DisarmedOrConsumedTimerStaysQuietInChild) {
+  int disarmed = uep_timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+  int consumed = uep_timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK);
+  ASSERT_GE(disarmed, 0);
+  ASSERT_GE(consumed, 0);
+  itimerspec d{};
+  d.it_interval.tv_nsec = 1000000;  // it_value 0: disarms, the interval is kept (gettime shows it)
+  ASSERT_EQ(uep_timerfd_settime(disarmed, 0, &d, nullptr), 0);
+  itimerspec o{};
+  o.it_value.tv_nsec = 1000000;
+  ASSERT_EQ(uep_timerfd_settime(consumed, 0, &o, nullptr), 0);
+  pollfd pfd{consumed, POLLIN, 0};
+  ASSERT_EQ(uep_poll(&pfd, 1, 2000), 1);
+  uint64_t v = 0;
+  ASSERT_EQ(uep_read(consumed, &v, 8), 8);
+  EXPECT_EQ(in_child([&]() -> std::string {
+    pollfd p2[2] = {{disarmed, POLLIN, 0}, {consumed, POLLIN, 0}};
+    CHECK_OR_RETURN(uep_poll(p2, 2, 50) == 0, "a disarmed or consumed timer fired in the child");
+    itimerspec cur{};
+    CHECK_OR_RETURN(uep_timerfd_gettime(disarmed, &cur) == 0 && cur.it_value.tv_nsec == 0 && cur.it_value.tv_sec == 0 &&
+                        cur.it_interval.tv_nsec == 1000000,
+                    "disarmed timer in the child: not disarmed, or its interval lost");
+    return "";
+  }), "");
+  uep_close(disarmed);
+  uep_close(consumed);
 }
 
 // Linux shares the kernel timer: the child's disarm stops the parent's too,
