@@ -41,6 +41,12 @@ int uep_vclock_gettime(clockid_t clock, struct timespec* ts) {
 
 int uep_vclock_advance(int64_t ns) { return to_c(vclock::advance(ns)); }
 
+int uep_vclock_advance_to(int64_t mono_ns) { return to_c(vclock::advance_to(mono_ns)); }
+
+int uep_vclock_set_realtime(int64_t realtime_ns) { return to_c(vclock::set_realtime(realtime_ns)); }
+
+int uep_vclock_idle(void) { return vclock::on() && vclock::idle() ? 1 : 0; }
+
 int uep_vclock_attach_thread(void) {
   if (!vclock::on()) return to_c(-EINVAL);
   vclock::attach_thread();

@@ -41,6 +41,10 @@ UEP_EXPORT void uep__vcond_signal(const void *cond, int all);
 UEP_EXPORT int uep__vcond_wait_intr(const void *cond, void *mutex, clockid_t clock, const struct timespec *abstime,
                                     void (*unlock)(void *), void (*relock)(void *));
 
+/* uep_vclock_control_start, with enter (if not NULL) called first in the
+ * server thread (the preload's: that thread's calls are uepoll's own). */
+UEP_EXPORT int uep__vclock_control_start(const char *spec, void (*enter)(void));
+
 #ifdef __cplusplus
 }
 #endif

@@ -25,13 +25,15 @@ namespace {
 // anywhere with acquire: pairs so that a thread that sees a time also sees
 // the timer state the advance to it left (the expiries it fired).
 std::atomic<int64_t> g_now{UEP_VCLOCK_START_MONO};
-// REALTIME - MONOTONIC; written under g_mutex only when enabling from off
-// (relaxed: enabling happens at a quiescent point, before the readers).
+// REALTIME - MONOTONIC; written under g_mutex (enabling from off,
+// set_realtime), read without it, relaxed: a reader racing a set sees the
+// old or the new offset, as a clock_gettime racing clock_settime does.
 std::atomic<int64_t> g_rt_offset{UEP_VCLOCK_START_REALTIME - UEP_VCLOCK_START_MONO};
 
 int64_t g_start_mono UEP_GUARDED_BY(g_mutex) = UEP_VCLOCK_START_MONO;
 int64_t g_start_rt UEP_GUARDED_BY(g_mutex) = UEP_VCLOCK_START_REALTIME;
 Timer* g_timers UEP_GUARDED_BY(g_mutex) = nullptr;         // armed, sorted by expires
+Timer* g_cancel UEP_GUARDED_BY(g_mutex) = nullptr;         // the cancel list (CANCEL_ON_SET)
 SleepScope* g_sleepers UEP_GUARDED_BY(g_mutex) = nullptr;  // threads in a virtual sleep
 int g_known UEP_GUARDED_BY(g_mutex) = 0;    // threads automatic mode waits for
 int g_blocked UEP_GUARDED_BY(g_mutex) = 0;  // of them, in a virtual sleep (= list length)
@@ -76,16 +78,25 @@ void advance_to_locked(int64_t t) noexcept UEP_REQUIRES(g_mutex) {
 // progress except time: jump to the earliest deadline.  Each jump either
 // wakes someone (the loop then stops) or delivers an expiry nobody waits
 // for (the loop goes on to the next one).
+// The earliest deadline when every known thread sleeps and none of them
+// can run (see idle()); INT64_MIN when some thread can run or is not
+// asleep, INT64_MAX when nothing is pending.
+int64_t quiescent_next_locked() noexcept UEP_REQUIRES(g_mutex) {
+  if (g_known <= 0 || g_blocked < g_known || g_signal_pending) return INT64_MIN;
+  const int64_t now = g_now.load(std::memory_order_relaxed);
+  int64_t next = g_timers ? g_timers->expires : INT64_MAX;
+  for (SleepScope* s = g_sleepers; s; s = s->next) {
+    if (s->waiter->woken() || s->deadline <= now) return INT64_MIN;
+    if (s->deadline < next) next = s->deadline;
+  }
+  return next;
+}
+
 void maybe_advance_locked() noexcept UEP_REQUIRES(g_mutex) {
-  while (g_mode.load(std::memory_order_relaxed) == kAuto && g_known > 0 && g_blocked >= g_known &&
-         !g_signal_pending) {
-    const int64_t now = g_now.load(std::memory_order_relaxed);
-    int64_t next = g_timers ? g_timers->expires : INT64_MAX;
-    for (SleepScope* s = g_sleepers; s; s = s->next) {
-      if (s->waiter->woken() || s->deadline <= now) return;
-      if (s->deadline < next) next = s->deadline;
-    }
-    if (next == INT64_MAX) return;  // nothing will ever happen: the program hangs, as on Linux
+  while (g_mode.load(std::memory_order_relaxed) == kAuto) {
+    const int64_t next = quiescent_next_locked();
+    // INT64_MAX: nothing will ever happen: the program hangs, as on Linux.
+    if (next == INT64_MIN || next == INT64_MAX) return;
     advance_to_locked(next);
   }
 }
@@ -184,12 +195,91 @@ uint64_t timer_forward_now(Timer* t, int64_t interval) noexcept {
   return orun;
 }
 
+namespace {
+
+// t is a time the clock may move to: not before now, and neither clock past
+// kMaxTime.
+bool reachable_locked(int64_t t) noexcept UEP_REQUIRES(g_mutex) {
+  const int64_t off = g_rt_offset.load(std::memory_order_relaxed);
+  return t >= g_now.load(std::memory_order_relaxed) && t <= kMaxTime && (off <= 0 || t <= kMaxTime - off);
+}
+
+}  // namespace
+
 int advance(int64_t ns) noexcept {
   if (!on() || ns < 0) return -EINVAL;
   MutexLock l(g_mutex);
-  advance_to_locked(add_sat(g_now.load(std::memory_order_relaxed), ns));
+  const int64_t t = add_sat(g_now.load(std::memory_order_relaxed), ns);
+  if (!reachable_locked(t)) return -EINVAL;
+  advance_to_locked(t);
   maybe_advance_locked();
   return 0;
+}
+
+int advance_to(int64_t t) noexcept {
+  if (!on()) return -EINVAL;
+  MutexLock l(g_mutex);
+  if (!reachable_locked(t)) return -EINVAL;
+  advance_to_locked(t);
+  maybe_advance_locked();
+  return 0;
+}
+
+int64_t rt_offset() noexcept { return g_rt_offset.load(std::memory_order_relaxed); }
+
+int set_realtime(int64_t rt_ns) noexcept {
+  if (!on() || rt_ns < 0 || rt_ns > kMaxTime) return -EINVAL;
+  MutexLock l(g_mutex);
+  const int64_t now = g_now.load(std::memory_order_relaxed);
+  const int64_t old_off = g_rt_offset.load(std::memory_order_relaxed);
+  const int64_t off = rt_ns - now;
+  g_rt_offset.store(off, std::memory_order_relaxed);
+  // Linux clock_was_set: the realtime base's timers are re-evaluated at the
+  // new offset (expires = realtime expiry - offset), then the timerfds on
+  // the cancel list hear of the change (timerfd_clock_was_set).
+  Timer* moved = nullptr;
+  for (Timer* t = g_timers; t;) {
+    Timer* nx = t->next;
+    if (t->realtime) {
+      timer_cancel(t);
+      t->shift_next = moved;
+      moved = t;
+    }
+    t = nx;
+  }
+  while (moved) {
+    Timer* t = moved;
+    moved = t->shift_next;
+    t->shift_next = nullptr;
+    const int64_t d = old_off - off;  // no overflow: both offsets lie in (-INT64_MAX, INT64_MAX)
+    t->expires = d > 0 ? add_sat(t->expires, d) : (t->expires < INT64_MIN - d ? INT64_MIN : t->expires + d);
+    timer_start(t);  // fires now if its realtime expiry has come
+  }
+  for (Timer* t = g_cancel; t; t = t->cnext) t->clock_was_set(t);
+  maybe_advance_locked();
+  return 0;
+}
+
+void cancel_list_add(Timer* t) noexcept {
+  if (t->on_cancel_list) return;
+  t->cprev = nullptr;
+  t->cnext = g_cancel;
+  if (g_cancel) g_cancel->cprev = t;
+  g_cancel = t;
+  t->on_cancel_list = true;
+}
+
+void cancel_list_remove(Timer* t) noexcept {
+  if (!t->on_cancel_list) return;
+  (t->cprev ? t->cprev->cnext : g_cancel) = t->cnext;
+  if (t->cnext) t->cnext->cprev = t->cprev;
+  t->cprev = t->cnext = nullptr;
+  t->on_cancel_list = false;
+}
+
+bool idle() noexcept {
+  MutexLock l(g_mutex);
+  return quiescent_next_locked() != INT64_MIN;
 }
 
 namespace {
