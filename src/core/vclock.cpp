@@ -59,8 +59,10 @@ void know_self_locked() noexcept UEP_REQUIRES(g_mutex) {
 
 // Sets the time to t (never backwards) and delivers what is due: timers in
 // list order (expiry, then arming order), then every sleeper whose deadline
-// has come gets an eventfd write (it re-checks its deadline and returns).
-void advance_to_locked(int64_t t) noexcept UEP_REQUIRES(g_mutex) {
+// has come gets an eventfd write (it re-checks its deadline and returns),
+// but `self`: the calling thread's own sleep, which checks its deadline
+// before it would sleep in the kernel (SleepScope::begin comes first).
+void advance_to_locked(int64_t t, const SleepScope* self = nullptr) noexcept UEP_REQUIRES(g_mutex) {
   if (t > g_now.load(std::memory_order_relaxed)) g_now.store(t, std::memory_order_release);
   const int64_t now = g_now.load(std::memory_order_relaxed);
   while (g_timers && g_timers->expires <= now) {
@@ -69,7 +71,7 @@ void advance_to_locked(int64_t t) noexcept UEP_REQUIRES(g_mutex) {
     x->fire(x);
   }
   for (SleepScope* s = g_sleepers; s; s = s->next)
-    if (s->deadline <= now) s->waiter->write_kick();
+    if (s->deadline <= now && s != self) s->waiter->write_kick();
 }
 
 // Automatic mode: while every known thread sleeps in a uepoll wait, none has
@@ -92,12 +94,12 @@ int64_t quiescent_next_locked() noexcept UEP_REQUIRES(g_mutex) {
   return next;
 }
 
-void maybe_advance_locked() noexcept UEP_REQUIRES(g_mutex) {
+void maybe_advance_locked(const SleepScope* self = nullptr) noexcept UEP_REQUIRES(g_mutex) {
   while (g_mode.load(std::memory_order_relaxed) == kAuto) {
     const int64_t next = quiescent_next_locked();
     // INT64_MAX: nothing will ever happen: the program hangs, as on Linux.
     if (next == INT64_MIN || next == INT64_MAX) return;
-    advance_to_locked(next);
+    advance_to_locked(next, self);
   }
 }
 
@@ -335,7 +337,7 @@ void SleepScope::begin(ThreadWaiter* w, const timespec* dl) noexcept {
   g_sleepers = this;
   ++g_blocked;
   registered_ = true;
-  maybe_advance_locked();
+  maybe_advance_locked(this);  // a jump to this sleep's own deadline needs no kick
 }
 
 void SleepScope::end() noexcept {
