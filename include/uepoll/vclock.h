@@ -121,6 +121,20 @@ int uep_vclock_control_start(const char *spec);
  * if given and the sleep relative, gets the time left), EFAULT. */
 int uep_vclock_nanosleep(clockid_t clock, int flags, const struct timespec *req, struct timespec *rem);
 
+/* Serialized mode: from now on the threads known to the clock run one at a
+ * time.  A thread gives up its turn when it begins a uepoll sleep (a wait
+ * that blocks, a virtual sleep, a condition-variable wait or join under the
+ * preload) or exits; a thread whose sleep ends, and a new thread, wait for
+ * theirs.  When the turn is free it goes to one of the runnable known
+ * threads (not asleep, or woken, or past its deadline), chosen by a
+ * generator seeded with `seed` among them in creation order, so the same
+ * program with the same inputs and seed runs its threads in the same order
+ * (README.md, "Simulated time", says what is and is not deterministic).
+ * Call it before any other thread is known (the preload: UEPOLL_VCLOCK_SERIALIZE,
+ * before main).  0, or -1 with errno EINVAL (the clock off) or EBUSY
+ * (another thread is known already). */
+int uep_vclock_serialize(uint64_t seed);
+
 /* Makes the calling thread known to AUTO mode now (it holds the clock while
  * it runs) instead of at its first uepoll wait.  0, or -1/EINVAL when off. */
 int uep_vclock_attach_thread(void);

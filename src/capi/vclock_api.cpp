@@ -53,9 +53,11 @@ int uep_vclock_attach_thread(void) {
   return 0;
 }
 
-void uep__vclock_spawning(void) { vclock::spawning(); }
-void uep__vclock_started(void) { vclock::started(); }
-void uep__vclock_spawn_failed(void) { vclock::spawn_failed(); }
+int uep_vclock_serialize(uint64_t seed) { return to_c(vclock::serialize(seed)); }
+
+void* uep__vclock_spawning(void) { return vclock::spawning(); }
+void uep__vclock_started(void* token) { vclock::started(token); }
+void uep__vclock_spawn_failed(void* token) { vclock::spawn_failed(token); }
 
 namespace {
 

@@ -18,12 +18,15 @@
 extern "C" {
 #endif
 
-/* Before pthread_create: the thread to be made counts as running. */
-UEP_EXPORT void uep__vclock_spawning(void);
-/* First thing in the new thread: it takes over that count. */
-UEP_EXPORT void uep__vclock_started(void);
-/* pthread_create failed: the count is dropped. */
-UEP_EXPORT void uep__vclock_spawn_failed(void);
+/* Before pthread_create: the thread to be made counts as running; returns
+ * what the new thread passes to uep__vclock_started (serialized mode: its
+ * record, listed from now on; else NULL). */
+UEP_EXPORT void *uep__vclock_spawning(void);
+/* First thing in the new thread: it takes over that count (and, serialized,
+ * waits for its turn). */
+UEP_EXPORT void uep__vclock_started(void *token);
+/* pthread_create failed: the count (and the record) are dropped. */
+UEP_EXPORT void uep__vclock_spawn_failed(void *token);
 
 /* setitimer(ITIMER_REAL, ...) / getitimer(ITIMER_REAL, ...) on the virtual
  * clock: 0, or -1 with errno EFAULT or EINVAL (a bad timeval), as Linux. */

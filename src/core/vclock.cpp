@@ -6,6 +6,7 @@
 #include "core/vclock.h"
 
 #include "core/thread_exit.h"
+#include "core/vclock_serial.h"
 #include "core/waiter.h"
 
 #include <uepoll/vclock.h>
@@ -55,7 +56,12 @@ void know_self_locked() noexcept UEP_REQUIRES(g_mutex) {
   tls_known = true;
   ++g_known;
   thread_exit_arm();  // thread_exit() below takes it off
+  serial::self_known_locked();
 }
+
+// After time moved or a thread stopped running: automatic mode's jumps,
+// then a free turn (serialized mode) goes to a runnable thread.
+void settle_locked(const SleepScope* self = nullptr) noexcept UEP_REQUIRES(g_mutex);
 
 // Sets the time to t (never backwards) and delivers what is due: timers in
 // list order (expiry, then arming order), then every sleeper whose deadline
@@ -103,6 +109,11 @@ void maybe_advance_locked(const SleepScope* self = nullptr) noexcept UEP_REQUIRE
   }
 }
 
+void settle_locked(const SleepScope* self) noexcept {
+  maybe_advance_locked(self);
+  serial::schedule_locked();
+}
+
 }  // namespace
 
 int enable(int mode) noexcept {
@@ -113,7 +124,8 @@ int enable(int mode) noexcept {
     g_rt_offset.store(g_start_rt - g_start_mono, std::memory_order_relaxed);
   }
   g_mode.store(mode, std::memory_order_relaxed);
-  maybe_advance_locked();
+  if (mode == kOff) serial::disable_locked();
+  settle_locked();
   return 0;
 }
 
@@ -214,7 +226,7 @@ int advance(int64_t ns) noexcept {
   const int64_t t = add_sat(g_now.load(std::memory_order_relaxed), ns);
   if (!reachable_locked(t)) return -EINVAL;
   advance_to_locked(t);
-  maybe_advance_locked();
+  settle_locked();
   return 0;
 }
 
@@ -223,7 +235,7 @@ int advance_to(int64_t t) noexcept {
   MutexLock l(g_mutex);
   if (!reachable_locked(t)) return -EINVAL;
   advance_to_locked(t);
-  maybe_advance_locked();
+  settle_locked();
   return 0;
 }
 
@@ -258,7 +270,7 @@ int set_realtime(int64_t rt_ns) noexcept {
     timer_start(t);  // fires now if its realtime expiry has come
   }
   for (Timer* t = g_cancel; t; t = t->cnext) t->clock_was_set(t);
-  maybe_advance_locked();
+  settle_locked();
   return 0;
 }
 
@@ -337,7 +349,8 @@ void SleepScope::begin(ThreadWaiter* w, const timespec* dl) noexcept {
   g_sleepers = this;
   ++g_blocked;
   registered_ = true;
-  maybe_advance_locked(this);  // a jump to this sleep's own deadline needs no kick
+  serial::sleep_begin_locked(this);  // gives the turn away
+  settle_locked(this);  // a jump to this sleep's own deadline needs no kick
 }
 
 void SleepScope::end() noexcept {
@@ -347,6 +360,7 @@ void SleepScope::end() noexcept {
   --g_blocked;
   g_signal_pending = false;  // a thread runs: it decides when the clock may move again
   registered_ = false;
+  serial::sleep_end_locked();  // waits for this thread's turn
 }
 
 void attach_thread() noexcept {
@@ -354,13 +368,23 @@ void attach_thread() noexcept {
   know_self_locked();
 }
 
-void spawning() noexcept {
+int serialize(uint64_t seed) noexcept {
+  if (!on()) return -EINVAL;
+  MutexLock l(g_mutex);
+  know_self_locked();
+  if (!serial::on() && g_known > 1) return -EBUSY;
+  serial::enable_locked(seed);
+  return 0;
+}
+
+void* spawning() noexcept {
   MutexLock l(g_mutex);
   ++g_known;
   ++g_spawning;
+  return serial::spawn_locked();
 }
 
-void started() noexcept {
+void started(void* token) noexcept {
   MutexLock l(g_mutex);
   if (tls_known || g_spawning == 0) {
     know_self_locked();
@@ -369,15 +393,17 @@ void started() noexcept {
   --g_spawning;  // take over the count the creator made
   tls_known = true;
   thread_exit_arm();
+  serial::adopt_locked(static_cast<serial::ThreadRec*>(token));  // waits for its turn
 }
 
-void spawn_failed() noexcept {
+void spawn_failed(void* token) noexcept {
   MutexLock l(g_mutex);
   if (g_spawning > 0) {
     --g_spawning;
     --g_known;
   }
-  maybe_advance_locked();
+  serial::drop_locked(static_cast<serial::ThreadRec*>(token));
+  settle_locked();
 }
 
 void thread_exit() noexcept {
@@ -385,7 +411,8 @@ void thread_exit() noexcept {
   MutexLock l(g_mutex);
   tls_known = false;
   --g_known;
-  maybe_advance_locked();  // the others may be waiting only for this one
+  serial::exit_locked();
+  settle_locked();  // the others may be waiting only for this one
 }
 
 // The fork hooks (core/fork.h), not analysed: the lock taken in prepare is
@@ -398,6 +425,7 @@ void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   g_known = tls_known ? 1 : 0;
   g_spawning = 0;
   g_signal_pending = false;
+  serial::fork_child_locked();
   timer_cancel(&g_itimer);  // Linux: a child does not inherit the parent's itimers
   g_itimer_interval = 0;
   g_mutex.unlock();

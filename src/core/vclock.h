@@ -151,13 +151,17 @@ class SleepScope {
 
 // Makes the calling thread known to automatic mode (idempotent).
 void attach_thread() noexcept;
+// Serialized mode (core/vclock_serial.h) with `seed`; the calling thread
+// becomes known and holds the turn.  0, or -EINVAL (the clock off), -EBUSY
+// (another thread is known already).
+int serialize(uint64_t seed) noexcept;
 // A thread being created is known from before pthread_create (the creator
-// calls spawning(); then the new thread started(), or the creator
-// spawn_failed()), so that the creator cannot let the clock jump before the
-// new thread first runs.
-void spawning() noexcept;
-void started() noexcept;
-void spawn_failed() noexcept;
+// calls spawning(); then the new thread started() with what it returned, or
+// the creator spawn_failed()), so that the creator cannot let the clock
+// jump before the new thread first runs.
+void* spawning() noexcept;
+void started(void* token) noexcept;
+void spawn_failed(void* token) noexcept;
 // core/thread_exit.h hook: a known thread leaves the count.
 void thread_exit() noexcept;
 // core/fork.h hooks: the mutex is held across fork(); in the child only the

@@ -54,6 +54,22 @@ static void vt_fork_child(void);
 
 static void control_enter(void) { UEP_PL_ENTER(); }
 
+/* UEPOLL_VCLOCK_SERIALIZE=SEED (decimal): serialized mode
+ * (uep_vclock_serialize), inherited by children (same seed). */
+static void serialize_at_load(void) {
+  const char *v = getenv("UEPOLL_VCLOCK_SERIALIZE");
+  if (!v || !*v) return;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long seed = strtoull(v, &end, 10);
+  if (*v < '0' || *v > '9' || *end || errno) {
+    fprintf(stderr, "uepoll: UEPOLL_VCLOCK_SERIALIZE=%s: not a decimal seed; threads are not serialized\n", v);
+    return;
+  }
+  if (uep_vclock_serialize((uint64_t)seed) != 0)
+    fprintf(stderr, "uepoll: UEPOLL_VCLOCK_SERIALIZE=%s: %s; threads are not serialized\n", v, strerror(errno));
+}
+
 /* UEPOLL_VCLOCK_CONTROL (a socket path, or fd:N): the control channel
  * (uep_vclock_control_start), for this process only: the variable is
  * removed, so that a child (which has a clock of its own) does not claim
@@ -86,6 +102,7 @@ __attribute__((constructor)) static void virtual_time_at_load(void) {
     uep_pl_vt_mode = mode;
     (void)uep_vclock_attach_thread();
     (void)pthread_atfork(vt_fork_prepare, vt_fork_parent, vt_fork_child);
+    serialize_at_load();
     control_at_load();
   }
   UEP_PL_LEAVE();
@@ -234,6 +251,7 @@ static void thread_mark(pthread_t t, int state) {
 struct vt_start {
   void *(*fn)(void *);
   void *arg;
+  void *token; /* uep__vclock_spawning's */
 };
 
 static void vt_thread_ended(void *unused) {
@@ -250,7 +268,7 @@ static void *vt_thread_main(void *p) {
   struct vt_start s = *(struct vt_start *)p;
   free(p);
   UEP_PL_ENTER();
-  uep__vclock_started();
+  uep__vclock_started(s.token);
   UEP_PL_LEAVE();
   void *r;
   pthread_cleanup_push(vt_thread_ended, NULL);
@@ -266,13 +284,14 @@ int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *
   s->fn = fn;
   s->arg = arg;
   UEP_PL_ENTER();
-  uep__vclock_spawning();
+  s->token = uep__vclock_spawning();
   UEP_PL_LEAVE();
+  void *token = s->token;
   int r = UEP_PL_REAL(pthread_create)(th, attr, vt_thread_main, s);
   if (r != 0) {
     free(s);
     UEP_PL_ENTER();
-    uep__vclock_spawn_failed();
+    uep__vclock_spawn_failed(token);
     UEP_PL_LEAVE();
     return r;
   }
