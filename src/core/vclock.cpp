@@ -387,6 +387,7 @@ void* spawning() noexcept {
 void started(void* token) noexcept {
   MutexLock l(g_mutex);
   if (tls_known || g_spawning == 0) {
+    serial::drop_locked(static_cast<serial::ThreadRec*>(token));  // (no count to take over)
     know_self_locked();
     return;
   }
