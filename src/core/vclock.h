@@ -4,8 +4,9 @@
 // quiescence.
 //
 // What it owns.  One process-wide clock: the mode (g_mode), the monotonic
-// time in ns (all clocks move together; REALTIME adds a fixed offset), the
-// armed timers sorted by expiry (ties: arming order, as Linux's timerqueue),
+// time in ns (BOOTTIME equals it; REALTIME adds an offset that only
+// set_realtime changes), the armed timers sorted by expiry (ties: arming
+// order, as Linux's timerqueue), the cancel list (TFD_TIMER_CANCEL_ON_SET),
 // and the sleepers: one record per thread inside ThreadWaiter::sleep_with
 // while the clock is on, with its deadline.  known/blocked count the
 // threads automatic mode waits for.
