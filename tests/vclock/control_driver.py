@@ -185,7 +185,8 @@ def inherited_fd():
         check(cmd(mine, "advance 999999999999").startswith("ok "), "fd: advance")
         time.sleep(0.05)
         check(p.poll() is None, "sleep 1000 ended a nanosecond early")
-        check(cmd(mine, "advance 1").startswith("ok "), "fd: advance 1")
+        got = cmd(mine, "advance 1")  # ends the program, which may exit before the reply
+        check(got.startswith("ok ") or got == "<closed>", "fd: advance 1 -> %s" % got)
         p.wait(timeout=20)
         check(p.returncode == 0, "sleep exit %s" % p.returncode)
     finally:
