@@ -58,6 +58,9 @@ TEST_F(VClockRealtime, Errors) {
   uep_vclock_enable(UEP_VCLOCK_OFF);
   EXPECT_EQ(uep_vclock_set_realtime(0), -1);
   EXPECT_EQ(uep_vclock_advance_to(0), -1);
+  EXPECT_EQ(uep_vclock_serialize(1), -1);  // serialized mode needs the clock on
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(uep_vclock_idle(), 0);
 }
 
 TEST_F(VClockRealtime, SetMovesOnlyRealtime) {
