@@ -12,6 +12,7 @@
 #include "core/deferred.h"
 #include "core/lock_state.h"
 #include "core/user_memory.h"
+#include "core/vclock.h"
 #include "core/waiter.h"
 #include "fd/poll.h"
 #include "fd/table.h"
@@ -117,7 +118,9 @@ long dup(int oldfd) noexcept {
 
 long poll(struct pollfd* fds, nfds_t nfds, int timeout) noexcept {
   if (uepoll::fd::too_many_fds(nfds)) return -EINVAL;
-  if (!uepoll::fd::any_uepoll_fd(fds, nfds)) {
+  // Only kernel descriptors: the kernel's poll, unless a timeout must run on
+  // the virtual clock (then a uepoll wait over the kernel descriptors).
+  if (!uepoll::fd::any_uepoll_fd(fds, nfds) && (timeout == 0 || !uepoll::core::vclock::on())) {
     int r = ::poll(fds, nfds, timeout);
     return r < 0 ? -errno : r;
   }
@@ -133,11 +136,11 @@ long ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* tmo, const si
   if (tmo && (tmo->tv_sec < 0 || static_cast<unsigned long>(tmo->tv_nsec) >= 1000000000UL)) return -EINVAL;
   if (sigmask && !user_readable(sigmask, 8)) return -EFAULT;
   if (uepoll::fd::too_many_fds(nfds)) return -EINVAL;
-  if (!uepoll::fd::any_uepoll_fd(fds, nfds)) {
+  const bool nonblock = tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0;
+  if (!uepoll::fd::any_uepoll_fd(fds, nfds) && (nonblock || !uepoll::core::vclock::on())) {
     int r = ::ppoll(fds, nfds, tmo, sigmask);
     return r < 0 ? -errno : r;
   }
-  const bool nonblock = tmo && tmo->tv_sec == 0 && tmo->tv_nsec == 0;
   timespec deadline{};
   if (tmo) deadline = uepoll::core::deadline_after(*tmo);
   return uepoll::fd::do_poll(fds, nfds, tmo ? &deadline : nullptr, nonblock, sigmask);

@@ -41,15 +41,23 @@ int uep_vclock_gettime(clockid_t clock, struct timespec* ts) {
 
 int uep_vclock_advance(int64_t ns) { return to_c(vclock::advance(ns)); }
 
+int uep_vclock_advance_to(int64_t mono_ns) { return to_c(vclock::advance_to(mono_ns)); }
+
+int uep_vclock_set_realtime(int64_t realtime_ns) { return to_c(vclock::set_realtime(realtime_ns)); }
+
+int uep_vclock_idle(void) { return vclock::on() && vclock::idle() ? 1 : 0; }
+
 int uep_vclock_attach_thread(void) {
   if (!vclock::on()) return to_c(-EINVAL);
   vclock::attach_thread();
   return 0;
 }
 
-void uep__vclock_spawning(void) { vclock::spawning(); }
-void uep__vclock_started(void) { vclock::started(); }
-void uep__vclock_spawn_failed(void) { vclock::spawn_failed(); }
+int uep_vclock_serialize(uint64_t seed) { return to_c(vclock::serialize(seed)); }
+
+void* uep__vclock_spawning(void) { return vclock::spawning(); }
+void uep__vclock_started(void* token) { vclock::started(token); }
+void uep__vclock_spawn_failed(void* token) { vclock::spawn_failed(token); }
 
 namespace {
 

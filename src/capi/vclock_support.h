@@ -18,12 +18,15 @@
 extern "C" {
 #endif
 
-/* Before pthread_create: the thread to be made counts as running. */
-UEP_EXPORT void uep__vclock_spawning(void);
-/* First thing in the new thread: it takes over that count. */
-UEP_EXPORT void uep__vclock_started(void);
-/* pthread_create failed: the count is dropped. */
-UEP_EXPORT void uep__vclock_spawn_failed(void);
+/* Before pthread_create: the thread to be made counts as running; returns
+ * what the new thread passes to uep__vclock_started (serialized mode: its
+ * record, listed from now on; else NULL). */
+UEP_EXPORT void *uep__vclock_spawning(void);
+/* First thing in the new thread: it takes over that count (and, serialized,
+ * waits for its turn). */
+UEP_EXPORT void uep__vclock_started(void *token);
+/* pthread_create failed: the count (and the record) are dropped. */
+UEP_EXPORT void uep__vclock_spawn_failed(void *token);
 
 /* setitimer(ITIMER_REAL, ...) / getitimer(ITIMER_REAL, ...) on the virtual
  * clock: 0, or -1 with errno EFAULT or EINVAL (a bad timeval), as Linux. */
@@ -40,6 +43,10 @@ UEP_EXPORT void uep__vcond_signal(const void *cond, int all);
 /* The same wait, ended by a signal handler with EINTR (sem_wait). */
 UEP_EXPORT int uep__vcond_wait_intr(const void *cond, void *mutex, clockid_t clock, const struct timespec *abstime,
                                     void (*unlock)(void *), void (*relock)(void *));
+
+/* uep_vclock_control_start, with enter (if not NULL) called first in the
+ * server thread (the preload's: that thread's calls are uepoll's own). */
+UEP_EXPORT int uep__vclock_control_start(const char *spec, void (*enter)(void));
 
 #ifdef __cplusplus
 }

@@ -6,6 +6,7 @@
 #include "core/vclock.h"
 
 #include "core/thread_exit.h"
+#include "core/vclock_serial.h"
 #include "core/waiter.h"
 
 #include <uepoll/vclock.h>
@@ -25,13 +26,15 @@ namespace {
 // anywhere with acquire: pairs so that a thread that sees a time also sees
 // the timer state the advance to it left (the expiries it fired).
 std::atomic<int64_t> g_now{UEP_VCLOCK_START_MONO};
-// REALTIME - MONOTONIC; written under g_mutex only when enabling from off
-// (relaxed: enabling happens at a quiescent point, before the readers).
+// REALTIME - MONOTONIC; written under g_mutex (enabling from off,
+// set_realtime), read without it, relaxed: a reader racing a set sees the
+// old or the new offset, as a clock_gettime racing clock_settime does.
 std::atomic<int64_t> g_rt_offset{UEP_VCLOCK_START_REALTIME - UEP_VCLOCK_START_MONO};
 
 int64_t g_start_mono UEP_GUARDED_BY(g_mutex) = UEP_VCLOCK_START_MONO;
 int64_t g_start_rt UEP_GUARDED_BY(g_mutex) = UEP_VCLOCK_START_REALTIME;
 Timer* g_timers UEP_GUARDED_BY(g_mutex) = nullptr;         // armed, sorted by expires
+Timer* g_cancel UEP_GUARDED_BY(g_mutex) = nullptr;         // the cancel list (CANCEL_ON_SET)
 SleepScope* g_sleepers UEP_GUARDED_BY(g_mutex) = nullptr;  // threads in a virtual sleep
 int g_known UEP_GUARDED_BY(g_mutex) = 0;    // threads automatic mode waits for
 int g_blocked UEP_GUARDED_BY(g_mutex) = 0;  // of them, in a virtual sleep (= list length)
@@ -53,12 +56,19 @@ void know_self_locked() noexcept UEP_REQUIRES(g_mutex) {
   tls_known = true;
   ++g_known;
   thread_exit_arm();  // thread_exit() below takes it off
+  serial::self_known_locked();
 }
+
+// After time moved or a thread stopped running: automatic mode's jumps,
+// then a free turn (serialized mode) goes to a runnable thread.
+void settle_locked(const SleepScope* self = nullptr) noexcept UEP_REQUIRES(g_mutex);
 
 // Sets the time to t (never backwards) and delivers what is due: timers in
 // list order (expiry, then arming order), then every sleeper whose deadline
-// has come gets an eventfd write (it re-checks its deadline and returns).
-void advance_to_locked(int64_t t) noexcept UEP_REQUIRES(g_mutex) {
+// has come gets an eventfd write (it re-checks its deadline and returns),
+// but `self`: the calling thread's own sleep, which checks its deadline
+// before it would sleep in the kernel (SleepScope::begin comes first).
+void advance_to_locked(int64_t t, const SleepScope* self = nullptr) noexcept UEP_REQUIRES(g_mutex) {
   if (t > g_now.load(std::memory_order_relaxed)) g_now.store(t, std::memory_order_release);
   const int64_t now = g_now.load(std::memory_order_relaxed);
   while (g_timers && g_timers->expires <= now) {
@@ -67,7 +77,7 @@ void advance_to_locked(int64_t t) noexcept UEP_REQUIRES(g_mutex) {
     x->fire(x);
   }
   for (SleepScope* s = g_sleepers; s; s = s->next)
-    if (s->deadline <= now) s->waiter->write_kick();
+    if (s->deadline <= now && s != self) s->waiter->write_kick();
 }
 
 // Automatic mode: while every known thread sleeps in a uepoll wait, none has
@@ -76,18 +86,32 @@ void advance_to_locked(int64_t t) noexcept UEP_REQUIRES(g_mutex) {
 // progress except time: jump to the earliest deadline.  Each jump either
 // wakes someone (the loop then stops) or delivers an expiry nobody waits
 // for (the loop goes on to the next one).
-void maybe_advance_locked() noexcept UEP_REQUIRES(g_mutex) {
-  while (g_mode.load(std::memory_order_relaxed) == kAuto && g_known > 0 && g_blocked >= g_known &&
-         !g_signal_pending) {
-    const int64_t now = g_now.load(std::memory_order_relaxed);
-    int64_t next = g_timers ? g_timers->expires : INT64_MAX;
-    for (SleepScope* s = g_sleepers; s; s = s->next) {
-      if (s->waiter->woken() || s->deadline <= now) return;
-      if (s->deadline < next) next = s->deadline;
-    }
-    if (next == INT64_MAX) return;  // nothing will ever happen: the program hangs, as on Linux
-    advance_to_locked(next);
+// The earliest deadline when every known thread sleeps and none of them
+// can run (see idle()); INT64_MIN when some thread can run or is not
+// asleep, INT64_MAX when nothing is pending.
+int64_t quiescent_next_locked() noexcept UEP_REQUIRES(g_mutex) {
+  if (g_known <= 0 || g_blocked < g_known || g_signal_pending) return INT64_MIN;
+  const int64_t now = g_now.load(std::memory_order_relaxed);
+  int64_t next = g_timers ? g_timers->expires : INT64_MAX;
+  for (SleepScope* s = g_sleepers; s; s = s->next) {
+    if (s->waiter->woken() || s->deadline <= now) return INT64_MIN;
+    if (s->deadline < next) next = s->deadline;
   }
+  return next;
+}
+
+void maybe_advance_locked(const SleepScope* self = nullptr) noexcept UEP_REQUIRES(g_mutex) {
+  while (g_mode.load(std::memory_order_relaxed) == kAuto) {
+    const int64_t next = quiescent_next_locked();
+    // INT64_MAX: nothing will ever happen: the program hangs, as on Linux.
+    if (next == INT64_MIN || next == INT64_MAX) return;
+    advance_to_locked(next, self);
+  }
+}
+
+void settle_locked(const SleepScope* self) noexcept {
+  maybe_advance_locked(self);
+  serial::schedule_locked();
 }
 
 }  // namespace
@@ -100,7 +124,8 @@ int enable(int mode) noexcept {
     g_rt_offset.store(g_start_rt - g_start_mono, std::memory_order_relaxed);
   }
   g_mode.store(mode, std::memory_order_relaxed);
-  maybe_advance_locked();
+  if (mode == kOff) serial::disable_locked();
+  settle_locked();
   return 0;
 }
 
@@ -184,12 +209,91 @@ uint64_t timer_forward_now(Timer* t, int64_t interval) noexcept {
   return orun;
 }
 
+namespace {
+
+// t is a time the clock may move to: not before now, and neither clock past
+// kMaxTime.
+bool reachable_locked(int64_t t) noexcept UEP_REQUIRES(g_mutex) {
+  const int64_t off = g_rt_offset.load(std::memory_order_relaxed);
+  return t >= g_now.load(std::memory_order_relaxed) && t <= kMaxTime && (off <= 0 || t <= kMaxTime - off);
+}
+
+}  // namespace
+
 int advance(int64_t ns) noexcept {
   if (!on() || ns < 0) return -EINVAL;
   MutexLock l(g_mutex);
-  advance_to_locked(add_sat(g_now.load(std::memory_order_relaxed), ns));
-  maybe_advance_locked();
+  const int64_t t = add_sat(g_now.load(std::memory_order_relaxed), ns);
+  if (!reachable_locked(t)) return -EINVAL;
+  advance_to_locked(t);
+  settle_locked();
   return 0;
+}
+
+int advance_to(int64_t t) noexcept {
+  if (!on()) return -EINVAL;
+  MutexLock l(g_mutex);
+  if (!reachable_locked(t)) return -EINVAL;
+  advance_to_locked(t);
+  settle_locked();
+  return 0;
+}
+
+int64_t rt_offset() noexcept { return g_rt_offset.load(std::memory_order_relaxed); }
+
+int set_realtime(int64_t rt_ns) noexcept {
+  if (!on() || rt_ns < 0 || rt_ns > kMaxTime) return -EINVAL;
+  MutexLock l(g_mutex);
+  const int64_t now = g_now.load(std::memory_order_relaxed);
+  const int64_t old_off = g_rt_offset.load(std::memory_order_relaxed);
+  const int64_t off = rt_ns - now;
+  g_rt_offset.store(off, std::memory_order_relaxed);
+  // Linux clock_was_set: the realtime base's timers are re-evaluated at the
+  // new offset (expires = realtime expiry - offset), then the timerfds on
+  // the cancel list hear of the change (timerfd_clock_was_set).
+  Timer* moved = nullptr;
+  for (Timer* t = g_timers; t;) {
+    Timer* nx = t->next;
+    if (t->realtime) {
+      timer_cancel(t);
+      t->shift_next = moved;
+      moved = t;
+    }
+    t = nx;
+  }
+  while (moved) {
+    Timer* t = moved;
+    moved = t->shift_next;
+    t->shift_next = nullptr;
+    const int64_t d = old_off - off;  // no overflow: both offsets lie in (-INT64_MAX, INT64_MAX)
+    t->expires = d > 0 ? add_sat(t->expires, d) : (t->expires < INT64_MIN - d ? INT64_MIN : t->expires + d);
+    timer_start(t);  // fires now if its realtime expiry has come
+  }
+  for (Timer* t = g_cancel; t; t = t->cnext) t->clock_was_set(t);
+  settle_locked();
+  return 0;
+}
+
+void cancel_list_add(Timer* t) noexcept {
+  if (t->on_cancel_list) return;
+  t->cprev = nullptr;
+  t->cnext = g_cancel;
+  if (g_cancel) g_cancel->cprev = t;
+  g_cancel = t;
+  t->on_cancel_list = true;
+}
+
+void cancel_list_remove(Timer* t) noexcept {
+  if (!t->on_cancel_list) return;
+  (t->cprev ? t->cprev->cnext : g_cancel) = t->cnext;
+  if (t->cnext) t->cnext->cprev = t->cprev;
+  t->cprev = t->cnext = nullptr;
+  t->on_cancel_list = false;
+}
+
+bool idle() noexcept {
+  MutexLock l(g_mutex);
+  return quiescent_next_locked() != INT64_MIN;
 }
 
 namespace {
@@ -245,7 +349,8 @@ void SleepScope::begin(ThreadWaiter* w, const timespec* dl) noexcept {
   g_sleepers = this;
   ++g_blocked;
   registered_ = true;
-  maybe_advance_locked();
+  serial::sleep_begin_locked(this);  // gives the turn away
+  settle_locked(this);  // a jump to this sleep's own deadline needs no kick
 }
 
 void SleepScope::end() noexcept {
@@ -255,6 +360,7 @@ void SleepScope::end() noexcept {
   --g_blocked;
   g_signal_pending = false;  // a thread runs: it decides when the clock may move again
   registered_ = false;
+  serial::sleep_end_locked();  // waits for this thread's turn
 }
 
 void attach_thread() noexcept {
@@ -262,30 +368,43 @@ void attach_thread() noexcept {
   know_self_locked();
 }
 
-void spawning() noexcept {
+int serialize(uint64_t seed) noexcept {
+  if (!on()) return -EINVAL;
+  MutexLock l(g_mutex);
+  know_self_locked();
+  if (!serial::on() && g_known > 1) return -EBUSY;
+  serial::enable_locked(seed);
+  return 0;
+}
+
+void* spawning() noexcept {
   MutexLock l(g_mutex);
   ++g_known;
   ++g_spawning;
+  return serial::spawn_locked();
 }
 
-void started() noexcept {
+void started(void* token) noexcept {
   MutexLock l(g_mutex);
   if (tls_known || g_spawning == 0) {
+    serial::drop_locked(static_cast<serial::ThreadRec*>(token));  // (no count to take over)
     know_self_locked();
     return;
   }
   --g_spawning;  // take over the count the creator made
   tls_known = true;
   thread_exit_arm();
+  serial::adopt_locked(static_cast<serial::ThreadRec*>(token));  // waits for its turn
 }
 
-void spawn_failed() noexcept {
+void spawn_failed(void* token) noexcept {
   MutexLock l(g_mutex);
   if (g_spawning > 0) {
     --g_spawning;
     --g_known;
   }
-  maybe_advance_locked();
+  serial::drop_locked(static_cast<serial::ThreadRec*>(token));
+  settle_locked();
 }
 
 void thread_exit() noexcept {
@@ -293,7 +412,8 @@ void thread_exit() noexcept {
   MutexLock l(g_mutex);
   tls_known = false;
   --g_known;
-  maybe_advance_locked();  // the others may be waiting only for this one
+  serial::exit_locked();
+  settle_locked();  // the others may be waiting only for this one
 }
 
 // The fork hooks (core/fork.h), not analysed: the lock taken in prepare is
@@ -306,6 +426,7 @@ void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   g_known = tls_known ? 1 : 0;
   g_spawning = 0;
   g_signal_pending = false;
+  serial::fork_child_locked();
   timer_cancel(&g_itimer);  // Linux: a child does not inherit the parent's itimers
   g_itimer_interval = 0;
   g_mutex.unlock();

@@ -4,15 +4,17 @@
 // quiescence.
 //
 // What it owns.  One process-wide clock: the mode (g_mode), the monotonic
-// time in ns (all clocks move together; REALTIME adds a fixed offset), the
-// armed timers sorted by expiry (ties: arming order, as Linux's timerqueue),
+// time in ns (BOOTTIME equals it; REALTIME adds an offset that only
+// set_realtime changes), the armed timers sorted by expiry (ties: arming
+// order, as Linux's timerqueue), the cancel list (TFD_TIMER_CANCEL_ON_SET),
 // and the sleepers: one record per thread inside ThreadWaiter::sleep_with
 // while the clock is on, with its deadline.  known/blocked count the
 // threads automatic mode waits for.
 //
 // Locks.  One Mutex, g_mutex (level 0.4 of core/lock_order.h: taken with no
 // uepoll lock held), guards the timer list, every Timer's fields, the
-// sleepers and the counts; a timer's fire callback runs under it and may
+// cancel list, the sleepers and the counts (and serialized mode's records:
+// core/vclock_serial.h); a timer's fire callback runs under it and may
 // take a wait-queue lock (6) to deliver the expiry, and sleepers are kicked
 // under it (an eventfd write).  The time is an atomic written under the
 // mutex and read without it.
@@ -66,7 +68,19 @@ struct Timer {
   Timer* next = nullptr;
   int64_t expires = 0;  // monotonic virtual ns (hrtimer_get_expires)
   bool queued = false;  // in the armed list
+  // On CLOCK_REALTIME's base (a REALTIME timerfd, relative or absolute, as
+  // Linux's hrtimer): set_realtime() moves `expires` so that its realtime
+  // expiry stays where it was.
+  bool realtime = false;
+  Timer* shift_next = nullptr;  // set_realtime's scratch list
   void (*fire)(Timer*) noexcept = nullptr;  // called once when it expires, under g_mutex
+  // The cancel list (Linux timerfd's cancel_list, TFD_TIMER_CANCEL_ON_SET):
+  // clock_was_set runs, under g_mutex, for each listed timer whenever the
+  // realtime clock is set.
+  Timer* cprev = nullptr;
+  Timer* cnext = nullptr;
+  bool on_cancel_list = false;
+  void (*clock_was_set)(Timer*) noexcept = nullptr;
 };
 // Preconditions for all three: g_mutex held.  start() of a time already
 // reached fires it at once (hrtimer_start of a past expiry).
@@ -76,7 +90,31 @@ void timer_cancel(Timer* t) noexcept UEP_REQUIRES(g_mutex);
 // intervals; returns the number of intervals (0 if expires is in the future).
 uint64_t timer_forward_now(Timer* t, int64_t interval) noexcept UEP_REQUIRES(g_mutex);
 
-int advance(int64_t ns) noexcept;  // 0 or -EINVAL
+// The latest time the clock reaches (MONOTONIC and REALTIME, ns): about
+// 146 years, so that no sum of a time and an offset overflows.
+inline constexpr int64_t kMaxTime = INT64_MAX / 2;
+
+// Moves the clock forward by ns: 0, or -EINVAL (negative, past kMaxTime,
+// or the clock off).
+int advance(int64_t ns) noexcept;
+// Moves the clock to monotonic time t (now <= t <= kMaxTime): 0, or -EINVAL.
+int advance_to(int64_t t) noexcept;
+
+// REALTIME - MONOTONIC now (ktime_mono_to_real(0)).
+int64_t rt_offset() noexcept;
+// clock_settime(CLOCK_REALTIME) on the virtual clock: REALTIME becomes
+// rt_ns (0 <= rt_ns <= kMaxTime), MONOTONIC and BOOTTIME do not move; timers on the realtime
+// base keep their realtime expiry (the ones now due fire), then every timer
+// on the cancel list gets clock_was_set.  0, or -EINVAL (negative, or off).
+int set_realtime(int64_t rt_ns) noexcept;
+void cancel_list_add(Timer* t) noexcept UEP_REQUIRES(g_mutex);
+void cancel_list_remove(Timer* t) noexcept UEP_REQUIRES(g_mutex);
+
+// Every known thread sleeps in a uepoll wait, none has been woken or has a
+// deadline already passed, no SIGALRM is on its way: the state in which
+// automatic mode jumps (manual mode waits for a driver).  False with no
+// known thread.
+bool idle() noexcept;
 
 // ITIMER_REAL on the virtual clock (Linux kernel/time/itimer.c): one
 // process-wide timer whose expiry sends SIGALRM to the process and, with an
@@ -115,13 +153,17 @@ class SleepScope {
 
 // Makes the calling thread known to automatic mode (idempotent).
 void attach_thread() noexcept;
+// Serialized mode (core/vclock_serial.h) with `seed`; the calling thread
+// becomes known and holds the turn.  0, or -EINVAL (the clock off), -EBUSY
+// (another thread is known already).
+int serialize(uint64_t seed) noexcept;
 // A thread being created is known from before pthread_create (the creator
-// calls spawning(); then the new thread started(), or the creator
-// spawn_failed()), so that the creator cannot let the clock jump before the
-// new thread first runs.
-void spawning() noexcept;
-void started() noexcept;
-void spawn_failed() noexcept;
+// calls spawning(); then the new thread started() with what it returned, or
+// the creator spawn_failed()), so that the creator cannot let the clock
+// jump before the new thread first runs.
+void* spawning() noexcept;
+void started(void* token) noexcept;
+void spawn_failed(void* token) noexcept;
 // core/thread_exit.h hook: a known thread leaves the count.
 void thread_exit() noexcept;
 // core/fork.h hooks: the mutex is held across fork(); in the child only the

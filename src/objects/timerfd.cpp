@@ -205,6 +205,9 @@ TimerFd::TimerFd(int kfd, int status_flags, int clockid, bool on_vclock) noexcep
     : core::File(core::FileKind::kTimer, status_flags), kfd_(kfd), clockid_(clockid), virtual_(on_vclock) {
   vt_.owner = this;
   vt_.fire = &TimerFd::v_fire;
+  vt_.clock_was_set = &TimerFd::v_clock_was_set;
+  vt_.realtime = clockid == CLOCK_REALTIME || clockid == CLOCK_REALTIME_ALARM;
+  if (on_vclock) vmoffs_ = core::vclock::rt_offset();  // timerfd_create: ctx->moffs
 }
 
 uint32_t TimerFd::poll(int) noexcept {
@@ -222,7 +225,7 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
   for (;;) {
     const uint64_t seen = seq_.load(std::memory_order_acquire);
     woke_since_read_.store(false, std::memory_order_seq_cst);  // before the read re-arms the kernel timer
-    const ssize_t n = virtual_ ? v_read_ticks(&ticks) : ::read(kfd_, &ticks, sizeof ticks);
+    const ssize_t n = virtual_ ? v_read_ticks(&ticks, nonblocking()) : ::read(kfd_, &ticks, sizeof ticks);
     if (n == static_cast<ssize_t>(sizeof ticks)) {
       if (armed_.load(std::memory_order_relaxed) == kOneShot) armed_.store(kDisarmed, std::memory_order_relaxed);
       ticks += take_carried();
@@ -270,9 +273,9 @@ int TimerFd::gettime(struct itimerspec* curr) noexcept {
   return ::timerfd_gettime(kfd_, curr) < 0 ? -errno : 0;
 }
 
-void TimerFd::kernel_fired() noexcept {
+void TimerFd::kernel_fired(bool always) noexcept {
   wq().lock();
-  if (woke_since_read_.exchange(true, std::memory_order_seq_cst)) {
+  if (woke_since_read_.exchange(true, std::memory_order_seq_cst) && !always) {
     // This expiry's wakeup was delivered already (see timerfd.h): Linux
     // would not wake again before a read or settime re-armed the timer.
     wq().unlock();

@@ -69,7 +69,9 @@ class TimerFd final : public core::File {
   int gettime(struct itimerspec* curr) noexcept;
 
   // Service thread: the kernel timer signalled an expiry.  Takes wq().
-  void kernel_fired() noexcept;
+  // `always`: wake even if a wakeup since the last read was delivered (a
+  // virtual clock set, which Linux signals with a wakeup of its own).
+  void kernel_fired(bool always = false) noexcept;
 
   // After fork(), in the child (timers_fork_child): the kernel timer is an
   // open file description shared with the parent, so a new one takes its
@@ -123,8 +125,17 @@ class TimerFd final : public core::File {
   // ctx->ticks.  Written under vclock::g_mutex with release; poll() loads it
   // with acquire (pairs: a poller that sees ticks sees the expiry's state).
   std::atomic<uint64_t> vticks_{0};
+  // TFD_TIMER_CANCEL_ON_SET (timerfd_setup_cancel): ctx->might_cancel (on
+  // the clock's cancel list) and ctx->moffs (the REALTIME offset last seen;
+  // INT64_MAX once a clock set has cancelled the timer).
+  bool vmight_cancel_ = false;
+  int64_t vmoffs_ = 0;
   static void v_fire(core::vclock::Timer* t) noexcept;
-  ssize_t v_read_ticks(uint64_t* ticks) noexcept;  // 8, or -1 with errno EAGAIN
+  static void v_clock_was_set(core::vclock::Timer* t) noexcept;
+  bool v_canceled_locked() noexcept;  // timerfd_canceled; under vclock::g_mutex
+  // 8, or -1 with errno EAGAIN or ECANCELED (a blocking caller gets EAGAIN
+  // while no tick is pending, then sleeps, as Linux's read waits first).
+  ssize_t v_read_ticks(uint64_t* ticks, bool nonblock) noexcept;
   int v_settime(int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept;
   int v_gettime(struct itimerspec* curr) noexcept;
   void v_release() noexcept;

@@ -15,6 +15,8 @@ static inline int uep_pl_inside(void) { return uep_pl_depth > 0; }
 #define UEP_PL_LEAVE() (--uep_pl_depth)
 
 int uep_pl_enabled(int kind);
+/* interpose_time.c: the virtual clock's mode fixed at load (0: off). */
+extern int uep_pl_vt_mode;
 /* interpose_own.c: 1 if fd is one of uepoll's own kernel descriptors and
  * the caller is the program (not uepoll); close_range that skips them. */
 int uep_pl_own(int fd);

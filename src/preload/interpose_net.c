@@ -45,7 +45,10 @@
 
 /* ---- poll and select ------------------------------------------------------------ */
 /* Runs `call` on a copy of fds with uepoll descriptors translated, then
- * copies revents back.  Only when some entry is a uepoll descriptor. */
+ * copies revents back.  Only when some entry is a uepoll descriptor, or on
+ * the virtual clock (uep_pl_vt_mode, interpose_time.c) for the program's
+ * calls: then a poll of kernel descriptors only is a uepoll wait too, so its
+ * timeout is virtual and it counts as asleep for automatic mode. */
 static int any_mapped(const struct pollfd *fds, nfds_t n) {
   if (!fds) return 0;
   for (nfds_t i = 0; i < n; ++i)
@@ -77,13 +80,15 @@ static int translated_poll(struct pollfd *fds, nfds_t n, const struct timespec *
   return r;
 }
 
+static int virtual_wait(void) { return uep_pl_vt_mode && !uep_pl_inside(); }
+
 static int do_poll(struct pollfd *fds, nfds_t n, int timeout) {
-  if (!any_mapped(fds, n)) return UEP_PL_REAL(poll)(fds, n, timeout);
+  if (!any_mapped(fds, n) && !virtual_wait()) return UEP_PL_REAL(poll)(fds, n, timeout);
   return translated_poll(fds, n, NULL, NULL, timeout, 0);
 }
 
 static int do_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask) {
-  if (!any_mapped(fds, n)) return UEP_PL_REAL(ppoll)(fds, n, tmo, mask);
+  if (!any_mapped(fds, n) && !virtual_wait()) return UEP_PL_REAL(ppoll)(fds, n, tmo, mask);
   return translated_poll(fds, n, tmo, mask, 0, 1);
 }
 
@@ -150,7 +155,7 @@ static int select_by_poll(int nfds, fd_set *r, fd_set *w, fd_set *x, const struc
 }
 
 int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv) {
-  if (nfds < 0 || !select_mapped(nfds, r, w, x)) return UEP_PL_REAL(select)(nfds, r, w, x, tv);
+  if (nfds < 0 || (!select_mapped(nfds, r, w, x) && !virtual_wait())) return UEP_PL_REAL(select)(nfds, r, w, x, tv);
   struct timespec ts, *tp = NULL;
   if (tv) {
     if (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000) {
@@ -165,7 +170,7 @@ int select(int nfds, fd_set *r, fd_set *w, fd_set *x, struct timeval *tv) {
 }
 
 int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *tmo, const sigset_t *mask) {
-  if (nfds < 0 || !select_mapped(nfds, r, w, x)) return UEP_PL_REAL(pselect)(nfds, r, w, x, tmo, mask);
+  if (nfds < 0 || (!select_mapped(nfds, r, w, x) && !virtual_wait())) return UEP_PL_REAL(pselect)(nfds, r, w, x, tmo, mask);
   return select_by_poll(nfds, r, w, x, tmo, mask);
 }
 

@@ -7,21 +7,22 @@
  * clock_nanosleep, usleep and sleep sleep on it, as uepoll waits (so they
  * count as asleep for automatic mode); setitimer/getitimer(ITIMER_REAL)
  * and alarm arm the clock's one interval timer, whose expiry sends SIGALRM
- * to the process; in automatic mode pthread_cond_wait, _timedwait,
+ * to the process; pthread_cond_wait, _timedwait,
  * _clockwait, _signal and _broadcast run on uepoll waits (core/vcond.h), so
  * a thread waiting on a condition variable counts as asleep and its timeout
  * is virtual (process-shared condition variables stay libc's); so do
  * unnamed process-private semaphores (sem_init ... sem_destroy).  With the
- * variable unset, or for
- * other clocks (CPU-time clocks), and for uepoll's own calls, every
- * function is libc's.  The timeouts of epoll, poll and select on uepoll
- * descriptors and uepoll timerfds follow the clock inside the library.
+ * variable unset, or for other clocks (CPU-time clocks), and for uepoll's
+ * own calls, every function is libc's.  The timeouts of epoll, poll and
+ * select (interpose_net.c: over any descriptors) follow the clock inside
+ * the library.
  *
- * The constructor enables the clock before main() and makes the loading
- * thread known to automatic mode (it holds the clock while it runs); in
- * automatic mode pthread_create makes each new thread known from before it
- * exists until it exits, so that the clock never jumps while a thread of
- * the program runs (or is blocked anywhere but in a uepoll wait).
+ * The constructor enables the clock before main(), makes the loading
+ * thread known to automatic mode (it holds the clock while it runs) and
+ * starts the control channel (UEPOLL_VCLOCK_CONTROL); pthread_create makes
+ * each new thread known from before it exists until it exits, so that the
+ * clock never jumps while a thread of the program runs (or is blocked
+ * anywhere but in a uepoll wait).
  * Owned by src/preload/.  No locks here (the clock's, in the library).
  */
 #define _GNU_SOURCE
@@ -44,12 +45,45 @@
 #include <unistd.h>
 
 /* The mode fixed at load (0 = off): a plain load, read on every call. */
-static int vt_mode;
+int uep_pl_vt_mode;
 
 /* Fork handlers for the tables below (threads, semaphores). */
 static void vt_fork_prepare(void);
 static void vt_fork_parent(void);
 static void vt_fork_child(void);
+
+static void control_enter(void) { UEP_PL_ENTER(); }
+
+/* UEPOLL_VCLOCK_SERIALIZE=SEED (decimal): serialized mode
+ * (uep_vclock_serialize), inherited by children (same seed). */
+static void serialize_at_load(void) {
+  const char *v = getenv("UEPOLL_VCLOCK_SERIALIZE");
+  if (!v || !*v) return;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long seed = strtoull(v, &end, 10);
+  if (*v < '0' || *v > '9' || *end || errno) {
+    fprintf(stderr, "uepoll: UEPOLL_VCLOCK_SERIALIZE=%s: not a decimal seed; threads are not serialized\n", v);
+    return;
+  }
+  if (uep_vclock_serialize((uint64_t)seed) != 0)
+    fprintf(stderr, "uepoll: UEPOLL_VCLOCK_SERIALIZE=%s: %s; threads are not serialized\n", v, strerror(errno));
+}
+
+/* UEPOLL_VCLOCK_CONTROL (a socket path, or fd:N): the control channel
+ * (uep_vclock_control_start), for this process only: the variable is
+ * removed, so that a child (which has a clock of its own) does not claim
+ * the same socket. */
+static void control_at_load(void) {
+  const char *c = getenv("UEPOLL_VCLOCK_CONTROL");
+  if (!c || !*c) return;
+  char spec[256];
+  snprintf(spec, sizeof spec, "%s", c);
+  unsetenv("UEPOLL_VCLOCK_CONTROL");
+  if (uep__vclock_control_start(spec, control_enter) != 0)
+    fprintf(stderr, "uepoll: UEPOLL_VCLOCK_CONTROL=%s: %s%s; no control channel\n", spec, strerror(errno),
+            errno == EPERM ? " (its directory must be yours, mode 0700)" : "");
+}
 
 __attribute__((constructor)) static void virtual_time_at_load(void) {
   const char *m = getenv("UEPOLL_VIRTUAL_TIME");
@@ -65,16 +99,18 @@ __attribute__((constructor)) static void virtual_time_at_load(void) {
   }
   UEP_PL_ENTER();
   if (uep_vclock_enable(mode) == 0) {
-    vt_mode = mode;
+    uep_pl_vt_mode = mode;
     (void)uep_vclock_attach_thread();
     (void)pthread_atfork(vt_fork_prepare, vt_fork_parent, vt_fork_child);
+    serialize_at_load();
+    control_at_load();
   }
   UEP_PL_LEAVE();
 }
 
 /* The virtual clock serves `clock` in this call. */
 static int virtual_for(clockid_t clock) {
-  if (!vt_mode || uep_pl_inside()) return 0;
+  if (!uep_pl_vt_mode || uep_pl_inside()) return 0;
   struct timespec ts;
   return uep_vclock_gettime(clock, &ts) == 0;
 }
@@ -96,7 +132,7 @@ static void virtual_timeval(struct timeval *tv) {
 }
 
 int gettimeofday(struct timeval *restrict tv, void *restrict tz) {
-  if (!vt_mode || uep_pl_inside()) return UEP_PL_REAL(gettimeofday)(tv, tz);
+  if (!uep_pl_vt_mode || uep_pl_inside()) return UEP_PL_REAL(gettimeofday)(tv, tz);
   struct timeval scratch;
   if (tz && UEP_PL_REAL(gettimeofday)(&scratch, tz) < 0) return -1; /* the kernel's sys_tz */
   virtual_timeval(tv);
@@ -104,7 +140,7 @@ int gettimeofday(struct timeval *restrict tv, void *restrict tz) {
 }
 
 time_t time(time_t *t) {
-  if (!vt_mode || uep_pl_inside()) return UEP_PL_REAL(time)(t);
+  if (!uep_pl_vt_mode || uep_pl_inside()) return UEP_PL_REAL(time)(t);
   struct timespec ts;
   uep_vclock_gettime(CLOCK_REALTIME, &ts);
   if (t) *t = ts.tv_sec;
@@ -125,7 +161,7 @@ int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req, stru
 }
 
 int nanosleep(const struct timespec *req, struct timespec *rem) {
-  if (!vt_mode || uep_pl_inside()) return UEP_PL_REAL(nanosleep)(req, rem);
+  if (!uep_pl_vt_mode || uep_pl_inside()) return UEP_PL_REAL(nanosleep)(req, rem);
   int r = virtual_sleep(CLOCK_MONOTONIC, 0, req, rem);
   if (r == 0) return 0;
   errno = r;
@@ -133,13 +169,13 @@ int nanosleep(const struct timespec *req, struct timespec *rem) {
 }
 
 int usleep(useconds_t us) {
-  if (!vt_mode || uep_pl_inside()) return UEP_PL_REAL(usleep)(us);
+  if (!uep_pl_vt_mode || uep_pl_inside()) return UEP_PL_REAL(usleep)(us);
   struct timespec req = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
   return nanosleep(&req, NULL);
 }
 
 unsigned int sleep(unsigned int seconds) {
-  if (!vt_mode || uep_pl_inside()) return UEP_PL_REAL(sleep)(seconds);
+  if (!uep_pl_vt_mode || uep_pl_inside()) return UEP_PL_REAL(sleep)(seconds);
   struct timespec req = {(time_t)seconds, 0}, rem = {0, 0};
   if (nanosleep(&req, &rem) == 0) return 0;
   /* glibc: the seconds left, rounded up when a fraction remains. */
@@ -148,7 +184,7 @@ unsigned int sleep(unsigned int seconds) {
 
 /* ---- ITIMER_REAL ---------------------------------------------------------------- */
 int setitimer(__itimer_which_t which, const struct itimerval *new_value, struct itimerval *old_value) {
-  if (!vt_mode || uep_pl_inside() || which != ITIMER_REAL) return UEP_PL_REAL(setitimer)(which, new_value, old_value);
+  if (!uep_pl_vt_mode || uep_pl_inside() || which != ITIMER_REAL) return UEP_PL_REAL(setitimer)(which, new_value, old_value);
   UEP_PL_ENTER();
   int r = uep__vclock_setitimer(new_value, old_value);
   int e = errno;
@@ -158,7 +194,7 @@ int setitimer(__itimer_which_t which, const struct itimerval *new_value, struct 
 }
 
 int getitimer(__itimer_which_t which, struct itimerval *curr) {
-  if (!vt_mode || uep_pl_inside() || which != ITIMER_REAL) return UEP_PL_REAL(getitimer)(which, curr);
+  if (!uep_pl_vt_mode || uep_pl_inside() || which != ITIMER_REAL) return UEP_PL_REAL(getitimer)(which, curr);
   UEP_PL_ENTER();
   int r = uep__vclock_getitimer(curr);
   int e = errno;
@@ -168,7 +204,7 @@ int getitimer(__itimer_which_t which, struct itimerval *curr) {
 }
 
 unsigned int alarm(unsigned int seconds) {
-  if (!vt_mode || uep_pl_inside()) return UEP_PL_REAL(alarm)(seconds);
+  if (!uep_pl_vt_mode || uep_pl_inside()) return UEP_PL_REAL(alarm)(seconds);
   struct itimerval nv = {{0, 0}, {(time_t)seconds, 0}}, ov;
   UEP_PL_ENTER();
   (void)uep__vclock_setitimer(&nv, &ov);
@@ -180,7 +216,7 @@ unsigned int alarm(unsigned int seconds) {
 }
 
 /* ---- threads ------------------------------------------------------------------ */
-/* Threads made in automatic mode: known to the clock from before they exist
+/* Threads made on the virtual clock: known to the clock from before they exist
  * (uep__vclock_spawning), and joinable on a uepoll wait: a thread in
  * pthread_join counts as asleep, and the joined thread's end (return,
  * pthread_exit or cancellation: a cleanup handler) wakes it.  threads[]
@@ -215,6 +251,7 @@ static void thread_mark(pthread_t t, int state) {
 struct vt_start {
   void *(*fn)(void *);
   void *arg;
+  void *token; /* uep__vclock_spawning's */
 };
 
 static void vt_thread_ended(void *unused) {
@@ -231,7 +268,7 @@ static void *vt_thread_main(void *p) {
   struct vt_start s = *(struct vt_start *)p;
   free(p);
   UEP_PL_ENTER();
-  uep__vclock_started();
+  uep__vclock_started(s.token);
   UEP_PL_LEAVE();
   void *r;
   pthread_cleanup_push(vt_thread_ended, NULL);
@@ -241,19 +278,20 @@ static void *vt_thread_main(void *p) {
 }
 
 int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
-  if (vt_mode != UEP_VCLOCK_AUTO || uep_pl_inside()) return UEP_PL_REAL(pthread_create)(th, attr, fn, arg);
+  if (!uep_pl_vt_mode || uep_pl_inside()) return UEP_PL_REAL(pthread_create)(th, attr, fn, arg);
   struct vt_start *s = malloc(sizeof *s);
   if (!s) return EAGAIN;
   s->fn = fn;
   s->arg = arg;
   UEP_PL_ENTER();
-  uep__vclock_spawning();
+  s->token = uep__vclock_spawning();
   UEP_PL_LEAVE();
+  void *token = s->token;
   int r = UEP_PL_REAL(pthread_create)(th, attr, vt_thread_main, s);
   if (r != 0) {
     free(s);
     UEP_PL_ENTER();
-    uep__vclock_spawn_failed();
+    uep__vclock_spawn_failed(token);
     UEP_PL_LEAVE();
     return r;
   }
@@ -267,7 +305,7 @@ static void thread_mu_unlock(void *m) { pthread_mutex_unlock((pthread_mutex_t *)
 static void thread_mu_lock(void *m) { pthread_mutex_lock((pthread_mutex_t *)m); }
 
 int pthread_join(pthread_t t, void **ret) {
-  if (vt_mode == UEP_VCLOCK_AUTO && !uep_pl_inside()) {
+  if (uep_pl_vt_mode && !uep_pl_inside()) {
     pthread_mutex_lock(&thread_mu);
     int i;
     while ((i = thread_slot(t)) >= 0 && threads[i].state == 1) {
@@ -324,14 +362,14 @@ static int cond_flags(const void *c) {
   return 0;
 }
 
-/* On uepoll waits: automatic mode, not inside uepoll, not process-shared. */
+/* On uepoll waits: the clock on, not inside uepoll, not process-shared. */
 static int cond_virtual(const void *c) {
-  return vt_mode == UEP_VCLOCK_AUTO && !uep_pl_inside() && !(cond_flags(c) & COND_SHARED);
+  return uep_pl_vt_mode && !uep_pl_inside() && !(cond_flags(c) & COND_SHARED);
 }
 
 int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *attr) {
   int r = UEP_PL_REAL(pthread_cond_init)(c, attr);
-  if (r != 0 || !vt_mode) return r;
+  if (r != 0 || !uep_pl_vt_mode) return r;
   int flags = 0, pshared = PTHREAD_PROCESS_PRIVATE;
   clockid_t clk = CLOCK_REALTIME;
   if (attr) {
@@ -345,7 +383,7 @@ int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *attr) {
 }
 
 int pthread_cond_destroy(pthread_cond_t *c) {
-  if (vt_mode) cond_set_flags(c, 0);
+  if (uep_pl_vt_mode) cond_set_flags(c, 0);
   return UEP_PL_REAL(pthread_cond_destroy)(c);
 }
 
@@ -391,7 +429,7 @@ int pthread_cond_broadcast(pthread_cond_t *c) {
 }
 
 /* ---- semaphores ------------------------------------------------------------------ */
-/* Unnamed process-private semaphores made by sem_init in automatic mode keep
+/* Unnamed process-private semaphores made by sem_init on the virtual clock keep
  * their count here (the sem_t is not used), under sem_mu, and wait on uepoll
  * waits keyed by their address; named and process-shared ones stay libc's.
  * Slots are reused once destroyed (key kept, live cleared). */
@@ -412,7 +450,7 @@ static int sem_slot(const void *sem) {
   return -1;
 }
 
-static int sem_virtual(void) { return vt_mode == UEP_VCLOCK_AUTO && !uep_pl_inside(); }
+static int sem_virtual(void) { return uep_pl_vt_mode && !uep_pl_inside(); }
 
 int sem_init(sem_t *sem, int pshared, unsigned int value) {
   int r = UEP_PL_REAL(sem_init)(sem, pshared, value);

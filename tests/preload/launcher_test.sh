@@ -35,6 +35,10 @@ expect 2 err "unknown option '--bogus'" "$run" --bogus "$prog"
 expect 2 err "option '--stats' needs an argument" "$run" --stats
 expect 2 err "no PROGRAM" "$run"
 expect 2 err "no PROGRAM" "$run" --kinds epoll
+expect 2 err "--serialize: 'x1': not a decimal seed" "$run" --virtual-time --serialize x1 "$prog"
+expect 2 err "--serialize needs --virtual-time" "$run" --serialize 5 "$prog"
+expect 2 err "option '--serialize' needs an argument" "$run" --serialize
+expect 2 err "--control: an empty path" "$run" --virtual-time manual --control= "$prog"
 # Good input runs the program (which prints on stdout), and --stats writes.
 expect 0 out '.' "$run" --kinds=epoll,eventfd --stats "$tmp/stats.%p" "$prog"
 if ! ls "$tmp"/stats.* > /dev/null 2>&1; then echo "FAIL: --stats wrote nothing"; fails=$((fails + 1)); fi
