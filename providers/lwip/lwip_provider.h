@@ -37,6 +37,12 @@ enum lw_state {
   LW_FAILED      /* reset, refused or aborted: the error is posted */
 };
 
+/* A pbuf a MSG_PEEK took from the mbox past `left` (TCP). */
+struct lw_ahead {
+  struct pbuf *p;
+  struct lw_ahead *next;
+};
+
 struct lw_sock {
   struct netconn *conn;  /* immutable */
   struct uep_file *file; /* ev: set once uep_file_create returned */
@@ -46,6 +52,7 @@ struct lw_sock {
   pthread_mutex_t tx_mu; /* level 1: senders */
   struct pbuf *left;     /* rx_mu: rest of the pbuf last received */
   uint16_t left_off;     /* rx_mu: bytes of `left` already read */
+  struct lw_ahead *ahead; /* rx_mu: pbufs peeked past `left`, in order */
   int eof_read;          /* rx_mu: the FIN was read: reads return 0 */
 
   /* ev: readiness state, from netconn events and the operations */
@@ -57,7 +64,7 @@ struct lw_sock {
   int rd_shut;       /* shutdown(SHUT_RD) */
   int wr_shut;       /* shutdown(SHUT_WR) */
   int closed;        /* lwIP closed the connection normally (ERR_CLSD) */
-  int has_left;      /* `left` is non-NULL (readable without the mbox) */
+  int has_left;      /* `left` or `ahead` is non-NULL (readable without the mbox) */
   int rx_hold;       /* a receiver is between two pbufs: keep EPOLLIN */
   int pending_err;   /* errno to post once the file exists */
   uint32_t shown;    /* the mask last given to uep_file_set_mask */

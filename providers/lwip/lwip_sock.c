@@ -170,32 +170,106 @@ static int lw_accept4(void *ctx, struct sockaddr *a, socklen_t *len, const struc
 }
 
 /* ---- receiving ----------------------------------------------------------------------- */
-/* Copies from the leftover pbuf into iov[*i] from offset *io on; returns bytes. */
-static size_t copy_out(struct lw_sock *s, const struct iovec *iov, int iovcnt, int *i, size_t *io, int peek) {
+/* Copies p from offset *off on into iov[*i] from offset *io on; returns bytes. */
+static size_t copy_from(struct pbuf *p, u16_t *off, const struct iovec *iov, int iovcnt, int *i, size_t *io) {
   size_t done = 0;
-  u16_t off = s->left_off;
-  while (*i < iovcnt && off < s->left->tot_len) {
+  while (*i < iovcnt && *off < p->tot_len) {
     size_t room = iov[*i].iov_len - *io;
     if (!room) {
       ++*i;
       *io = 0;
       continue;
     }
-    u16_t want = (u16_t)(room < (size_t)(s->left->tot_len - off) ? room : (size_t)(s->left->tot_len - off));
-    u16_t got = pbuf_copy_partial(s->left, (char *)iov[*i].iov_base + *io, want, off);
-    off = (u16_t)(off + got);
+    u16_t want = (u16_t)(room < (size_t)(p->tot_len - *off) ? room : (size_t)(p->tot_len - *off));
+    u16_t got = pbuf_copy_partial(p, (char *)iov[*i].iov_base + *io, want, *off);
+    *off = (u16_t)(*off + got);
     *io += got;
     done += got;
   }
-  if (!peek) {
-    s->left_off = off;
-    if (off >= s->left->tot_len) {
+  return done;
+}
+
+/* Under rx_mu: the next pbuf from the mbox (NULL: none now, or the end,
+ * then eof_read is set: ERR_CLSD is the FIN; a reset or abort has its
+ * error posted by the event callback and ends the stream here). */
+static struct pbuf *take_pbuf(struct lw_sock *s) {
+  if (s->eof_read) return NULL;
+  struct pbuf *p = NULL;
+  err_t e = netconn_recv_tcp_pbuf_flags(s->conn, &p, NETCONN_DONTBLOCK);
+  if (e == ERR_WOULDBLOCK) return NULL;
+  if (e != ERR_OK) {
+    s->eof_read = 1;
+    return NULL;
+  }
+  return p;
+}
+
+/* Under rx_mu: reads (and consumes) into the iovecs. */
+static size_t recv_consume(struct lw_sock *s, const struct iovec *iov, int iovcnt, size_t total) {
+  size_t copied = 0, io = 0;
+  int i = 0;
+  while (copied < total) {
+    if (!s->left) {
+      struct lw_ahead *a = s->ahead;
+      if (a) {
+        s->ahead = a->next;
+        s->left = a->p;
+        free(a);
+      } else if (!(s->left = take_pbuf(s))) {
+        break;
+      }
+      s->left_off = 0;
+    }
+    copied += copy_from(s->left, &s->left_off, iov, iovcnt, &i, &io);
+    if (s->left_off >= s->left->tot_len) {
       pbuf_free(s->left);
       s->left = NULL;
       s->left_off = 0;
     }
   }
-  return done;
+  return copied;
+}
+
+/* Under rx_mu: MSG_PEEK, as Linux's across segments: copies what `left`
+ * and the pbufs already peeked past it hold, taking more from the mbox
+ * (kept in `ahead`, in order) while the iovecs have room. */
+static size_t recv_peek(struct lw_sock *s, const struct iovec *iov, int iovcnt, size_t total) {
+  size_t copied = 0, io = 0;
+  int i = 0;
+  struct lw_ahead *a = s->ahead, **tail = &s->ahead;
+  while (*tail) tail = &(*tail)->next;
+  struct pbuf *p = s->left;
+  u16_t off = s->left_off;
+  while (copied < total) {
+    if (!p) {
+      if (a) {
+        p = a->p;
+        a = a->next;
+      } else {
+        struct lw_ahead *n = malloc(sizeof *n);
+        if (!n) break;
+        if (!(p = take_pbuf(s))) {
+          free(n);
+          break;
+        }
+        if (!s->left) {
+          free(n);
+          s->left = p;
+          s->left_off = 0;
+        } else {
+          n->p = p;
+          n->next = NULL;
+          *tail = n;
+          tail = &n->next;
+        }
+      }
+      off = 0;
+    }
+    copied += copy_from(p, &off, iov, iovcnt, &i, &io);
+    if (off < p->tot_len) break; /* the iovecs are full */
+    p = NULL;
+  }
+  return copied;
 }
 
 /* The iovecs before the first one uepoll leaves to us to fault on (NULL or
@@ -227,31 +301,10 @@ static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
   if (st == LW_CONNECTING) return -EAGAIN;
   if (st == LW_FAILED) return 0; /* the error itself was uepoll's to return */
   pthread_mutex_lock(&s->rx_mu);
-  size_t copied = 0, io = 0;
-  int i = 0;
-  ssize_t err = 0;
-  int peek = flags & MSG_PEEK;
-  while (copied < total) {
-    if (!s->left) {
-      if (s->eof_read) break;
-      struct pbuf *p = NULL;
-      err_t e = netconn_recv_tcp_pbuf_flags(s->conn, &p, NETCONN_DONTBLOCK);
-      if (e == ERR_WOULDBLOCK) break;
-      if (e != ERR_OK) {
-        /* ERR_CLSD: the FIN.  A reset or abort: its error is posted (the
-         * event callback), the stream ends here. */
-        s->eof_read = 1;
-        break;
-      }
-      s->left = p;
-      s->left_off = 0;
-    }
-    copied += copy_out(s, iov, iovcnt, &i, &io, peek);
-    if (peek) break;
-  }
+  size_t copied = (flags & MSG_PEEK) ? recv_peek(s, iov, iovcnt, total) : recv_consume(s, iov, iovcnt, total);
   int eof = s->eof_read;
   pthread_mutex_lock(&lw_ev);
-  s->has_left = s->left != NULL;
+  s->has_left = s->left != NULL || s->ahead != NULL;
   s->rx_hold = 0;
   lw_publish_locked(s);
   pthread_mutex_unlock(&lw_ev);
@@ -260,7 +313,7 @@ static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
   pthread_mutex_lock(&lw_ev);
   int rd_shut = s->rd_shut;
   pthread_mutex_unlock(&lw_ev);
-  return rd_shut ? 0 : (err ? err : -EAGAIN);
+  return rd_shut ? 0 : -EAGAIN;
 }
 
 static ssize_t lw_recvmsg(void *ctx, struct msghdr *m, const struct uep_file_call *call) {
@@ -504,6 +557,7 @@ static int lw_ioctl(void *ctx, unsigned long req, void *arg, const struct uep_fi
     pthread_mutex_lock(&s->rx_mu);
     int avail = __atomic_load_n(&s->conn->recv_avail, __ATOMIC_RELAXED);
     v = (avail > 0 ? avail : 0) + (s->left ? s->left->tot_len - s->left_off : 0);
+    for (const struct lw_ahead *a = s->ahead; a; a = a->next) v += a->p->tot_len;
     pthread_mutex_unlock(&s->rx_mu);
   } else {
     LOCK_TCPIP_CORE();

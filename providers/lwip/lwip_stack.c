@@ -81,18 +81,28 @@ uint32_t lw_mask_locked(const struct lw_sock *s) {
   return m;
 }
 
-void lw_publish_locked(struct lw_sock *s) {
+/* A new mask wakes for the bits that rose (uep_file_set_mask); an arrival
+ * (data, a datagram, a connection, the FIN) wakes with its own key even
+ * when EPOLLIN was already set, as Linux's sk_data_ready (EPOLLIN) and
+ * sk_state_change (every waiter) do: an edge-triggered watcher sees each
+ * arrival, and a MSG_PEEK|MSG_WAITALL sleeper sees the data grow. */
+static void publish_locked(struct lw_sock *s, int arrival, uint32_t key) {
   if (!s->file) return;
   if (s->pending_err) {
     uep_file_set_error(s->file, s->pending_err);
     s->pending_err = 0;
   }
   uint32_t m = lw_mask_locked(s);
-  if (m != s->shown) {
+  if (arrival) {
+    s->shown = m;
+    uep_file_notify_mask(s->file, m, key);
+  } else if (m != s->shown) {
     s->shown = m;
     uep_file_set_mask(s->file, m);
   }
 }
+
+void lw_publish_locked(struct lw_sock *s) { publish_locked(s, 0, 0); }
 
 int lw_errno(err_t err) {
   switch (err) {
@@ -128,10 +138,16 @@ void lw_event(struct netconn *conn, enum netconn_evt evt, u16_t len) {
     pthread_mutex_unlock(&lw_ev);
     return;
   }
+  int arrival = 0;
+  uint32_t key = EPOLLIN | EPOLLRDNORM;
   switch (evt) {
     case NETCONN_EVT_RCVPLUS:
       ++s->rcv_events;
-      if (len == 0 && s->state != LW_LISTEN && !s->dgram) s->fin = 1; /* UDP: an empty datagram */
+      arrival = 1;
+      if (len == 0 && s->state != LW_LISTEN && !s->dgram) { /* UDP: an empty datagram */
+        s->fin = 1;
+        key = 0; /* sk_state_change: every waiter */
+      }
       break;
     case NETCONN_EVT_RCVMINUS: --s->rcv_events; break;
     case NETCONN_EVT_SENDPLUS:
@@ -142,7 +158,7 @@ void lw_event(struct netconn *conn, enum netconn_evt evt, u16_t len) {
     case NETCONN_EVT_SENDMINUS: s->sendable = 0; break;
     case NETCONN_EVT_ERROR: on_error_locked(s, conn->pending_err); break;
   }
-  lw_publish_locked(s);
+  publish_locked(s, arrival, key);
   pthread_mutex_unlock(&lw_ev);
 }
 
@@ -198,6 +214,12 @@ void lw_sock_free(struct lw_sock *s) {
   s->file = NULL;
   pthread_mutex_unlock(&lw_ev);
   if (s->left) pbuf_free(s->left);
+  while (s->ahead) {
+    struct lw_ahead *a = s->ahead;
+    s->ahead = a->next;
+    pbuf_free(a->p);
+    free(a);
+  }
   if (s->peeked) netbuf_delete(s->peeked);
   if (!lw_stack_dead()) netconn_delete(s->conn);
   if (f) uep_file_put(f);
