@@ -283,6 +283,22 @@ int lw_usable_iov(const struct iovec *iov, int iovcnt, size_t *total) {
   return iovcnt;
 }
 
+/* A read that empties the receive queue sends the ACK lwIP was delaying,
+ * as Linux's tcp_cleanup_rbuf does once more than a segment is unacked:
+ * lwIP's sender runs classic Nagle (a small tail waits for every byte in
+ * flight to be acknowledged), and without this a request of a few
+ * segments plus a small tail (memcached's SET of 4 KiB) waits for the
+ * 250 ms delayed-ACK timer. */
+static void ack_on_drain(struct lw_sock *s) {
+  LOCK_TCPIP_CORE();
+  struct tcp_pcb *pcb = s->conn->pcb.tcp;
+  if (pcb && (pcb->flags & TF_ACK_DELAY)) {
+    pcb->flags |= TF_ACK_NOW;
+    tcp_output(pcb);
+  }
+  UNLOCK_TCPIP_CORE();
+}
+
 static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, int flags) {
   if (flags & MSG_OOB) return -EINVAL; /* no urgent data (Linux tcp_recv_urg) */
   if (lw_stack_dead()) return -ENETDOWN;
@@ -306,9 +322,11 @@ static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
   pthread_mutex_lock(&lw_ev);
   s->has_left = s->left != NULL || s->ahead != NULL;
   s->rx_hold = 0;
+  int drained = copied && !(flags & MSG_PEEK) && !s->has_left && s->rcv_events <= 0;
   lw_publish_locked(s);
   pthread_mutex_unlock(&lw_ev);
   pthread_mutex_unlock(&s->rx_mu);
+  if (drained) ack_on_drain(s);
   if (copied || total == 0 || eof) return (ssize_t)copied;
   pthread_mutex_lock(&lw_ev);
   int rd_shut = s->rd_shut;

@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <lwip/err.h>
 #include <lwip/ip.h>
@@ -288,7 +290,17 @@ int lw_stack_start(const char *config) {
     if (r) return r;
   }
   static struct start_state st = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+  /* lwIP picks its first ephemeral TCP and UDP ports with rand() (its
+   * LWIP_RAND) inside tcpip_init: seeded per process here, or every
+   * process's first connection would come from the same port, and a
+   * server still holding the previous one (TIME_WAIT) aborts the next.
+   * The program's own rand() sequence is then put back to glibc's
+   * unseeded one (srand(1)): it has not run yet. */
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  srand((unsigned)getpid() * 2654435761u ^ (unsigned)now.tv_nsec ^ (unsigned)now.tv_sec);
   tcpip_init(stack_ready, &st);
+  srand(1);
   pthread_mutex_lock(&st.mu);
   while (!st.done) pthread_cond_wait(&st.cv, &st.mu);
   pthread_mutex_unlock(&st.mu);
