@@ -82,8 +82,11 @@ extern pthread_mutex_t lw_ev;
 int lw_wire_configure(const char *config);
 int lw_wire_start_locked(void);
 
-/* The stack: started once by uep_provider_init.  0 or -errno. */
-int lw_stack_start(const char *config);
+/* The stack: configured by uep_provider_init (0 or -errno: the launch
+ * stops), started at the process's first socket() (lw_stack_ensure: 0, or
+ * -ENETDOWN in a child forked after the start, or the start's -errno). */
+int lw_stack_configure(const char *config);
+int lw_stack_ensure(void);
 /* Non-zero after fork in the child: the stack's thread is gone. */
 int lw_stack_dead(void);
 void lw_stack_at_fork(int phase);

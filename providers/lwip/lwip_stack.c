@@ -23,6 +23,7 @@
 #include "lwip_provider.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -284,50 +285,92 @@ static void stack_ready(void *arg) {
   pthread_mutex_unlock(&st->mu);
 }
 
-int lw_stack_start(const char *config) {
-  if (config && *config) {
-    int r = lw_wire_configure(config);
-    if (r) return r;
-  }
+/* The stack starts at the process's first socket() (lw_stack_ensure), not
+ * at load: a process that forks before it uses the network (a daemon's
+ * fork before its server starts) leaves the child a stack to start, and a
+ * process that never makes a socket never starts lwIP's threads.
+ * start_mu serialises the start with fork (lw_stack_at_fork); started and
+ * start_err are guarded by it. */
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+static int started, start_err;
+
+int lw_stack_configure(const char *config) {
+  if (config && *config) return lw_wire_configure(config);
+  return 0;
+}
+
+static int stack_start_locked(void) {
   static struct start_state st = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
   /* lwIP picks its first ephemeral TCP and UDP ports with rand() (its
    * LWIP_RAND) inside tcpip_init: seeded per process here, or every
    * process's first connection would come from the same port, and a
    * server still holding the previous one (TIME_WAIT) aborts the next.
-   * The program's own rand() sequence is then put back to glibc's
-   * unseeded one (srand(1)): it has not run yet. */
+   * The seeding uses a state of ours (initstate), and the program's own
+   * state, seeded or not, is put back after (setstate). */
+  static char rand_state[64];
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  srand((unsigned)getpid() * 2654435761u ^ (unsigned)now.tv_nsec ^ (unsigned)now.tv_sec);
+  char *prog_state = initstate((unsigned)getpid() * 2654435761u ^ (unsigned)now.tv_nsec ^ (unsigned)now.tv_sec,
+                               rand_state, sizeof rand_state);
+  /* lwIP's threads (tcpip, the wire's reader) take no signal: they
+   * inherit this mask; a signal for the process goes to its own threads. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   tcpip_init(stack_ready, &st);
-  srand(1);
   pthread_mutex_lock(&st.mu);
   while (!st.done) pthread_cond_wait(&st.cv, &st.mu);
   pthread_mutex_unlock(&st.mu);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  setstate(prog_state);
   return st.ok ? 0 : -ENOMEM;
+}
+
+int lw_stack_ensure(void) {
+  if (__atomic_load_n(&started, __ATOMIC_ACQUIRE)) return lw_stack_dead() ? -ENETDOWN : 0;
+  pthread_mutex_lock(&start_mu);
+  int r = start_err;
+  if (!started && !r) {
+    r = stack_start_locked();
+    if (r) start_err = r;
+    else __atomic_store_n(&started, 1, __ATOMIC_RELEASE); /* pairs with the acquire load above */
+  }
+  pthread_mutex_unlock(&start_mu);
+  return r;
 }
 
 int lw_stack_dead(void) { return __atomic_load_n(&stack_dead, __ATOMIC_RELAXED); }
 
-/* Nobody is inside lwIP or lw_ev while the process forks; the child has no
- * lwIP thread, so its sockets answer ENETDOWN from then on. */
+/* The provider's choice at fork (docs/design.md, "Socket providers").
+ * Nobody is inside lwIP or lw_ev while the process forks.  A child forked
+ * after the stack started has no lwIP thread: its copies of the sockets
+ * answer ENETDOWN to every call but close (which frees the record and
+ * leaves the connection to the parent), and so does a new socket(); a
+ * child that only execs, or never touches the network, is unaffected.  A
+ * child forked before the stack started starts its own at its first
+ * socket(), with the wire socket it inherited. */
 void lw_stack_at_fork(int phase) {
   switch (phase) {
     case 0: /* UEP_PROVIDER_FORK_PREPARE */
-      if (lw_stack_dead()) return;
+      pthread_mutex_lock(&start_mu);
+      if (!started || lw_stack_dead()) return;
       LOCK_TCPIP_CORE();
       pthread_mutex_lock(&lw_ev);
       return;
     case 1: /* PARENT */
-      if (lw_stack_dead()) return;
-      pthread_mutex_unlock(&lw_ev);
-      UNLOCK_TCPIP_CORE();
+      if (started && !lw_stack_dead()) {
+        pthread_mutex_unlock(&lw_ev);
+        UNLOCK_TCPIP_CORE();
+      }
+      pthread_mutex_unlock(&start_mu);
       return;
     default: /* CHILD */
-      if (lw_stack_dead()) return;
-      __atomic_store_n(&stack_dead, 1, __ATOMIC_RELAXED);
-      pthread_mutex_unlock(&lw_ev);
-      UNLOCK_TCPIP_CORE();
+      if (started && !lw_stack_dead()) {
+        __atomic_store_n(&stack_dead, 1, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&lw_ev);
+        UNLOCK_TCPIP_CORE();
+      }
+      pthread_mutex_unlock(&start_mu);
       return;
   }
 }
