@@ -26,6 +26,7 @@
 #include <sys/uio.h>
 
 #include <lwip/api.h>
+#include <lwip/ip4_addr.h>
 
 #include <uepoll/file.h>
 
@@ -76,11 +77,20 @@ struct lw_sock {
 
 extern pthread_mutex_t lw_ev;
 
-/* The datagram wire (lwip_wire.c): parse UEPOLL_PROVIDER_CONFIG and bind
- * the socket (0 or -errno: EINVAL for settings it does not know); add the
- * netif and start its reader, in lwIP's thread (0 when none configured). */
+/* The links (UEPOLL_PROVIDER_CONFIG, comma-separated key=value).  Each
+ * configure returns 1 when its keys are there (and valid), 0 when none
+ * are, -errno when they are wrong; each start adds its netif in lwIP's
+ * thread, core lock held (0 when not configured).
+ * The datagram wire (lwip_wire.c): addr, wire, peer; binds the socket.
+ * The TAP link (lwip_tap.c): tap, tap_addr; checks the device opens. */
 int lw_wire_configure(const char *config);
 int lw_wire_start_locked(void);
+int lw_tap_configure(const char *config);
+int lw_tap_start_locked(void);
+/* The value of key in config (1), none (0), or -ENAMETOOLONG. */
+int lw_config_get(const char *config, const char *key, char *out, size_t n);
+/* "A.B.C.D/P" (P 1..30, default 24; text is changed) as address and mask. */
+int lw_addr_prefix(char *text, ip4_addr_t *addr, ip4_addr_t *mask);
 
 /* The stack: configured by uep_provider_init (0 or -errno: the launch
  * stops), started at the process's first socket() (lw_stack_ensure: 0, or

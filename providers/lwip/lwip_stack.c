@@ -276,7 +276,7 @@ static void stack_ready(void *arg) {
     netif_set_default(&loop_netif);
     netif_set_link_up(&loop_netif);
     netif_set_up(&loop_netif);
-    ok = lw_wire_start_locked() == 0;
+    ok = lw_wire_start_locked() == 0 && lw_tap_start_locked() == 0;
   }
   pthread_mutex_lock(&st->mu);
   st->ok = ok;
@@ -295,8 +295,12 @@ static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
 static int started, start_err;
 
 int lw_stack_configure(const char *config) {
-  if (config && *config) return lw_wire_configure(config);
-  return 0;
+  if (!config || !*config) return 0;
+  int w = lw_wire_configure(config);
+  if (w < 0) return w;
+  int t = lw_tap_configure(config);
+  if (t < 0) return t;
+  return w || t ? 0 : -EINVAL; /* settings, but none of ours */
 }
 
 static int stack_start_locked(void) {
