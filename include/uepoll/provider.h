@@ -45,8 +45,8 @@ struct uep_provider {
    * handler).  NULL: uepoll's default, nothing is done: the child's
    * descriptors point into its copy of the provider's memory, right for a
    * stack whose state is shared or in the kernel, not for one with threads
-   * of its own (the child has none; the lwIP provider answers ENETDOWN
-   * there and restarts nothing).  At exec every provider socket is closed,
+   * of its own, which the child lacks (the lwIP provider's sockets answer
+   * ENETDOWN in a child forked after its stack started).  At exec every provider socket is closed,
    * as every uepoll descriptor, and the new program loads the provider
    * again (docs/design.md, "Socket providers"). */
   void (*at_fork)(int phase);
