@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -102,6 +103,17 @@ static void send_now(int fd, int from, int len) {
   later_run(&l);
 }
 
+/* Waits (up to 10 s) until n bytes are queued on fd (FIONREAD): lwIP
+ * delivers from its own thread, shortly after the send returns. */
+static void wait_queued(int fd, int n) {
+  for (int i = 0; i < 1000; ++i) {
+    int q = 0;
+    if (ioctl(fd, FIONREAD, &q) == 0 && q >= n) return;
+    msleep(10);
+  }
+  die("wait_queued");
+}
+
 static void on_usr1(int sig) { (void)sig; }
 
 static void *watchdog(void *arg) {
@@ -143,7 +155,7 @@ int main(void) {
   send_now(c, 200, 20);
   send_now(c, 220, 20);
   send_now(c, 240, 20);
-  msleep(100);
+  wait_queued(s, 60);
   report("peek_queued", recv(s, buf, 100, MSG_PEEK), buf, 200);
   report("recv_queued", recv(s, buf, 100, 0), buf, 200);
 
@@ -151,7 +163,7 @@ int main(void) {
   report("dontwait_empty", recv(s, buf, 100, MSG_DONTWAIT), buf, 0);
   /* MSG_WAITALL|MSG_DONTWAIT: what is there, not the whole count. */
   send_now(c, 300, 10);
-  msleep(100);
+  wait_queued(s, 10);
   report("waitall_dontwait", recv(s, buf, 100, MSG_WAITALL | MSG_DONTWAIT), buf, 300);
 
   /* MSG_WAITALL stopped by a signal handler: after 10 bytes, the count;
@@ -170,6 +182,7 @@ int main(void) {
   struct timeval tv = {0, 200000};
   if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv)) die("SO_RCVTIMEO");
   send_now(c, 500, 10);
+  wait_queued(s, 10);
   report("waitall_timeout_partial", recv(s, buf, 100, MSG_WAITALL), buf, 500);
   report("waitall_timeout_empty", recv(s, buf, 100, MSG_WAITALL), buf, 0);
   tv.tv_usec = 0;
