@@ -70,6 +70,14 @@ static int sockopt_locked(struct lw_sock *s, int level, int name, int set, int *
     }
     switch (name) {
       case SO_RCVBUF: if (!set) *v = TCP_WND; return 0;      /* fixed at build time */
+      case SO_RCVLOWAT: /* Linux tcp_set_rcvlowat: < 0 is INT_MAX, 0 is 1, at most half the buffer */
+        if (set) {
+          s->rcvlowat = *v < 0 || *v > TCP_WND / 2 ? TCP_WND / 2 : *v ? *v : 1;
+          lw_publish_locked(s); /* readiness follows the new mark */
+        } else {
+          *v = s->rcvlowat ? s->rcvlowat : 1;
+        }
+        return 0;
       case SO_SNDBUF: if (!set) *v = TCP_SND_BUF; return 0;  /* fixed at build time */
       case SO_ACCEPTCONN: if (set) return -ENOPROTOOPT; *v = listening; return 0;
       /* Errors are posted with uep_file_set_error, which answers SO_ERROR

@@ -66,6 +66,8 @@ struct lw_sock {
   int wr_shut;       /* shutdown(SHUT_WR) */
   int closed;        /* lwIP closed the connection normally (ERR_CLSD) */
   int has_left;      /* `left` or `ahead` is non-NULL (readable without the mbox) */
+  int left_bytes;    /* bytes in `left` and `ahead` (TCP) */
+  int rcvlowat;      /* SO_RCVLOWAT (1..32767; 0 in a fresh record means 1) */
   int rx_hold;       /* a receiver is between two pbufs: keep EPOLLIN */
   int pending_err;   /* errno to post once the file exists */
   uint32_t shown;    /* the mask last given to uep_file_set_mask */
@@ -112,6 +114,7 @@ void lw_sock_attach(struct lw_sock *s, struct uep_file *file);
 
 /* Under lw_ev: the EPOLL* mask of s; give it to uepoll if it changed. */
 uint32_t lw_mask_locked(const struct lw_sock *s);
+int lw_avail_locked(const struct lw_sock *s);
 void lw_publish_locked(struct lw_sock *s);
 
 /* The netconn event callback given to netconn_new_with_callback. */

@@ -20,6 +20,7 @@
 #include "lwip_provider.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <linux/tcp.h> /* not netinet/tcp.h: its TCP_MSS is not lwIP's */
 #include <pthread.h>
@@ -301,7 +302,16 @@ static void ack_on_drain(struct lw_sock *s) {
   UNLOCK_TCPIP_CORE();
 }
 
-static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, int flags) {
+/* Under lw_ev: bytes a receive can take now (the mbox, and what is left
+ * over from earlier receives and peeks). */
+int lw_avail_locked(const struct lw_sock *s) {
+  int q = __atomic_load_n(&s->conn->recv_avail, __ATOMIC_RELAXED);
+  return (q > 0 ? q : 0) + s->left_bytes;
+}
+
+/* blocking: a call uepoll would sleep in (SO_RCVLOWAT's target holds for
+ * it only, as Linux's timeo). */
+static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, int flags, int blocking) {
   if (flags & MSG_OOB) return -EINVAL; /* no urgent data (Linux tcp_recv_urg) */
   if (lw_stack_dead()) return -ENETDOWN;
   size_t total;
@@ -311,7 +321,12 @@ static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
   enum lw_state st = s->state;
   /* Nothing in the mbox (every entry, data, FIN or error marker, counts a
    * RCVPLUS), nothing left over, no end: EAGAIN without asking lwIP. */
-  int empty = s->rcv_events <= 0 && !s->has_left && !s->fin && !s->rd_shut && !s->closed;
+  int ended = s->fin || s->rd_shut || s->closed;
+  int empty = s->rcv_events <= 0 && !s->has_left && !ended;
+  /* SO_RCVLOWAT: a blocking call waits for min(lowat, len) bytes (Linux
+   * tcp_recvmsg's target; MSG_WAITALL's whole count is uepoll's loop) */
+  size_t target = s->rcvlowat < total ? (size_t)s->rcvlowat : total;
+  if (st == LW_CONNECTED && blocking && !ended && target > 1 && (size_t)lw_avail_locked(s) < target) empty = 1;
   if (st == LW_CONNECTED) s->rx_hold = !empty;
   pthread_mutex_unlock(&lw_ev);
   if (st == LW_CONNECTED && empty && total) return -EAGAIN;
@@ -323,6 +338,8 @@ static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
   int eof = s->eof_read;
   pthread_mutex_lock(&lw_ev);
   s->has_left = s->left != NULL || s->ahead != NULL;
+  s->left_bytes = s->left ? s->left->tot_len - s->left_off : 0;
+  for (const struct lw_ahead *a = s->ahead; a; a = a->next) s->left_bytes += a->p->tot_len;
   s->rx_hold = 0;
   int drained = copied && !(flags & MSG_PEEK) && !s->has_left && s->rcv_events <= 0;
   lw_publish_locked(s);
@@ -340,12 +357,12 @@ static ssize_t lw_recvmsg(void *ctx, struct msghdr *m, const struct uep_file_cal
   m->msg_namelen = 0; /* a stream socket names no sender (Linux ____sys_recvmsg) */
   m->msg_controllen = 0;
   m->msg_flags = 0;
-  return recv_iov(ctx, m->msg_iov, (int)m->msg_iovlen, call->flags);
+  return recv_iov(ctx, m->msg_iov, (int)m->msg_iovlen, call->flags,
+                  !(call->f_flags & O_NONBLOCK) && !(call->flags & MSG_DONTWAIT));
 }
 
 static ssize_t lw_read(void *ctx, const struct iovec *iov, int iovcnt, const struct uep_file_call *call) {
-  (void)call;
-  return recv_iov(ctx, iov, iovcnt, 0);
+  return recv_iov(ctx, iov, iovcnt, 0, !(call->f_flags & O_NONBLOCK));
 }
 
 /* ---- sending --------------------------------------------------------------------------- */

@@ -77,7 +77,9 @@ uint32_t lw_mask_locked(const struct lw_sock *s) {
   }
   uint32_t m = 0;
   int rd_done = s->fin || s->rd_shut || s->closed;
-  if (s->rcv_events > 0 || s->has_left || s->rx_hold) m |= in;
+  /* SO_RCVLOWAT (Linux tcp_stream_is_readable): readable from lowat bytes */
+  int lowat_ok = s->rcvlowat <= 1 || lw_avail_locked(s) >= s->rcvlowat;
+  if ((s->rcv_events > 0 || s->has_left || s->rx_hold) && lowat_ok) m |= in;
   if (rd_done) m |= in | EPOLLRDHUP;
   if (s->sendable || s->wr_shut || s->closed) m |= out;
   if (rd_done && (s->wr_shut || s->closed)) m |= EPOLLHUP;

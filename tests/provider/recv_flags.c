@@ -3,7 +3,8 @@
  * 127.0.0.1, one line per case: MSG_WAITALL across late segments, at the
  * end of the stream, stopped by a signal (with and without data), by
  * SO_RCVTIMEO, with MSG_DONTWAIT, with MSG_PEEK (one call and a whole
- * count), and a 1 MiB MSG_WAITALL against a blocking 1 MiB send.  Run
+ * count), SO_RCVLOWAT (poll and blocking receives), and a 1 MiB
+ * MSG_WAITALL against a blocking 1 MiB send.  Run
  * plainly (kernel TCP) and under `uepoll-run --provider lwip` (run.sh): the
  * lines must be equal.  Bounded: a watchdog ends it after 30 s.
  */
@@ -11,6 +12,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -165,6 +167,29 @@ int main(void) {
   send_now(c, 300, 10);
   wait_queued(s, 10);
   report("waitall_dontwait", recv(s, buf, 100, MSG_WAITALL | MSG_DONTWAIT), buf, 300);
+
+  /* SO_RCVLOWAT 50: 10 bytes are not readable for poll, a non-blocking
+   * receive takes them, a blocking one waits for 50. */
+  int lowat = 50;
+  socklen_t ln = sizeof lowat;
+  if (setsockopt(s, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat)) die("SO_RCVLOWAT");
+  lowat = 0;
+  getsockopt(s, SOL_SOCKET, SO_RCVLOWAT, &lowat, &ln);
+  printf("rcvlowat: %d\n", lowat);
+  send_now(c, 700, 10);
+  wait_queued(s, 10);
+  struct pollfd pf = {s, POLLIN, 0};
+  printf("rcvlowat_poll_below: %d\n", poll(&pf, 1, 100));
+  report("rcvlowat_peek_dontwait", recv(s, buf, 100, MSG_PEEK | MSG_DONTWAIT), buf, 700);
+  report("rcvlowat_dontwait", recv(s, buf, 100, MSG_DONTWAIT), buf, 700);
+  /* (Linux wakes a reader only when lowat bytes wait, counted after what it
+   * already took: the blocking case starts from an empty queue.) */
+  struct later l7 = {c, 100, 710, 50, 0, 0, 0};
+  t = start(&l7);
+  report("rcvlowat_blocking", recv(s, buf, 100, 0), buf, 710);
+  pthread_join(t, NULL);
+  lowat = 1;
+  setsockopt(s, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
 
   /* MSG_WAITALL stopped by a signal handler: after 10 bytes, the count;
    * with nothing received, EINTR. */
