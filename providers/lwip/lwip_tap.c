@@ -56,7 +56,12 @@ static int tap_open(const char *name) {
   if (fd < 0) return -errno;
   struct ifreq ifr;
   memset(&ifr, 0, sizeof ifr);
-  strncpy(ifr.ifr_name, name, sizeof ifr.ifr_name - 1);
+  const size_t n = strlen(name);
+  if (n >= sizeof ifr.ifr_name) {
+    close(fd);
+    return -EINVAL;
+  }
+  memcpy(ifr.ifr_name, name, n); /* zero-terminated: ifr is zeroed */
   ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
   if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
     int e = errno;
