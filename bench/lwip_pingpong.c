@@ -1,15 +1,17 @@
 /*
  * lwip_pingpong.c - uepoll's own cost on a real stack: one TCP ping-pong
- * over lwIP's loopback netif, measured twice in the same run:
+ * over lwIP's loopback netif, measured in the same run:
  *   native: lwIP's blocking netconn calls (netconn_write / netconn_recv),
  *           a server thread and a client thread;
  *   uepoll: the same stack through the lwIP provider's uepoll files
  *           (uep_connect / uep_accept4 / uep_send / uep_recv, blocking owned
- *           by uepoll, woken by the masks the provider pushes).
+ *           by uepoll, woken by the masks the provider pushes);
+ *   kernel: the same ping-pong on kernel TCP over 127.0.0.1 (socket,
+ *           send, recv: blocking, TCP_NODELAY), for scale.
  * Prints round trips per second and the mean round-trip time of each, the
  * median of REPS runs, the ratio uepoll / native, and the CPU time per
  * round trip of the whole process (less sensitive to a busy machine's
- * scheduling than the wall clock).
+ * scheduling than the wall clock).  Reported, never compared to a bound.
  *
  *   lwip-pingpong [ROUNDS [REPS [SIZE]]]     (default 20000 5 64)
  *
@@ -28,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <lwip/api.h>
@@ -183,6 +187,63 @@ static double uepoll_run(void) {
   return rounds / dt;
 }
 
+/* ---- kernel TCP, for scale ---------------------------------------------------------- */
+static int k_recv_exact(int fd, char *buf, int n) {
+  int got = 0;
+  while (got < n) {
+    ssize_t r = recv(fd, buf + got, (size_t)(n - got), 0);
+    if (r <= 0) return -1;
+    got += (int)r;
+  }
+  return got;
+}
+
+static int k_listener;
+static void *k_server(void *arg) {
+  (void)arg;
+  int c = accept(k_listener, NULL, NULL);
+  if (c < 0) die("accept");
+  int one = 1;
+  setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  char *buf = calloc(1, (size_t)size);
+  for (int i = 0; i < rounds; ++i) {
+    if (k_recv_exact(c, buf, size) != size) die("kernel server recv");
+    if (send(c, buf, (size_t)size, 0) != size) die("kernel server send");
+  }
+  free(buf);
+  close(c);
+  return NULL;
+}
+
+static double kernel_run(void) {
+  k_listener = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t al = sizeof a;
+  if (k_listener < 0 || bind(k_listener, (struct sockaddr *)&a, sizeof a) || listen(k_listener, 4) ||
+      getsockname(k_listener, (struct sockaddr *)&a, &al))
+    die("kernel listen");
+  pthread_t t;
+  pthread_create(&t, NULL, k_server, NULL);
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a)) die("kernel connect");
+  int one = 1;
+  setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  char *buf = calloc(1, (size_t)size);
+  double t0 = now(), c0 = cpu();
+  for (int i = 0; i < rounds; ++i) {
+    if (send(c, buf, (size_t)size, 0) != size) die("kernel client send");
+    if (k_recv_exact(c, buf, size) != size) die("kernel client recv");
+  }
+  double dt = now() - t0;
+  last_cpu_us = (cpu() - c0) * 1e6 / rounds;
+  pthread_join(t, NULL);
+  free(buf);
+  close(c);
+  close(k_listener);
+  return rounds / dt;
+}
+
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -199,23 +260,30 @@ int main(int argc, char **argv) {
   }
   prov = uep_provider_init(NULL);
   if (!prov) die("uep_provider_init");
-  double nat[99], uep[99], natc[99], uepc[99];
-  for (int r = 0; r < reps; ++r) { /* alternate, so that drift hits both alike */
+  uep_close(provider_socket()); /* the stack starts at the first socket (native runs use it too) */
+  double nat[99], uep[99], natc[99], uepc[99], ker[99], kerc[99];
+  for (int r = 0; r < reps; ++r) { /* alternate, so that drift hits all alike */
     nat[r] = native_run();
     natc[r] = last_cpu_us;
     uep[r] = uepoll_run();
     uepc[r] = last_cpu_us;
+    ker[r] = kernel_run();
+    kerc[r] = last_cpu_us;
   }
   qsort(nat, (size_t)reps, sizeof *nat, cmp);
   qsort(uep, (size_t)reps, sizeof *uep, cmp);
   qsort(natc, (size_t)reps, sizeof *natc, cmp);
   qsort(uepc, (size_t)reps, sizeof *uepc, cmp);
-  double n = nat[reps / 2], u = uep[reps / 2];
+  qsort(ker, (size_t)reps, sizeof *ker, cmp);
+  qsort(kerc, (size_t)reps, sizeof *kerc, cmp);
+  double n = nat[reps / 2], u = uep[reps / 2], k = ker[reps / 2];
   printf("lwip ping-pong, %d rounds of %d bytes, median of %d runs\n", rounds, size, reps);
   printf("native netconn  %10.0f round trips/s  %7.2f us  (min %.0f, max %.0f)\n", n, 1e6 / n, nat[0], nat[reps - 1]);
   printf("uepoll files    %10.0f round trips/s  %7.2f us  (min %.0f, max %.0f)\n", u, 1e6 / u, uep[0], uep[reps - 1]);
+  printf("kernel TCP      %10.0f round trips/s  %7.2f us  (min %.0f, max %.0f)\n", k, 1e6 / k, ker[0], ker[reps - 1]);
   printf("uepoll / native %10.3f   (round trips/s)\n", u / n);
-  printf("CPU per round trip (all threads), median: native %.2f us, uepoll %.2f us, uepoll / native %.3f\n",
-         natc[reps / 2], uepc[reps / 2], uepc[reps / 2] / natc[reps / 2]);
+  printf("uepoll / kernel %10.3f   (round trips/s)\n", u / k);
+  printf("CPU per round trip (all threads), median: native %.2f us, uepoll %.2f us, kernel %.2f us, uepoll / native %.3f\n",
+         natc[reps / 2], uepc[reps / 2], kerc[reps / 2], uepc[reps / 2] / natc[reps / 2]);
   return 0;
 }

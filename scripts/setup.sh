@@ -47,6 +47,9 @@ packages=(
   wrk                 # HTTP load generator
   curl                # tests/realprograms: fetches nginx's page to compare
   procps              # tests/realprograms: pgrep finds nginx's worker to stop it
+  memcached           # tests/provider: a threaded server on the lwIP provider
+  libmemcached-tools  # tests/provider: memcslap, memcaslap, memcping
+  iproute2            # tests/provider/tap_netns.sh: ip tuntap / addr / link
 )
 log() { printf 'setup: %s\n' "$*"; }
 LOCK_WAIT="${UEPOLL_SETUP_LOCK_WAIT:-600}"

@@ -39,9 +39,16 @@ struct uep_provider {
    * it to the kernel, or a negative errno (the program's socket() fails
    * with it). */
   int (*socket)(int family, int type, int protocol, int *fd);
-  /* Called around fork() (phases above), in the forking thread, with no
-   * uepoll lock held.  NULL: uepoll's default (docs/design.md, "Socket
-   * providers"). */
+  /* What a provider socket becomes at fork is the provider's choice, made
+   * here: called around fork() (phases above), in the forking thread, with
+   * no uepoll lock held (not for vfork or posix_spawn, which run no atfork
+   * handler).  NULL: uepoll's default, nothing is done: the child's
+   * descriptors point into its copy of the provider's memory, right for a
+   * stack whose state is shared or in the kernel, not for one with threads
+   * of its own, which the child lacks (the lwIP provider's sockets answer
+   * ENETDOWN in a child forked after its stack started).  At exec every provider socket is closed,
+   * as every uepoll descriptor, and the new program loads the provider
+   * again (docs/design.md, "Socket providers"). */
   void (*at_fork)(int phase);
   /* At exit, after the program's atexit handlers.  May be NULL. */
   void (*fini)(void);

@@ -1,7 +1,7 @@
 /*
  * lwip_provider.c - the lwIP provider's entry points (providers/lwip/):
- * uep_provider_init (<uepoll/provider.h>) starts the stack once, and the
- * provider's socket() serves AF_INET SOCK_STREAM (lwip_sock.c) and
+ * uep_provider_init (<uepoll/provider.h>) reads the configuration once
+ * (the stack starts at the first socket()), and the provider's socket() serves AF_INET SOCK_STREAM (lwip_sock.c) and
  * SOCK_DGRAM (lwip_udp.c) sockets; every other family and type is
  * declined, so it stays the kernel's.
  *
@@ -22,7 +22,8 @@ static int lw_socket(int family, int type, int protocol, int *fd) {
   int tcp = base == SOCK_STREAM && (protocol == 0 || protocol == IPPROTO_TCP);
   int udp = base == SOCK_DGRAM && (protocol == 0 || protocol == IPPROTO_UDP);
   if (family != AF_INET || (!tcp && !udp)) return UEP_PROVIDER_DECLINE;
-  if (lw_stack_dead()) return -ENETDOWN;
+  int r = lw_stack_ensure();
+  if (r) return r;
   struct netconn *nc = netconn_new_with_callback(tcp ? NETCONN_TCP : NETCONN_UDP, lw_event);
   if (!nc) return -ENOBUFS;
   struct lw_sock *s = lw_sock_new(nc, 0, udp);
@@ -56,7 +57,7 @@ static const struct uep_provider lw_provider = {
 __attribute__((visibility("default"))) const struct uep_provider *uep_provider_init(const char *config) {
   static int started; /* once per process: the preload calls it once */
   if (!started) {
-    int r = lw_stack_start(config);
+    int r = lw_stack_configure(config);
     if (r) {
       errno = -r;
       return NULL;

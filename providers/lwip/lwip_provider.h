@@ -26,6 +26,7 @@
 #include <sys/uio.h>
 
 #include <lwip/api.h>
+#include <lwip/ip4_addr.h>
 
 #include <uepoll/file.h>
 
@@ -37,6 +38,12 @@ enum lw_state {
   LW_FAILED      /* reset, refused or aborted: the error is posted */
 };
 
+/* A pbuf a MSG_PEEK took from the mbox past `left` (TCP). */
+struct lw_ahead {
+  struct pbuf *p;
+  struct lw_ahead *next;
+};
+
 struct lw_sock {
   struct netconn *conn;  /* immutable */
   struct uep_file *file; /* ev: set once uep_file_create returned */
@@ -46,6 +53,7 @@ struct lw_sock {
   pthread_mutex_t tx_mu; /* level 1: senders */
   struct pbuf *left;     /* rx_mu: rest of the pbuf last received */
   uint16_t left_off;     /* rx_mu: bytes of `left` already read */
+  struct lw_ahead *ahead; /* rx_mu: pbufs peeked past `left`, in order */
   int eof_read;          /* rx_mu: the FIN was read: reads return 0 */
 
   /* ev: readiness state, from netconn events and the operations */
@@ -57,7 +65,9 @@ struct lw_sock {
   int rd_shut;       /* shutdown(SHUT_RD) */
   int wr_shut;       /* shutdown(SHUT_WR) */
   int closed;        /* lwIP closed the connection normally (ERR_CLSD) */
-  int has_left;      /* `left` is non-NULL (readable without the mbox) */
+  int has_left;      /* `left` or `ahead` is non-NULL (readable without the mbox) */
+  int left_bytes;    /* bytes in `left` and `ahead` (TCP) */
+  int rcvlowat;      /* SO_RCVLOWAT (1..32767; 0 in a fresh record means 1) */
   int rx_hold;       /* a receiver is between two pbufs: keep EPOLLIN */
   int pending_err;   /* errno to post once the file exists */
   uint32_t shown;    /* the mask last given to uep_file_set_mask */
@@ -69,14 +79,26 @@ struct lw_sock {
 
 extern pthread_mutex_t lw_ev;
 
-/* The datagram wire (lwip_wire.c): parse UEPOLL_PROVIDER_CONFIG and bind
- * the socket (0 or -errno: EINVAL for settings it does not know); add the
- * netif and start its reader, in lwIP's thread (0 when none configured). */
+/* The links (UEPOLL_PROVIDER_CONFIG, comma-separated key=value).  Each
+ * configure returns 1 when its keys are there (and valid), 0 when none
+ * are, -errno when they are wrong; each start adds its netif in lwIP's
+ * thread, core lock held (0 when not configured).
+ * The datagram wire (lwip_wire.c): addr, wire, peer; binds the socket.
+ * The TAP link (lwip_tap.c): tap, tap_addr; checks the device opens. */
 int lw_wire_configure(const char *config);
 int lw_wire_start_locked(void);
+int lw_tap_configure(const char *config);
+int lw_tap_start_locked(void);
+/* The value of key in config (1), none (0), or -ENAMETOOLONG. */
+int lw_config_get(const char *config, const char *key, char *out, size_t n);
+/* "A.B.C.D/P" (P 1..30, default 24; text is changed) as address and mask. */
+int lw_addr_prefix(char *text, ip4_addr_t *addr, ip4_addr_t *mask);
 
-/* The stack: started once by uep_provider_init.  0 or -errno. */
-int lw_stack_start(const char *config);
+/* The stack: configured by uep_provider_init (0 or -errno: the launch
+ * stops), started at the process's first socket() (lw_stack_ensure: 0, or
+ * -ENETDOWN in a child forked after the start, or the start's -errno). */
+int lw_stack_configure(const char *config);
+int lw_stack_ensure(void);
 /* Non-zero after fork in the child: the stack's thread is gone. */
 int lw_stack_dead(void);
 void lw_stack_at_fork(int phase);
@@ -92,6 +114,7 @@ void lw_sock_attach(struct lw_sock *s, struct uep_file *file);
 
 /* Under lw_ev: the EPOLL* mask of s; give it to uepoll if it changed. */
 uint32_t lw_mask_locked(const struct lw_sock *s);
+int lw_avail_locked(const struct lw_sock *s);
 void lw_publish_locked(struct lw_sock *s);
 
 /* The netconn event callback given to netconn_new_with_callback. */

@@ -1,7 +1,8 @@
 /*
  * lwip_sock.c - the lwIP provider's TCP sockets (providers/lwip/): AF_INET
  * SOCK_STREAM sockets as uepoll files (<uepoll/file.h>) over lwIP netconns,
- * and the helpers lwip_udp.c shares (addresses, names, options, release).
+ * and the helpers lwip_udp.c shares (addresses, release); names and options
+ * are lwip_opts.c's.
  *
  * Every operation is non-blocking (netconns are made non-blocking, calls
  * pass NETCONN_DONTBLOCK) and returns -EAGAIN where Linux would sleep:
@@ -11,13 +12,15 @@
  * socket, ENOTCONN for a receive on one, EISCONN / EALREADY for connect.
  *
  * Locks: lw_sock.rx_mu around receives, tx_mu around sends, lwIP's core
- * lock around direct pcb access (options, FIONREAD's send side), lw_ev
- * for the record's readiness fields (order: lwip_provider.h).
+ * lock around direct pcb access (TIOCOUTQ, the delayed ACK, TCP_NODELAY
+ * passed to an accepted socket), lw_ev for the record's readiness fields
+ * (order: lwip_provider.h).
  */
 #define _GNU_SOURCE
 #include "lwip_provider.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <linux/tcp.h> /* not netinet/tcp.h: its TCP_MSS is not lwIP's */
 #include <pthread.h>
@@ -170,32 +173,106 @@ static int lw_accept4(void *ctx, struct sockaddr *a, socklen_t *len, const struc
 }
 
 /* ---- receiving ----------------------------------------------------------------------- */
-/* Copies from the leftover pbuf into iov[*i] from offset *io on; returns bytes. */
-static size_t copy_out(struct lw_sock *s, const struct iovec *iov, int iovcnt, int *i, size_t *io, int peek) {
+/* Copies p from offset *off on into iov[*i] from offset *io on; returns bytes. */
+static size_t copy_from(struct pbuf *p, u16_t *off, const struct iovec *iov, int iovcnt, int *i, size_t *io) {
   size_t done = 0;
-  u16_t off = s->left_off;
-  while (*i < iovcnt && off < s->left->tot_len) {
+  while (*i < iovcnt && *off < p->tot_len) {
     size_t room = iov[*i].iov_len - *io;
     if (!room) {
       ++*i;
       *io = 0;
       continue;
     }
-    u16_t want = (u16_t)(room < (size_t)(s->left->tot_len - off) ? room : (size_t)(s->left->tot_len - off));
-    u16_t got = pbuf_copy_partial(s->left, (char *)iov[*i].iov_base + *io, want, off);
-    off = (u16_t)(off + got);
+    u16_t want = (u16_t)(room < (size_t)(p->tot_len - *off) ? room : (size_t)(p->tot_len - *off));
+    u16_t got = pbuf_copy_partial(p, (char *)iov[*i].iov_base + *io, want, *off);
+    *off = (u16_t)(*off + got);
     *io += got;
     done += got;
   }
-  if (!peek) {
-    s->left_off = off;
-    if (off >= s->left->tot_len) {
+  return done;
+}
+
+/* Under rx_mu: the next pbuf from the mbox (NULL: none now, or the end,
+ * then eof_read is set: ERR_CLSD is the FIN; a reset or abort has its
+ * error posted by the event callback and ends the stream here). */
+static struct pbuf *take_pbuf(struct lw_sock *s) {
+  if (s->eof_read) return NULL;
+  struct pbuf *p = NULL;
+  err_t e = netconn_recv_tcp_pbuf_flags(s->conn, &p, NETCONN_DONTBLOCK);
+  if (e == ERR_WOULDBLOCK) return NULL;
+  if (e != ERR_OK) {
+    s->eof_read = 1;
+    return NULL;
+  }
+  return p;
+}
+
+/* Under rx_mu: reads (and consumes) into the iovecs. */
+static size_t recv_consume(struct lw_sock *s, const struct iovec *iov, int iovcnt, size_t total) {
+  size_t copied = 0, io = 0;
+  int i = 0;
+  while (copied < total) {
+    if (!s->left) {
+      struct lw_ahead *a = s->ahead;
+      if (a) {
+        s->ahead = a->next;
+        s->left = a->p;
+        free(a);
+      } else if (!(s->left = take_pbuf(s))) {
+        break;
+      }
+      s->left_off = 0;
+    }
+    copied += copy_from(s->left, &s->left_off, iov, iovcnt, &i, &io);
+    if (s->left_off >= s->left->tot_len) {
       pbuf_free(s->left);
       s->left = NULL;
       s->left_off = 0;
     }
   }
-  return done;
+  return copied;
+}
+
+/* Under rx_mu: MSG_PEEK, as Linux's across segments: copies what `left`
+ * and the pbufs already peeked past it hold, taking more from the mbox
+ * (kept in `ahead`, in order) while the iovecs have room. */
+static size_t recv_peek(struct lw_sock *s, const struct iovec *iov, int iovcnt, size_t total) {
+  size_t copied = 0, io = 0;
+  int i = 0;
+  struct lw_ahead *a = s->ahead, **tail = &s->ahead;
+  while (*tail) tail = &(*tail)->next;
+  struct pbuf *p = s->left;
+  u16_t off = s->left_off;
+  while (copied < total) {
+    if (!p) {
+      if (a) {
+        p = a->p;
+        a = a->next;
+      } else {
+        struct lw_ahead *n = malloc(sizeof *n);
+        if (!n) break;
+        if (!(p = take_pbuf(s))) {
+          free(n);
+          break;
+        }
+        if (!s->left) {
+          free(n);
+          s->left = p;
+          s->left_off = 0;
+        } else {
+          n->p = p;
+          n->next = NULL;
+          *tail = n;
+          tail = &n->next;
+        }
+      }
+      off = 0;
+    }
+    copied += copy_from(p, &off, iov, iovcnt, &i, &io);
+    if (off < p->tot_len) break; /* the iovecs are full */
+    p = NULL;
+  }
+  return copied;
 }
 
 /* The iovecs before the first one uepoll leaves to us to fault on (NULL or
@@ -209,7 +286,32 @@ int lw_usable_iov(const struct iovec *iov, int iovcnt, size_t *total) {
   return iovcnt;
 }
 
-static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, int flags) {
+/* A read that empties the receive queue sends the ACK lwIP was delaying,
+ * as Linux's tcp_cleanup_rbuf does once more than a segment is unacked:
+ * lwIP's sender runs classic Nagle (a small tail waits for every byte in
+ * flight to be acknowledged), and without this a request of a few
+ * segments plus a small tail (memcached's SET of 4 KiB) waits for the
+ * 250 ms delayed-ACK timer. */
+static void ack_on_drain(struct lw_sock *s) {
+  LOCK_TCPIP_CORE();
+  struct tcp_pcb *pcb = s->conn->pcb.tcp;
+  if (pcb && (pcb->flags & TF_ACK_DELAY)) {
+    pcb->flags |= TF_ACK_NOW;
+    tcp_output(pcb);
+  }
+  UNLOCK_TCPIP_CORE();
+}
+
+/* Under lw_ev: bytes a receive can take now (the mbox, and what is left
+ * over from earlier receives and peeks). */
+int lw_avail_locked(const struct lw_sock *s) {
+  int q = __atomic_load_n(&s->conn->recv_avail, __ATOMIC_RELAXED);
+  return (q > 0 ? q : 0) + s->left_bytes;
+}
+
+/* blocking: a call uepoll would sleep in (SO_RCVLOWAT's target holds for
+ * it only, as Linux's timeo). */
+static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, int flags, int blocking) {
   if (flags & MSG_OOB) return -EINVAL; /* no urgent data (Linux tcp_recv_urg) */
   if (lw_stack_dead()) return -ENETDOWN;
   size_t total;
@@ -219,7 +321,12 @@ static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
   enum lw_state st = s->state;
   /* Nothing in the mbox (every entry, data, FIN or error marker, counts a
    * RCVPLUS), nothing left over, no end: EAGAIN without asking lwIP. */
-  int empty = s->rcv_events <= 0 && !s->has_left && !s->fin && !s->rd_shut && !s->closed;
+  int ended = s->fin || s->rd_shut || s->closed;
+  int empty = s->rcv_events <= 0 && !s->has_left && !ended;
+  /* SO_RCVLOWAT: a blocking call waits for min(lowat, len) bytes (Linux
+   * tcp_recvmsg's target; MSG_WAITALL's whole count is uepoll's loop) */
+  size_t target = s->rcvlowat < total ? (size_t)s->rcvlowat : total;
+  if (st == LW_CONNECTED && blocking && !ended && target > 1 && (size_t)lw_avail_locked(s) < target) empty = 1;
   if (st == LW_CONNECTED) s->rx_hold = !empty;
   pthread_mutex_unlock(&lw_ev);
   if (st == LW_CONNECTED && empty && total) return -EAGAIN;
@@ -227,52 +334,35 @@ static ssize_t recv_iov(struct lw_sock *s, const struct iovec *iov, int iovcnt, 
   if (st == LW_CONNECTING) return -EAGAIN;
   if (st == LW_FAILED) return 0; /* the error itself was uepoll's to return */
   pthread_mutex_lock(&s->rx_mu);
-  size_t copied = 0, io = 0;
-  int i = 0;
-  ssize_t err = 0;
-  int peek = flags & MSG_PEEK;
-  while (copied < total) {
-    if (!s->left) {
-      if (s->eof_read) break;
-      struct pbuf *p = NULL;
-      err_t e = netconn_recv_tcp_pbuf_flags(s->conn, &p, NETCONN_DONTBLOCK);
-      if (e == ERR_WOULDBLOCK) break;
-      if (e != ERR_OK) {
-        /* ERR_CLSD: the FIN.  A reset or abort: its error is posted (the
-         * event callback), the stream ends here. */
-        s->eof_read = 1;
-        break;
-      }
-      s->left = p;
-      s->left_off = 0;
-    }
-    copied += copy_out(s, iov, iovcnt, &i, &io, peek);
-    if (peek) break;
-  }
+  size_t copied = (flags & MSG_PEEK) ? recv_peek(s, iov, iovcnt, total) : recv_consume(s, iov, iovcnt, total);
   int eof = s->eof_read;
   pthread_mutex_lock(&lw_ev);
-  s->has_left = s->left != NULL;
+  s->has_left = s->left != NULL || s->ahead != NULL;
+  s->left_bytes = s->left ? s->left->tot_len - s->left_off : 0;
+  for (const struct lw_ahead *a = s->ahead; a; a = a->next) s->left_bytes += a->p->tot_len;
   s->rx_hold = 0;
+  int drained = copied && !(flags & MSG_PEEK) && !s->has_left && s->rcv_events <= 0;
   lw_publish_locked(s);
   pthread_mutex_unlock(&lw_ev);
   pthread_mutex_unlock(&s->rx_mu);
+  if (drained) ack_on_drain(s);
   if (copied || total == 0 || eof) return (ssize_t)copied;
   pthread_mutex_lock(&lw_ev);
   int rd_shut = s->rd_shut;
   pthread_mutex_unlock(&lw_ev);
-  return rd_shut ? 0 : (err ? err : -EAGAIN);
+  return rd_shut ? 0 : -EAGAIN;
 }
 
 static ssize_t lw_recvmsg(void *ctx, struct msghdr *m, const struct uep_file_call *call) {
   m->msg_namelen = 0; /* a stream socket names no sender (Linux ____sys_recvmsg) */
   m->msg_controllen = 0;
   m->msg_flags = 0;
-  return recv_iov(ctx, m->msg_iov, (int)m->msg_iovlen, call->flags);
+  return recv_iov(ctx, m->msg_iov, (int)m->msg_iovlen, call->flags,
+                  !(call->f_flags & O_NONBLOCK) && !(call->flags & MSG_DONTWAIT));
 }
 
 static ssize_t lw_read(void *ctx, const struct iovec *iov, int iovcnt, const struct uep_file_call *call) {
-  (void)call;
-  return recv_iov(ctx, iov, iovcnt, 0);
+  return recv_iov(ctx, iov, iovcnt, 0, !(call->f_flags & O_NONBLOCK));
 }
 
 /* ---- sending --------------------------------------------------------------------------- */
@@ -353,146 +443,7 @@ static int lw_shutdown(void *ctx, int how) {
   return 0;
 }
 
-/* ---- names, options, ioctl -------------------------------------------------------- */
-static int getname(void *ctx, struct sockaddr *a, socklen_t *len, int local) {
-  struct lw_sock *s = ctx;
-  if (lw_stack_dead()) return -ENETDOWN;
-  ip_addr_t ip;
-  u16_t port = 0;
-  ip_addr_set_zero_ip4(&ip);
-  err_t e = netconn_getaddr(s->conn, &ip, &port, (u8_t)local);
-  if (e != ERR_OK) {
-    if (!local) return -ENOTCONN;
-    ip_addr_set_zero_ip4(&ip);
-    port = 0;
-  }
-  lw_addr_out(&ip, port, a, len);
-  return 0;
-}
-int lw_getsockname(void *ctx, struct sockaddr *a, socklen_t *len) { return getname(ctx, a, len, 1); }
-int lw_getpeername(void *ctx, struct sockaddr *a, socklen_t *len) {
-  if (lw_state_of(ctx) != LW_CONNECTED) return -ENOTCONN;
-  return getname(ctx, a, len, 0);
-}
-
-static int put_int(void *val, socklen_t *len, int v) {
-  if ((int)*len < 0) return -EINVAL;
-  socklen_t n = *len < (socklen_t)sizeof v ? *len : (socklen_t)sizeof v;
-  memcpy(val, &v, (size_t)n);
-  *len = n;
-  return 0;
-}
-
-/* Under the core lock: pcb is conn->pcb.tcp (NULL after an error); a
- * listening pcb (struct tcp_pcb_listen) has only so_options. */
-static int sockopt_locked(struct lw_sock *s, int level, int name, int set, int *v) {
-  struct tcp_pcb *pcb = s->dgram ? NULL : s->conn->pcb.tcp;
-  struct ip_pcb *ip = s->conn->pcb.ip; /* so_options: every pcb begins with IP_PCB */
-  int listening = s->state == LW_LISTEN;
-  if (level == SOL_SOCKET) {
-    u8_t opt = name == SO_REUSEADDR ? SOF_REUSEADDR : name == SO_KEEPALIVE ? SOF_KEEPALIVE
-             : name == SO_BROADCAST ? SOF_BROADCAST : 0;
-    if (opt) {
-      if (set && ip) {
-        if (*v) ip_set_option(ip, opt);
-        else ip_reset_option(ip, opt);
-      }
-      if (!set) *v = ip && ip_get_option(ip, opt) ? 1 : 0;
-      return 0;
-    }
-    switch (name) {
-      case SO_RCVBUF: if (!set) *v = TCP_WND; return 0;      /* fixed at build time */
-      case SO_SNDBUF: if (!set) *v = TCP_SND_BUF; return 0;  /* fixed at build time */
-      case SO_ACCEPTCONN: if (set) return -ENOPROTOOPT; *v = listening; return 0;
-      /* Errors are posted with uep_file_set_error, which answers SO_ERROR
-       * while one is pending; none is pending when this is asked. */
-      case SO_ERROR: if (set) return -ENOPROTOOPT; *v = 0; return 0;
-      default: return -ENOPROTOOPT;
-    }
-  }
-  if (level == IPPROTO_TCP && !s->dgram) {
-    switch (name) {
-      case TCP_NODELAY:
-        if (set) {
-          s->nodelay = *v != 0;
-          if (pcb && !listening) {
-            if (*v) tcp_nagle_disable(pcb);
-            else tcp_nagle_enable(pcb);
-          }
-        } else {
-          *v = s->nodelay;
-        }
-        return 0;
-      case TCP_KEEPIDLE:
-      case TCP_KEEPINTVL:
-      case TCP_KEEPCNT: {
-        if (set && *v < 1) return -EINVAL;
-        if (!pcb || listening) {
-          if (!set) *v = name == TCP_KEEPCNT ? 9 : name == TCP_KEEPIDLE ? 7200 : 75;
-          return 0;
-        }
-        u32_t *f = name == TCP_KEEPIDLE ? &pcb->keep_idle : name == TCP_KEEPINTVL ? &pcb->keep_intvl : &pcb->keep_cnt;
-        u32_t scale = name == TCP_KEEPCNT ? 1 : 1000;
-        if (set) *f = (u32_t)*v * scale;
-        else *v = (int)(*f / scale);
-        return 0;
-      }
-      default: return -ENOPROTOOPT;
-    }
-  }
-  return -ENOPROTOOPT;
-}
-
-/* SO_LINGER: lwIP's netconn.linger (seconds, < 0: off), used by its close. */
-static int linger_opt(struct lw_sock *s, int set, struct linger *l) {
-  LOCK_TCPIP_CORE();
-  if (set) s->conn->linger = l->l_onoff ? (s16_t)(l->l_linger < 0 ? 0 : l->l_linger > 32767 ? 32767 : l->l_linger) : -1;
-  else *l = (struct linger){s->conn->linger >= 0, s->conn->linger >= 0 ? s->conn->linger : 0};
-  UNLOCK_TCPIP_CORE();
-  return 0;
-}
-
-int lw_getsockopt(void *ctx, int level, int name, void *val, socklen_t *len) {
-  struct lw_sock *s = ctx;
-  if (lw_stack_dead()) return -ENETDOWN;
-  if (level == SOL_SOCKET && name == SO_LINGER) {
-    if ((int)*len < 0) return -EINVAL;
-    struct linger l;
-    linger_opt(s, 0, &l);
-    socklen_t n = *len < (socklen_t)sizeof l ? *len : (socklen_t)sizeof l;
-    memcpy(val, &l, (size_t)n);
-    *len = n;
-    return 0;
-  }
-  int v = 0;
-  LOCK_TCPIP_CORE();
-  pthread_mutex_lock(&lw_ev);
-  int r = sockopt_locked(s, level, name, 0, &v);
-  pthread_mutex_unlock(&lw_ev);
-  UNLOCK_TCPIP_CORE();
-  return r ? r : put_int(val, len, v);
-}
-
-int lw_setsockopt(void *ctx, int level, int name, const void *val, socklen_t len) {
-  struct lw_sock *s = ctx;
-  if (lw_stack_dead()) return -ENETDOWN;
-  if (level == SOL_SOCKET && name == SO_LINGER) {
-    struct linger l;
-    if (len < (socklen_t)sizeof l) return -EINVAL;
-    memcpy(&l, val, sizeof l);
-    return linger_opt(s, 1, &l);
-  }
-  if (len < (socklen_t)sizeof(int)) return -EINVAL;
-  int v;
-  memcpy(&v, val, sizeof v);
-  LOCK_TCPIP_CORE();
-  pthread_mutex_lock(&lw_ev);
-  int r = sockopt_locked(s, level, name, 1, &v);
-  pthread_mutex_unlock(&lw_ev);
-  UNLOCK_TCPIP_CORE();
-  return r;
-}
-
+/* ---- ioctl ----------------------------------------------------------------------------- */
 static int lw_ioctl(void *ctx, unsigned long req, void *arg, const struct uep_file_call *call) {
   (void)call;
   struct lw_sock *s = ctx;
@@ -504,6 +455,7 @@ static int lw_ioctl(void *ctx, unsigned long req, void *arg, const struct uep_fi
     pthread_mutex_lock(&s->rx_mu);
     int avail = __atomic_load_n(&s->conn->recv_avail, __ATOMIC_RELAXED);
     v = (avail > 0 ? avail : 0) + (s->left ? s->left->tot_len - s->left_off : 0);
+    for (const struct lw_ahead *a = s->ahead; a; a = a->next) v += a->p->tot_len;
     pthread_mutex_unlock(&s->rx_mu);
   } else {
     LOCK_TCPIP_CORE();

@@ -23,9 +23,12 @@
 #include "lwip_provider.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <lwip/err.h>
 #include <lwip/ip.h>
@@ -74,25 +77,37 @@ uint32_t lw_mask_locked(const struct lw_sock *s) {
   }
   uint32_t m = 0;
   int rd_done = s->fin || s->rd_shut || s->closed;
-  if (s->rcv_events > 0 || s->has_left || s->rx_hold) m |= in;
+  /* SO_RCVLOWAT (Linux tcp_stream_is_readable): readable from lowat bytes */
+  int lowat_ok = s->rcvlowat <= 1 || lw_avail_locked(s) >= s->rcvlowat;
+  if ((s->rcv_events > 0 || s->has_left || s->rx_hold) && lowat_ok) m |= in;
   if (rd_done) m |= in | EPOLLRDHUP;
   if (s->sendable || s->wr_shut || s->closed) m |= out;
   if (rd_done && (s->wr_shut || s->closed)) m |= EPOLLHUP;
   return m;
 }
 
-void lw_publish_locked(struct lw_sock *s) {
+/* A new mask wakes for the bits that rose (uep_file_set_mask); an arrival
+ * (data, a datagram, a connection, the FIN) wakes with its own key even
+ * when EPOLLIN was already set, as Linux's sk_data_ready (EPOLLIN) and
+ * sk_state_change (every waiter) do: an edge-triggered watcher sees each
+ * arrival, and a MSG_PEEK|MSG_WAITALL sleeper sees the data grow. */
+static void publish_locked(struct lw_sock *s, int arrival, uint32_t key) {
   if (!s->file) return;
   if (s->pending_err) {
     uep_file_set_error(s->file, s->pending_err);
     s->pending_err = 0;
   }
   uint32_t m = lw_mask_locked(s);
-  if (m != s->shown) {
+  if (arrival) {
+    s->shown = m;
+    uep_file_notify_mask(s->file, m, key);
+  } else if (m != s->shown) {
     s->shown = m;
     uep_file_set_mask(s->file, m);
   }
 }
+
+void lw_publish_locked(struct lw_sock *s) { publish_locked(s, 0, 0); }
 
 int lw_errno(err_t err) {
   switch (err) {
@@ -128,10 +143,16 @@ void lw_event(struct netconn *conn, enum netconn_evt evt, u16_t len) {
     pthread_mutex_unlock(&lw_ev);
     return;
   }
+  int arrival = 0;
+  uint32_t key = EPOLLIN | EPOLLRDNORM;
   switch (evt) {
     case NETCONN_EVT_RCVPLUS:
       ++s->rcv_events;
-      if (len == 0 && s->state != LW_LISTEN && !s->dgram) s->fin = 1; /* UDP: an empty datagram */
+      arrival = 1;
+      if (len == 0 && s->state != LW_LISTEN && !s->dgram) { /* UDP: an empty datagram */
+        s->fin = 1;
+        key = 0; /* sk_state_change: every waiter */
+      }
       break;
     case NETCONN_EVT_RCVMINUS: --s->rcv_events; break;
     case NETCONN_EVT_SENDPLUS:
@@ -142,7 +163,7 @@ void lw_event(struct netconn *conn, enum netconn_evt evt, u16_t len) {
     case NETCONN_EVT_SENDMINUS: s->sendable = 0; break;
     case NETCONN_EVT_ERROR: on_error_locked(s, conn->pending_err); break;
   }
-  lw_publish_locked(s);
+  publish_locked(s, arrival, key);
   pthread_mutex_unlock(&lw_ev);
 }
 
@@ -198,6 +219,12 @@ void lw_sock_free(struct lw_sock *s) {
   s->file = NULL;
   pthread_mutex_unlock(&lw_ev);
   if (s->left) pbuf_free(s->left);
+  while (s->ahead) {
+    struct lw_ahead *a = s->ahead;
+    s->ahead = a->next;
+    pbuf_free(a->p);
+    free(a);
+  }
   if (s->peeked) netbuf_delete(s->peeked);
   if (!lw_stack_dead()) netconn_delete(s->conn);
   if (f) uep_file_put(f);
@@ -251,7 +278,7 @@ static void stack_ready(void *arg) {
     netif_set_default(&loop_netif);
     netif_set_link_up(&loop_netif);
     netif_set_up(&loop_netif);
-    ok = lw_wire_start_locked() == 0;
+    ok = lw_wire_start_locked() == 0 && lw_tap_start_locked() == 0;
   }
   pthread_mutex_lock(&st->mu);
   st->ok = ok;
@@ -260,40 +287,96 @@ static void stack_ready(void *arg) {
   pthread_mutex_unlock(&st->mu);
 }
 
-int lw_stack_start(const char *config) {
-  if (config && *config) {
-    int r = lw_wire_configure(config);
-    if (r) return r;
-  }
+/* The stack starts at the process's first socket() (lw_stack_ensure), not
+ * at load: a process that forks before it uses the network (a daemon's
+ * fork before its server starts) leaves the child a stack to start, and a
+ * process that never makes a socket never starts lwIP's threads.
+ * start_mu serialises the start with fork (lw_stack_at_fork); started and
+ * start_err are guarded by it. */
+static pthread_mutex_t start_mu = PTHREAD_MUTEX_INITIALIZER;
+static int started, start_err;
+
+int lw_stack_configure(const char *config) {
+  if (!config || !*config) return 0;
+  int w = lw_wire_configure(config);
+  if (w < 0) return w;
+  int t = lw_tap_configure(config);
+  if (t < 0) return t;
+  return w || t ? 0 : -EINVAL; /* settings, but none of ours */
+}
+
+static int stack_start_locked(void) {
   static struct start_state st = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+  /* lwIP picks its first ephemeral TCP and UDP ports with rand() (its
+   * LWIP_RAND) inside tcpip_init: seeded per process here, or every
+   * process's first connection would come from the same port, and a
+   * server still holding the previous one (TIME_WAIT) aborts the next.
+   * The seeding uses a state of ours (initstate), and the program's own
+   * state, seeded or not, is put back after (setstate). */
+  static char rand_state[64];
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  char *prog_state = initstate((unsigned)getpid() * 2654435761u ^ (unsigned)now.tv_nsec ^ (unsigned)now.tv_sec,
+                               rand_state, sizeof rand_state);
+  /* lwIP's threads (tcpip, the wire's reader) take no signal: they
+   * inherit this mask; a signal for the process goes to its own threads. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   tcpip_init(stack_ready, &st);
   pthread_mutex_lock(&st.mu);
   while (!st.done) pthread_cond_wait(&st.cv, &st.mu);
   pthread_mutex_unlock(&st.mu);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  setstate(prog_state);
   return st.ok ? 0 : -ENOMEM;
+}
+
+int lw_stack_ensure(void) {
+  if (__atomic_load_n(&started, __ATOMIC_ACQUIRE)) return lw_stack_dead() ? -ENETDOWN : 0;
+  pthread_mutex_lock(&start_mu);
+  int r = start_err;
+  if (!started && !r) {
+    r = stack_start_locked();
+    if (r) start_err = r;
+    else __atomic_store_n(&started, 1, __ATOMIC_RELEASE); /* pairs with the acquire load above */
+  }
+  pthread_mutex_unlock(&start_mu);
+  return r;
 }
 
 int lw_stack_dead(void) { return __atomic_load_n(&stack_dead, __ATOMIC_RELAXED); }
 
-/* Nobody is inside lwIP or lw_ev while the process forks; the child has no
- * lwIP thread, so its sockets answer ENETDOWN from then on. */
+/* The provider's choice at fork (docs/design.md, "Socket providers").
+ * Nobody is inside lwIP or lw_ev while the process forks.  A child forked
+ * after the stack started has no lwIP thread: its copies of the sockets
+ * answer ENETDOWN to every call but close (which frees the record and
+ * leaves the connection to the parent), and so does a new socket(); a
+ * child that only execs, or never touches the network, is unaffected.  A
+ * child forked before the stack started starts its own at its first
+ * socket(), with the wire socket it inherited. */
 void lw_stack_at_fork(int phase) {
   switch (phase) {
     case 0: /* UEP_PROVIDER_FORK_PREPARE */
-      if (lw_stack_dead()) return;
+      pthread_mutex_lock(&start_mu);
+      if (!started || lw_stack_dead()) return;
       LOCK_TCPIP_CORE();
       pthread_mutex_lock(&lw_ev);
       return;
     case 1: /* PARENT */
-      if (lw_stack_dead()) return;
-      pthread_mutex_unlock(&lw_ev);
-      UNLOCK_TCPIP_CORE();
+      if (started && !lw_stack_dead()) {
+        pthread_mutex_unlock(&lw_ev);
+        UNLOCK_TCPIP_CORE();
+      }
+      pthread_mutex_unlock(&start_mu);
       return;
     default: /* CHILD */
-      if (lw_stack_dead()) return;
-      __atomic_store_n(&stack_dead, 1, __ATOMIC_RELAXED);
-      pthread_mutex_unlock(&lw_ev);
-      UNLOCK_TCPIP_CORE();
+      if (started && !lw_stack_dead()) {
+        __atomic_store_n(&stack_dead, 1, __ATOMIC_RELAXED);
+        pthread_mutex_unlock(&lw_ev);
+        UNLOCK_TCPIP_CORE();
+      }
+      pthread_mutex_unlock(&start_mu);
       return;
   }
 }

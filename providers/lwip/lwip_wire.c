@@ -41,7 +41,7 @@ static struct sockaddr_un wire_peer;
 static ip4_addr_t wire_addr, wire_mask;
 
 /* "key=value" in a comma-separated list: copies value into out. */
-static int config_get(const char *config, const char *key, char *out, size_t n) {
+int lw_config_get(const char *config, const char *key, char *out, size_t n) {
   size_t klen = strlen(key);
   for (const char *p = config; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
     if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
@@ -66,20 +66,12 @@ static int unix_addr(const char *path, struct sockaddr_un *sun) {
 
 int lw_wire_configure(const char *config) {
   char addr[64], wire[sizeof wire_peer.sun_path], peer[sizeof wire_peer.sun_path];
-  int a = config_get(config, "addr", addr, sizeof addr), w = config_get(config, "wire", wire, sizeof wire),
-      p = config_get(config, "peer", peer, sizeof peer);
+  int a = lw_config_get(config, "addr", addr, sizeof addr), w = lw_config_get(config, "wire", wire, sizeof wire),
+      p = lw_config_get(config, "peer", peer, sizeof peer);
   if (a < 0 || w < 0 || p < 0) return -ENAMETOOLONG;
-  if (!a && !w && !p) return -EINVAL; /* settings, but none of ours */
+  if (!a && !w && !p) return 0;       /* no wire */
   if (!a || !w || !p) return -EINVAL; /* all three or none */
-  char *slash = strchr(addr, '/');
-  int prefix = 24;
-  if (slash) {
-    *slash = 0;
-    prefix = atoi(slash + 1);
-    if (prefix < 1 || prefix > 30) return -EINVAL;
-  }
-  if (!ip4addr_aton(addr, &wire_addr)) return -EINVAL;
-  ip4_addr_set_u32(&wire_mask, lwip_htonl(0xffffffffu << (32 - prefix)));
+  if (lw_addr_prefix(addr, &wire_addr, &wire_mask)) return -EINVAL;
   struct sockaddr_un self;
   if (unix_addr(wire, &self) || unix_addr(peer, &wire_peer)) return -EINVAL;
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -93,6 +85,19 @@ int lw_wire_configure(const char *config) {
   struct timeval tmo = {0, 50000}; /* wire_output4's longest wait */
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof tmo);
   wire_fd = fd;
+  return 1;
+}
+
+int lw_addr_prefix(char *text, ip4_addr_t *addr, ip4_addr_t *mask) {
+  char *slash = strchr(text, '/');
+  int prefix = 24;
+  if (slash) {
+    *slash = 0;
+    prefix = atoi(slash + 1);
+    if (prefix < 1 || prefix > 30) return -EINVAL;
+  }
+  if (!ip4addr_aton(text, addr)) return -EINVAL;
+  ip4_addr_set_u32(mask, lwip_htonl(0xffffffffu << (32 - prefix)));
   return 0;
 }
 

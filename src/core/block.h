@@ -1,56 +1,104 @@
-// block.h - block_on(): the one way a blocking read or write sleeps.
+// block.h - the one loop a blocking call sleeps in (Linux
+// wait_event_interruptible / sk_wait_event): block_on() for built-in
+// objects, whose state the wait queue's lock guards, and
+// block_on_unlocked() for files whose condition is someone else's code
+// (UserFile's callbacks, TableFile's provider operations).
 //
-// op() is called with wq locked and returns a result, or -EAGAIN when the
-// caller should wait.  For a non-blocking file the -EAGAIN is returned.
-// Otherwise the thread queues a WaiterEntry on wq (non-exclusive, woken by
-// any key intersecting wait_mask), sleeps, and retries.  A signal handler
-// without SA_RESTART ends the call with -EINTR; after handlers with
-// SA_RESTART (or a stop) the call goes on sleeping, as Linux restarts
-// it (signal(7)), unless `restart` is false: a call that has already
-// transferred data returns its partial count after any handler, so it
-// passes false and gets -EINTR (ThreadWaiter::sleep_restartable).
+// op() returns a result, or -EAGAIN when the caller should wait.  The
+// first call is made before anything is queued; a non-blocking call
+// returns its -EAGAIN.  Otherwise the thread queues a WaiterEntry on wq
+// (non-exclusive, woken by any key intersecting wait_mask; key 0 wakes
+// all), calls op again, sleeps and retries, with every signal blocked
+// between the check and the sleep.  block_on calls op under wq's lock
+// before queueing; block_on_unlocked queues first and calls op with no
+// lock held, so a wake issued after op saw "not ready" finds the entry.
 //
-// Locks: takes wq (level 6); op runs under it and must not take lower
-// levels.  Never holds a lock while sleeping.
+// What ends the sleep without op's answer:
+// - a signal handler without SA_RESTART: -EINTR;
+// - handlers that all have SA_RESTART (or a stop): the call goes on
+//   sleeping, as Linux restarts it (signal(7)), unless `restart` is false
+//   (a call that has already moved data returns its partial count after
+//   any handler, so it passes false and gets -EINTR);
+// - with a deadline (SO_RCVTIMEO / SO_SNDTIMEO, absolute CLOCK_MONOTONIC):
+//   -EAGAIN when it passes, and -EINTR after any handler (Linux
+//   sock_intr_errno: a socket call with a timeout is never restarted).
+//
+// The entry lives in the waiter's memory (ScopedEntry), not on the stack:
+// a forked child reuses the stacks of the parent's other threads.
+//
+// Locks: takes wq (level 6); block_on's op runs under it and must not take
+// lower levels; block_on_unlocked's op runs with no uepoll lock.  Never
+// holds a lock while sleeping.
 #pragma once
 
 #include "core/waiter.h"
 #include "core/waitqueue.h"
 
 #include <cerrno>
+#include <ctime>
 
 namespace uepoll::core {
 
-template <class Op>
-long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op, bool restart = true) noexcept {
-  wq.lock();
-  long r = op();
-  wq.unlock();
+template <bool kOpLocked, class Op>
+long block_loop(WaitQueue& wq, bool nonblock, uint32_t wait_mask, const timespec* deadline, bool restart,
+                Op&& op) noexcept {
+  long r;
+  if (kOpLocked) {
+    wq.lock();
+    r = op();
+    wq.unlock();
+  } else {
+    r = op();
+  }
   if (r != -EAGAIN || nonblock) return r;
 
   int err = 0;
   ThreadWaiter* w = ThreadWaiter::self(&err);
   if (!w) return -err;
-  ScopedEntry lease(w);  // not on the stack: see ThreadWaiter::take_entry
+  ScopedEntry lease(w);
   WaiterEntry& we = lease.get();
   we.mask = wait_mask;
-  SignalBlock blocked;
-  for (;;) {
-    w->prepare();
-    wq.lock();
-    r = op();
-    if (r != -EAGAIN) {
-      wq.unlock();
-      return r;
-    }
-    wq.add_locked(&we.entry);
-    wq.unlock();
-    const int s = w->sleep_restartable(&blocked.saved());
+  SignalBlock blocked;  // no handler between the check and the sleep
+  auto dequeue = [&] {
     wq.lock();
     if (we.entry.queued()) wq.remove_locked(&we.entry);
     wq.unlock();
+  };
+  for (;;) {
+    w->prepare();
+    wq.lock();
+    if (kOpLocked) {
+      r = op();
+      if (r != -EAGAIN) {
+        wq.unlock();
+        return r;
+      }
+    }
+    wq.add_locked(&we.entry);
+    wq.unlock();
+    if (!kOpLocked) {
+      r = op();
+      if (r != -EAGAIN) {
+        dequeue();
+        return r;
+      }
+    }
+    const int s = deadline ? w->sleep(deadline, &blocked.saved()) : w->sleep_restartable(&blocked.saved());
+    dequeue();
     if (s == -EINTR || (s == -kErestartSys && !restart)) return -EINTR;
+    if (s == 0) return -EAGAIN;  // the deadline passed
   }
+}
+
+template <class Op>
+long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op, bool restart = true) noexcept {
+  return block_loop<true>(wq, nonblock, wait_mask, nullptr, restart, op);
+}
+
+template <class Op>
+long block_on_unlocked(WaitQueue& wq, bool nonblock, uint32_t wait_mask, const timespec* deadline, bool restart,
+                       Op&& op) noexcept {
+  return block_loop<false>(wq, nonblock, wait_mask, deadline, restart, op);
 }
 
 }  // namespace uepoll::core

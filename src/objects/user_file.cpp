@@ -1,9 +1,9 @@
 // user_file.cpp - UserFile (see user_file.h).
 // Locks: wq() (6) only, never while user code runs.  Blocking read/write
-// sleep through the thread's ThreadWaiter with no lock held.
+// sleep in core::block_on_unlocked with no lock held.
 #include "objects/user_file.h"
 
-#include "core/waiter.h"
+#include "core/block.h"
 
 #include <cerrno>
 #include <sys/epoll.h>
@@ -124,53 +124,18 @@ long UserFile::call_op(bool is_write, void* buf, size_t count) noexcept {
   return err > 0 ? -err : -EIO;
 }
 
-// Linux wait_event_interruptible() with the condition evaluated by the
-// user's callback: queue first, then call, then sleep, so a wake issued
-// after the callback saw "not ready" always finds the entry queued.
-template <class Op>
-long UserFile::block(uint32_t wait_mask, Op&& op) noexcept {
-  int err = 0;
-  core::ThreadWaiter* w = core::ThreadWaiter::self(&err);
-  if (!w) return -err;
-  core::WaiterEntry we;
-  we.waiter = w;
-  we.mask = wait_mask;
-  auto dequeue = [&] {
-    wq().lock();
-    if (we.entry.queued()) wq().remove_locked(&we.entry);
-    wq().unlock();
-  };
-  core::SignalBlock blocked;  // no handler between the check and the sleep
-  for (;;) {
-    w->prepare();
-    wq().lock();
-    wq().add_locked(&we.entry);
-    wq().unlock();
-    const long r = op();
-    if (r != -EAGAIN) {
-      dequeue();
-      return r;
-    }
-    // Restarted after SA_RESTART handlers, as a pipe read (core/block.h).
-    const int s = w->sleep_restartable(&blocked.saved());
-    dequeue();
-    if (s == -EINTR) return -EINTR;
-  }
-}
-
 ssize_t UserFile::read(void* buf, size_t count) noexcept {
   if (!ops_.read) return -EINVAL;  // Linux vfs_read: no ->read
-  const long r = call_op(false, buf, count);
-  if (r != -EAGAIN || nonblocking()) return r;
-  return block(kReadWake, [&] { return call_op(false, buf, count); });
+  // Restarted after SA_RESTART handlers, as a pipe read (core/block.h).
+  return core::block_on_unlocked(wq(), nonblocking(), kReadWake, nullptr, true,
+                                 [&] { return call_op(false, buf, count); });
 }
 
 ssize_t UserFile::write(const void* buf, size_t count) noexcept {
   if (!ops_.write) return -EINVAL;  // Linux vfs_write: no ->write
   void* b = const_cast<void*>(buf);  // handed to ops_.write as const again
-  const long r = call_op(true, b, count);
-  if (r != -EAGAIN || nonblocking()) return r;
-  return block(kWriteWake, [&] { return call_op(true, b, count); });
+  return core::block_on_unlocked(wq(), nonblocking(), kWriteWake, nullptr, true,
+                                 [&] { return call_op(true, b, count); });
 }
 
 void UserFile::on_release() noexcept {

@@ -80,8 +80,6 @@ class UserFile final : public core::File {
   void dispose() noexcept override { drop_hold(); }
 
  private:
-  template <class Op>
-  long block(uint32_t wait_mask, Op&& op) noexcept;
   long call_op(bool is_write, void* buf, size_t count) noexcept;
   void wake_queue(uint32_t key) noexcept;
   void drop_hold() noexcept;

@@ -30,13 +30,14 @@
 // the release thread (release_thread_put) instead: release never runs in a
 // put, nor in a wake.
 //
-// Blocking (wait()): the operation returns -EAGAIN; for a blocking call
-// the thread queues a WaiterEntry with the wanted bits on wq(), calls the
-// operation again, and sleeps until a wake whose key meets those bits (or
-// key 0), SO_RCVTIMEO/SO_SNDTIMEO's deadline (-EAGAIN), or a signal
-// handler (-EINTR; with no timeout set, SA_RESTART handlers restart the
-// sleep as signal(7) says).  Signals are blocked between the check and the
-// sleep.
+// Blocking (wait(), core::block_on_unlocked): the operation returns
+// -EAGAIN; for a blocking call the thread queues a WaiterEntry with the
+// wanted bits on wq(), calls the operation again, and sleeps until a wake
+// whose key meets those bits (or key 0), SO_RCVTIMEO/SO_SNDTIMEO's
+// deadline (-EAGAIN), or a signal handler (-EINTR; with no timeout set,
+// SA_RESTART handlers restart the sleep as signal(7) says).  Signals are
+// blocked between the check and the sleep.  A stream write, and a stream
+// receive with MSG_WAITALL, repeat the operation until the whole count.
 #pragma once
 
 #include "core/file.h"
@@ -128,6 +129,10 @@ class TableFile final : public core::File {
  private:
   template <class Op>
   long wait(uint32_t want, bool nonblock, const timespec* deadline, Op&& op, bool restart = true) noexcept;
+  // MSG_WAITALL on a blocking stream socket: receive, or peek, the whole
+  // count (recvmsg's helpers).
+  long recv_all(struct msghdr* msg, size_t total, const timespec* dl, const uep_file_call& c) noexcept;
+  long recv_peek_all(struct msghdr* msg, size_t total, const timespec* dl, const uep_file_call& c) noexcept;
   // The whole of a stream write: op(iov, n) until every byte is taken.
   template <class Op>
   long write_all(const struct iovec* iov, size_t n, bool nonblock, Op&& op) noexcept;

@@ -5,9 +5,9 @@
 // file's mask after every operation.
 // Locks: wq() (6) only, to queue and dequeue a blocked call's entry; never
 // while provider code runs.
+#include "core/block.h"
 #include "core/sockopt.h"
 #include "core/user_memory.h"
-#include "core/waiter.h"
 #include "objects/user_file_table.h"
 
 #include <cerrno>
@@ -60,39 +60,14 @@ auto TableFile::run(Fn&& fn) noexcept -> decltype(fn()) {
   return r;
 }
 
-// Linux sk_wait_event() with the condition evaluated by the operation:
-// queue first, then call, then sleep, so a wake issued after the
-// operation saw "not ready" always finds the entry queued.
-// A signal handler ends the sleep with -EINTR, except that with no timeout
-// set (dl null) the call goes on sleeping after handlers that all have
-// SA_RESTART, unless `restart` is false (a stream write that has already
-// moved data returns its count): signal(7), as core/block.h.
+// Linux sk_wait_event() with the condition evaluated by the operation
+// (core::block_on_unlocked): a signal handler ends the sleep with -EINTR,
+// except that with no timeout set (dl null) the call goes on sleeping after
+// handlers that all have SA_RESTART, unless `restart` is false (a call that
+// has already moved data returns its count): signal(7).
 template <class Op>
 long TableFile::wait(uint32_t want, bool nonblock, const timespec* dl, Op&& op, bool restart) noexcept {
-  long r = op();
-  if (r != -EAGAIN || nonblock) return r;
-  int err = 0;
-  core::ThreadWaiter* w = core::ThreadWaiter::self(&err);
-  if (!w) return -err;
-  core::WaiterEntry we;
-  we.waiter = w;
-  we.mask = want;
-  core::SignalBlock blocked;  // no handler between the check and the sleep
-  for (;;) {
-    w->prepare();
-    wq().lock();
-    wq().add_locked(&we.entry);
-    wq().unlock();
-    r = op();
-    int s = 1;
-    if (r == -EAGAIN) s = dl ? w->sleep(dl, &blocked.saved()) : w->sleep_restartable(&blocked.saved());
-    wq().lock();
-    if (we.entry.queued()) wq().remove_locked(&we.entry);
-    wq().unlock();
-    if (r != -EAGAIN) return r;
-    if (s == -EINTR || (s == -core::kErestartSys && !restart)) return -EINTR;
-    if (s == 0) return -EAGAIN;  // SO_RCVTIMEO / SO_SNDTIMEO passed
-  }
+  return core::block_on_unlocked(wq(), nonblock, want, dl, restart, op);
 }
 
 template <class Op>
@@ -188,10 +163,82 @@ long TableFile::recvmsg(struct msghdr* msg, int flags) noexcept {
   const timespec* dl = deadline(true, &ts);
   const uep_file_call c = call(flags);
   const bool nb = nonblocking() || (flags & MSG_DONTWAIT);
+  if ((flags & MSG_WAITALL) && (ops_.flags & UEP_FILE_STREAM) && !nb) {
+    const size_t total = iov_total(msg->msg_iov, msg->msg_iovlen);
+    if (total) return (flags & MSG_PEEK) ? recv_peek_all(msg, total, dl, c) : recv_all(msg, total, dl, c);
+  }
   return wait(kReadWake, nb, dl, [&] {
     if (const int e = sock_error()) return static_cast<long>(-e);
     return run([&] { return static_cast<long>(ops_.recvmsg(ctx_, msg, &c)); });
   });
+}
+
+// MSG_WAITALL on a blocking stream socket (Linux tcp_recvmsg with target
+// = len): receives until the whole count, the end of the stream, an error,
+// a signal or SO_RCVTIMEO; once data has moved, each of those returns the
+// count (a pending error stays for the next call, as sk_err).
+long TableFile::recv_all(struct msghdr* msg, size_t total, const timespec* dl, const uep_file_call& c) noexcept {
+  std::vector<struct iovec> cur;
+  try {
+    cur.assign(msg->msg_iov, msg->msg_iov + msg->msg_iovlen);
+  } catch (...) {
+    return -ENOBUFS;
+  }
+  const size_t n = cur.size();
+  size_t seg = 0, done = 0;
+  struct msghdr m = *msg;
+  for (;;) {
+    const long r = wait(kReadWake, false, dl, [&] {
+      if (done && err_.load(std::memory_order_relaxed)) return static_cast<long>(-EIO);  // stop; the error stays
+      if (const int e = sock_error()) return static_cast<long>(-e);
+      m.msg_iov = cur.data() + seg;
+      m.msg_iovlen = n - seg;
+      return run([&] { return static_cast<long>(ops_.recvmsg(ctx_, &m, &c)); });
+    }, done == 0);
+    if (r < 0) {
+      if (!done) return r;
+      break;
+    }
+    if (r > static_cast<long>(total - done)) return -EIO;
+    done += static_cast<size_t>(r);
+    msg->msg_flags = m.msg_flags;
+    msg->msg_namelen = m.msg_namelen;
+    msg->msg_controllen = m.msg_controllen;
+    for (size_t left = static_cast<size_t>(r); left && seg < n;) {
+      const size_t k = left < cur[seg].iov_len ? left : cur[seg].iov_len;
+      cur[seg].iov_base = static_cast<char*>(cur[seg].iov_base) + k;
+      cur[seg].iov_len -= k;
+      left -= k;
+      if (!cur[seg].iov_len) ++seg;
+    }
+    while (seg < n && !cur[seg].iov_len) ++seg;
+    if (r == 0 || done >= total || seg >= n) break;  // the end of the stream, or full
+  }
+  return static_cast<long>(done);
+}
+
+// MSG_PEEK|MSG_WAITALL: peeks the whole buffer until it fills, or the
+// stream ends (EPOLLRDHUP/EPOLLHUP/EPOLLERR in the mask), each sleep
+// ending at the next wake for EPOLLIN: a provider that keeps Linux's
+// answer notifies every arrival of data (sk_data_ready), not only the
+// rise of EPOLLIN.
+long TableFile::recv_peek_all(struct msghdr* msg, size_t total, const timespec* dl, const uep_file_call& c) noexcept {
+  long seen = -1;  // the partial count of the previous peek
+  bool last = false;
+  for (;;) {
+    const long base = seen;
+    const long r = wait(kReadWake, false, dl, [&] {
+      if (seen > 0 && err_.load(std::memory_order_relaxed)) return static_cast<long>(-EIO);
+      if (const int e = sock_error()) return static_cast<long>(-e);
+      const long k = run([&] { return static_cast<long>(ops_.recvmsg(ctx_, msg, &c)); });
+      if (k < 0) return k;
+      last = k == 0 || static_cast<size_t>(k) >= total || (poll(0) & (EPOLLRDHUP | EPOLLHUP | EPOLLERR));
+      return !last && k == base ? -EAGAIN : k;
+    }, seen <= 0);
+    if (r < 0) return seen > 0 ? seen : r;
+    if (last) return r;
+    seen = r;  // more came, not enough: sleep again from here
+  }
 }
 
 long TableFile::accept4(struct sockaddr* addr, socklen_t* len, int flags) noexcept {

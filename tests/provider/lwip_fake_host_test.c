@@ -66,6 +66,10 @@ void uep_file_set_mask(struct uep_file *h, uint32_t mask) {
   pthread_cond_broadcast(&host_cv);
   pthread_mutex_unlock(&host_mu);
 }
+void uep_file_notify_mask(struct uep_file *h, uint32_t mask, uint32_t key) {
+  (void)key;
+  uep_file_set_mask(h, mask);
+}
 void uep_file_set_error(struct uep_file *h, int err) {
   pthread_mutex_lock(&host_mu);
   h->err = err;

@@ -501,6 +501,35 @@ TEST(FileTable, BlockingStreamWriteCompletes) {
   EXPECT_EQ(1000, uep_write(p.fa, big.data(), big.size()));
 }
 
+// MSG_WAITALL on a blocking stream socket: uepoll repeats the receive until
+// the whole count (the writer's stack takes 1000 bytes a call), then stops
+// at the end of the stream with the partial count; push and pull files.
+TEST(FileTable, BlockingRecvWaitallCompletes) {
+  for (const uep_file_operations* ops : {&kPush, &kPull}) {
+    Pair p(ops);
+    p.a.write_limit = 1000;
+    std::string big(100000, 'x');
+    for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>('a' + i % 26);
+    std::thread writer([&] { EXPECT_EQ(static_cast<ssize_t>(big.size()), uep_write(p.fa, big.data(), big.size())); });
+    std::string got(big.size(), '\0');
+    EXPECT_EQ(static_cast<ssize_t>(big.size()), uep_recv(p.fb, got.data(), got.size(), MSG_WAITALL));
+    writer.join();
+    EXPECT_EQ(big, got);
+    // 10 bytes, then the peer's close: the 10, then 0.
+    ASSERT_EQ(10, uep_write(p.fa, big.data(), 10));
+    std::thread closer([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      uep_close(p.fa);
+      p.fa = -1;
+    });
+    char buf[100];
+    EXPECT_EQ(10, uep_recv(p.fb, buf, sizeof buf, MSG_WAITALL));
+    closer.join();
+    EXPECT_EQ(0, uep_recv(p.fb, buf, sizeof buf, MSG_WAITALL));
+    EXPECT_EQ(0, g_stack.reentered.load());
+  }
+}
+
 // Stack threads wake under the stack lock while other threads wait, read,
 // write and close: no deadlock (the test's timeout), no re-entry, every
 // release exactly once.
