@@ -161,7 +161,7 @@ class ScmRecv {
   struct msghdr* msg_;
   int flags_;
   bool check_creds_ = false;
-  ScmCreds creds_;
+  ScmCreds creds_{false, 0, 0, 0};  // Linux memsets the cookie: 0/0/0 until a message is noted
   ScmPayload fp_;
 };
 
