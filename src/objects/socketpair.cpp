@@ -176,7 +176,10 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
     } else {
       plan->peek_head = s.head;
       plan->peek_start = s.head->consumed;
-      for (UnixConn::Skb* skb = s.head; skb && static_cast<size_t>(copied) < count; skb = skb->next) {
+      // The walk goes on past `count` (with chunks of 0) to the next files
+      // or the end of the queue: a peek reports the files of bytes it did
+      // not reach, as Linux's does.
+      for (UnixConn::Skb* skb = s.head; skb; skb = skb->next) {
         if (!scm->glue(scm_of(skb), passcred)) {
           *stop = true;
           break;
@@ -193,11 +196,13 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
       plan->peek_len = static_cast<size_t>(copied);
     }
   }
+  bool reached = peek && s.head;  // an skb was taken from (bytes or not: a count of 0 takes files)
   while (UnixConn::Skb* skb = peek ? nullptr : s.head) {
     if (!scm->glue(scm_of(skb), passcred)) {  // another writer's bytes
       *stop = true;
       break;
     }
+    reached = true;
     size_t chunk = skb->len - skb->consumed;
     if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
     if (fault) {  // skb_copy_datagram_msg fails
@@ -231,7 +236,8 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
     plan->done_tail = skb;
     if (files || static_cast<size_t>(copied) == count) break;
   }
-  if (copied || *stop) {  // a stop with nothing taken: a MSG_WAITALL receive's later round
+  // A stop with nothing taken: a MSG_WAITALL receive's later round.
+  if (copied || *stop || reached) {
     c.mu_.unlock();
     return copied;
   }
@@ -272,9 +278,9 @@ long UnixSocket::recv_scm(char* dst, size_t count, bool peek, ScmRecv* scm, bool
       if (r > 0) {
         core::lockdep_assert_no_spin("a copy to user memory");
         plan.copy_out(dst);
-        // iolock_ keeps the peeked skb queued and its files in place.
-        if (plan.peek_files) scm->peek(*plan.peek_files->scm);
       }
+      // iolock_ keeps the peeked skb queued and its files in place.
+      if (plan.peek_files) scm->peek(*plan.peek_files->scm);
     }
     for (int i = 0; i < write_space_wakes; ++i) c.wake(1 - me_, kWriteSpace);
     UnixConn::free_list(plan.done_head);

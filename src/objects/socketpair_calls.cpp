@@ -133,9 +133,13 @@ long UnixSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
   size_t total = 0;
   for (size_t i = 0; i < msg->msg_iovlen; ++i) total += msg->msg_iov[i].iov_len;
   ScmRecv scm(msg, flags);
-  if (msg->msg_iovlen == 1) {
+  if (msg->msg_iovlen == 1 || total == 0) {
     // One segment (recv, recvfrom): straight into it (read() checks it).
-    const long r = total ? recv_buf(static_cast<char*>(msg->msg_iov[0].iov_base), total, flags, &scm) : 0;
+    // No room at all: a receive of 0 bytes, which still waits for a
+    // message (or EAGAIN) and takes the files of the first.
+    char scratch;
+    char* dst = total ? static_cast<char*>(msg->msg_iov[0].iov_base) : &scratch;
+    const long r = recv_buf(dst, total, flags, &scm);
     if (r < 0) return r;
     msg->msg_namelen = 0;
     scm.finish(passcred());

@@ -388,6 +388,20 @@ TEST(SurfaceScm, StreamBoundaries) {
     t.send(a, 2, 0, "0", 'i');
     t.read(b, 8);
     t.read(b, 8);
+    // A peek walks on past its count to the next files; a receive of 0
+    // bytes takes the files of the first message.
+    t.send(a, 2, 0, "0", 'x');
+    m.send_fds(a, 2, {kw}, 'y');
+    m.recv(b, 1, 64, MSG_PEEK, "PEEK");
+    for (int fd : m.last()) kclose(t, fd);
+    m.recv(b, 0, 64, MSG_PEEK, "PEEK");
+    for (int fd : m.last()) kclose(t, fd);
+    m.recv(b, 0, 64, 0, "0");
+    m.recv(b, 2, 64, 0, "0");
+    m.recv(b, 0, 64, 0, "0");
+    for (int fd : m.last()) kclose(t, fd);
+    m.recv(b, 8, 64, 0, "0");
+    m.recv(b, 0, 64, 0, "0");
     // MSG_WAITALL stops there too.
     t.setfl(b, 0, "0");
     m.send_fds(a, 2, {kw}, 'f');
