@@ -127,6 +127,18 @@ struct UnixSocket::ReadPlan {
   size_t peek_len = 0;
   UnixConn::Skb* peek_files = nullptr;  // MSG_PEEK reached this skb's files
 
+  // Appends a finished skb (unlinked from the queue) read from `start` on.
+  void add_done(UnixConn::Skb* skb, uint32_t start) noexcept {
+    skb->next = nullptr;
+    if (done_tail) {
+      done_tail->next = skb;
+    } else {
+      done_head = skb;
+      first_start = start;
+    }
+    done_tail = skb;
+  }
+
   void copy_out(char* dst) const noexcept {
     if (peek_head) {
       copy_peeked(dst);
@@ -159,6 +171,37 @@ namespace {
 const ScmPayload kNoScm;  // what an skb without control data carries
 }  // namespace
 
+const ScmPayload& UnixSocket::scm_of(const UnixConn::Skb* skb) noexcept { return skb->scm ? *skb->scm : kNoScm; }
+
+// The bytes a read would take, left queued (unix_stream_read_generic's
+// MSG_PEEK branch, peek offset 0).  The walk goes on past `count` (with
+// chunks of 0) to the next files or the end of the queue: a peek reports
+// the files of bytes it did not reach, as Linux's does.  s is our side,
+// its queue not empty; called with conn_->mu_ held.
+long UnixSocket::peek_locked(UnixConn::Side& s, size_t count, bool fault, ReadPlan* plan, ScmRecv* scm,
+                             bool* stop) noexcept {
+  if (fault) return -EFAULT;
+  long copied = 0;
+  plan->peek_head = s.head;
+  plan->peek_start = s.head->consumed;
+  for (UnixConn::Skb* skb = s.head; skb; skb = skb->next) {
+    if (!scm->glue(scm_of(skb), s.passcred)) {
+      *stop = true;
+      break;
+    }
+    size_t chunk = skb->len - skb->consumed;
+    if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
+    copied += static_cast<long>(chunk);
+    if (scm_of(skb).has_files()) {  // unix_peek_fds, then the receive ends
+      plan->peek_files = skb;
+      *stop = true;
+      break;
+    }
+  }
+  plan->peek_len = static_cast<size_t>(copied);
+  return copied;
+}
+
 long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes, ScmRecv* scm,
                       bool* stop) noexcept {
   UnixConn& c = *conn_;
@@ -166,39 +209,10 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
   c.mu_.lock();
   UnixConn::Side& s = c.side_[me_];
   UnixConn::Side& w = c.side_[1 - me_];  // the writer of our queue
-  const bool passcred = s.passcred;
-  auto scm_of = [](const UnixConn::Skb* skb) -> const ScmPayload& { return skb->scm ? *skb->scm : kNoScm; };
-  if (peek && s.head) {
-    // MSG_PEEK: the bytes a read would take, left queued
-    // (unix_stream_read_generic with skip = the peek offset, here 0).
-    if (fault) {
-      copied = -EFAULT;
-    } else {
-      plan->peek_head = s.head;
-      plan->peek_start = s.head->consumed;
-      // The walk goes on past `count` (with chunks of 0) to the next files
-      // or the end of the queue: a peek reports the files of bytes it did
-      // not reach, as Linux's does.
-      for (UnixConn::Skb* skb = s.head; skb; skb = skb->next) {
-        if (!scm->glue(scm_of(skb), passcred)) {
-          *stop = true;
-          break;
-        }
-        size_t chunk = skb->len - skb->consumed;
-        if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
-        copied += static_cast<long>(chunk);
-        if (scm_of(skb).has_files()) {  // unix_peek_fds, then the receive ends
-          plan->peek_files = skb;
-          *stop = true;
-          break;
-        }
-      }
-      plan->peek_len = static_cast<size_t>(copied);
-    }
-  }
   bool reached = peek && s.head;  // an skb was taken from (bytes or not: a count of 0 takes files)
+  if (reached) copied = peek_locked(s, count, fault, plan, scm, stop);
   while (UnixConn::Skb* skb = peek ? nullptr : s.head) {
-    if (!scm->glue(scm_of(skb), passcred)) {  // another writer's bytes
+    if (!scm->glue(scm_of(skb), s.passcred)) {  // another writer's bytes
       *stop = true;
       break;
     }
@@ -226,14 +240,7 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
     // consume_skb -> sock_wfree -> unix_write_space on the writer.
     w.wmem -= skb->truesize;
     if (!w.dead && writable_after_free(w.wmem)) ++*write_space_wakes;
-    skb->next = nullptr;
-    if (plan->done_tail) {
-      plan->done_tail->next = skb;
-    } else {
-      plan->done_head = skb;
-      plan->first_start = start;
-    }
-    plan->done_tail = skb;
+    plan->add_done(skb, start);
     if (files || static_cast<size_t>(copied) == count) break;
   }
   // A stop with nothing taken: a MSG_WAITALL receive's later round.
@@ -298,6 +305,30 @@ long UnixSocket::recv_scm(char* dst, size_t count, bool peek, ScmRecv* scm, bool
   }
 }
 
+// An skb for `size` bytes (data not yet copied) with its control data
+// (unix_scm_to_skb: the files with the first skb only, credentials with
+// each; maybe_add_creds), or nullptr.
+UnixConn::Skb* UnixSocket::new_skb(uint32_t size, ScmPayload* scm, bool first, bool passcred) noexcept {
+  auto* skb = static_cast<UnixConn::Skb*>(core::raw_alloc(offsetof(UnixConn::Skb, data) + size));
+  if (!skb) return nullptr;
+  skb->next = nullptr;
+  skb->scm = nullptr;
+  skb->len = size;
+  skb->consumed = 0;
+  skb->truesize = unix_skb_truesize(size);
+  const bool files = scm && first && scm->has_files();
+  if (files || (scm && scm->creds().set) || passcred) {
+    skb->scm = files ? core::create<ScmPayload>(scm->take_files())
+                     : core::create<ScmPayload>(scm ? scm->clone_creds() : ScmPayload());
+    if (!skb->scm) {
+      core::raw_free(skb);
+      return nullptr;
+    }
+    maybe_add_creds(skb->scm, passcred);
+  }
+  return skb;
+}
+
 ssize_t UnixSocket::write_scm(const void* buf, size_t count, ScmPayload* scm) noexcept {
   UnixConn& c = *conn_;
   const int peer = 1 - me_;
@@ -336,34 +367,16 @@ ssize_t UnixSocket::write_scm(const void* buf, size_t count, ScmPayload* scm) no
       err = room;
       break;
     }
-    auto* skb = static_cast<UnixConn::Skb*>(core::raw_alloc(offsetof(UnixConn::Skb, data) + size));
+    UnixConn::Skb* skb = new_skb(size, scm, sent == 0, passcred);
     if (!skb) {
       err = -ENOBUFS;
       break;
-    }
-    skb->next = nullptr;
-    skb->scm = nullptr;
-    // unix_scm_to_skb: the files with the first skb only, credentials with
-    // each; maybe_add_creds below.
-    const bool files = scm && sent == 0 && scm->has_files();
-    if (files || (scm && scm->creds().set) || passcred) {
-      skb->scm = files ? core::create<ScmPayload>(scm->take_files())
-                       : core::create<ScmPayload>(scm ? scm->clone_creds() : ScmPayload());
-      if (!skb->scm) {
-        core::raw_free(skb);
-        err = -ENOBUFS;
-        break;
-      }
-      maybe_add_creds(skb->scm, passcred);
     }
     if (faulting_ptr(src)) {  // skb_copy_datagram_from_iter fails
       UnixConn::free_list(skb);
       err = -EFAULT;
       break;
     }
-    skb->len = size;
-    skb->consumed = 0;
-    skb->truesize = unix_skb_truesize(size);
     std::memcpy(skb->data, src + sent, size);
     c.mu_.lock();
     UnixConn::Side& other = c.side_[peer];

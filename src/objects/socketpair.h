@@ -172,6 +172,10 @@ class UnixSocket final : public core::File {
   // carried files, and then sets *stop).
   long take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes, ScmRecv* scm,
             bool* stop) noexcept;
+  // take()'s MSG_PEEK walk over side s (ours), with conn_->mu_ held.
+  long peek_locked(UnixConn::Side& s, size_t count, bool fault, ReadPlan* plan, ScmRecv* scm, bool* stop) noexcept;
+  static const ScmPayload& scm_of(const UnixConn::Skb* skb) noexcept;
+  static UnixConn::Skb* new_skb(uint32_t size, ScmPayload* scm, bool first, bool passcred) noexcept;
   // recv() into scm's receive: what a blocking receive returns; *stop as
   // take() (a MSG_WAITALL receive ends there).
   long recv_scm(char* buf, size_t count, bool peek, ScmRecv* scm, bool* stop) noexcept;
