@@ -41,7 +41,7 @@ struct Ctl {
     cm.cmsg_level = level;
     cm.cmsg_type = type;
     memcpy(buf.data() + off, &cm, sizeof cm);
-    memcpy(buf.data() + off + CMSG_LEN(0), data, len);
+    if (len) memcpy(buf.data() + off + CMSG_LEN(0), data, len);
   }
   void rights(const std::vector<int>& fds) { add(SOL_SOCKET, SCM_RIGHTS, fds.data(), fds.size() * sizeof(int)); }
   void creds(pid_t pid, uid_t uid, gid_t gid) {
