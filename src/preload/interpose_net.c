@@ -26,6 +26,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,8 +188,14 @@ ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, s
  * becomes a kernel one first (fork_convert.c), so that the receiver gets
  * the object; any other uepoll object would reach the kernel as its
  * placeholder: said once. */
+static int plausible(const void *p) { return (uintptr_t)p >= 4096 && (uintptr_t)p < 0x00007ffffffff000ULL; }
+
 static void kernel_rights(const struct msghdr *m) {
-  if (!m || !m->msg_control || m->msg_controllen < sizeof(struct cmsghdr) || uep_pl_inside()) return;
+  /* A bad pointer is the kernel's to answer (EFAULT): only plausible ones
+   * are looked at, and only when uepoll shows descriptors at all. */
+  if (uep_pl_inside() || !uep_pl_high_water() || !plausible(m) || !plausible(m->msg_control) ||
+      m->msg_controllen < sizeof(struct cmsghdr))
+    return;
   for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)m); c; c = CMSG_NXTHDR((struct msghdr *)m, c)) {
     if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0)) continue;
     const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
