@@ -31,9 +31,12 @@
 // numbered in message order, as Linux numbers them.  Without a hook the
 // receiver sees the uepoll descriptor itself.
 //
-// Locks: none of its own.  Payload operations take no socket lock and may
-// allocate and close descriptors: the socket moves payloads in and out of
-// its queue under its lock and runs everything else outside it.
+// Locks: none of its own.  ScmRecv::glue() and take(), the moves
+// (move constructor, take_files) and the accessors neither allocate nor
+// make system calls: they may run under the socket's SpinLock.  Everything
+// else (scm_send, add, clone_creds, dup_files, clear, ScmRecv::peek and
+// finish, destroying a payload that has files) allocates or makes system
+// calls, and may release files (a File::put): no SpinLock held.
 #pragma once
 
 #include <sys/socket.h>
