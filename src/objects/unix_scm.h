@@ -32,9 +32,9 @@
 // receiver sees the uepoll descriptor itself.
 //
 // Locks: none of its own.  ScmRecv::glue() and take(), the moves
-// (move constructor, take_files) and the accessors neither allocate nor
+// (move constructor, take_files), clone_creds and the accessors neither allocate nor
 // make system calls: they may run under the socket's SpinLock.  Everything
-// else (scm_send, add, clone_creds, dup_files, clear, ScmRecv::peek and
+// else (scm_send, add, dup_files, clear, ScmRecv::peek and
 // finish, destroying a payload that has files) allocates or makes system
 // calls, and may release files (a File::put): no SpinLock held.
 #pragma once
