@@ -38,6 +38,15 @@ UEP_EXPORT int uep__own_fd(int fd);
 UEP_EXPORT int uep__park_fd_high(int fd);
 UEP_EXPORT int uep__next_own_fd(int from);
 
+/* Descriptor passing over uepoll socket pairs under the preload
+ * (objects/unix_scm.h).  resolve(n): the descriptor a number the program
+ * named in SCM_RIGHTS stands for (the uepoll descriptor it shows, or n
+ * itself), or -EBADF.  show(u, kind): the number a received uepoll
+ * descriptor u is shown under (kind one of UEP__SCM_*), or -errno with u
+ * closed.  Set once, before the program runs. */
+enum { UEP__SCM_EPOLL, UEP__SCM_EVENTFD, UEP__SCM_PIPE, UEP__SCM_SOCKET, UEP__SCM_TIMER, UEP__SCM_OTHER };
+UEP_EXPORT void uep__set_scm_hooks(int (*resolve)(int n), int (*show)(int u, int kind));
+
 #ifdef __cplusplus
 }
 #endif

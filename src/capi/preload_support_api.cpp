@@ -1,7 +1,9 @@
 // preload_support_api.cpp - uep__stream_state (capi/preload_support.h):
 // what libuepoll-preload.so reads from a pipe end or a socket of a pair to
 // turn it into a kernel one before fork(); uep__own_fd and
-// uep__next_own_fd: uepoll's own kernel descriptors (core/own_fds.h).
+// uep__next_own_fd: uepoll's own kernel descriptors (core/own_fds.h);
+// uep__set_scm_hooks: the preload's numbering of passed descriptors
+// (objects/unix_scm.h).
 //
 // Locks: the end's wait-queue lock (6) to look for blocked callers, then,
 // for a socket, its connection's leaf lock (8); never both at once.
@@ -10,6 +12,9 @@
 #include "core/file.h"
 #include "core/own_fds.h"
 #include "fd/table.h"
+#include "objects/unix_scm.h"
+
+#include <atomic>
 
 #include <cerrno>
 #include <cstdint>
@@ -54,3 +59,30 @@ extern "C" int uep__stream_state(int fd, struct uep__stream_state* out) {
 extern "C" int uep__own_fd(int fd) { return uepoll::core::is_own(fd) ? 1 : 0; }
 extern "C" int uep__next_own_fd(int from) { return uepoll::core::next_own(from); }
 extern "C" int uep__park_fd_high(int fd) { return uepoll::core::park_high(fd); }
+
+namespace {
+// The preload's hooks; relaxed: set once by its constructor, before the
+// program runs a thread.
+std::atomic<int (*)(int, int)> g_show{nullptr};
+
+int show_adapter(int u, int kind) {
+  using uepoll::core::FileKind;
+  int k = UEP__SCM_OTHER;
+  switch (static_cast<FileKind>(kind)) {
+    case FileKind::kEpoll: k = UEP__SCM_EPOLL; break;
+    case FileKind::kEventFd: k = UEP__SCM_EVENTFD; break;
+    case FileKind::kPipeRead:
+    case FileKind::kPipeWrite: k = UEP__SCM_PIPE; break;
+    case FileKind::kSocket: k = UEP__SCM_SOCKET; break;
+    case FileKind::kTimer: k = UEP__SCM_TIMER; break;
+    case FileKind::kUser: break;
+  }
+  return g_show.load(std::memory_order_relaxed)(u, k);
+}
+}  // namespace
+
+extern "C" void uep__set_scm_hooks(int (*resolve)(int n), int (*show)(int u, int kind)) {
+  g_show.store(show, std::memory_order_relaxed);
+  uepoll::objects::set_scm_resolve_hook(resolve);
+  uepoll::objects::set_scm_install_hook(show ? &show_adapter : nullptr);
+}

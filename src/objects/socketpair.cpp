@@ -19,6 +19,8 @@
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <string>
+#include <unistd.h>
 
 namespace uepoll::objects {
 
@@ -65,6 +67,7 @@ UnixConn::~UnixConn() {
 void UnixConn::free_list(Skb* s) noexcept {
   while (s) {
     Skb* n = s->next;
+    if (s->scm) core::destroy(s->scm);  // unix_destruct_scm: its files released
     core::raw_free(s);
     s = n;
   }
@@ -122,6 +125,19 @@ struct UnixSocket::ReadPlan {
   UnixConn::Skb* peek_head = nullptr;
   uint32_t peek_start = 0;
   size_t peek_len = 0;
+  UnixConn::Skb* peek_files = nullptr;  // MSG_PEEK reached this skb's files
+
+  // Appends a finished skb (unlinked from the queue) read from `start` on.
+  void add_done(UnixConn::Skb* skb, uint32_t start) noexcept {
+    skb->next = nullptr;
+    if (done_tail) {
+      done_tail->next = skb;
+    } else {
+      done_head = skb;
+      first_start = start;
+    }
+    done_tail = skb;
+  }
 
   void copy_out(char* dst) const noexcept {
     if (peek_head) {
@@ -151,29 +167,56 @@ struct UnixSocket::ReadPlan {
   }
 };
 
-long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes) noexcept {
+namespace {
+const ScmPayload kNoScm;  // what an skb without control data carries
+}  // namespace
+
+const ScmPayload& UnixSocket::scm_of(const UnixConn::Skb* skb) noexcept { return skb->scm ? *skb->scm : kNoScm; }
+
+// The bytes a read would take, left queued (unix_stream_read_generic's
+// MSG_PEEK branch, peek offset 0).  The walk goes on past `count` (with
+// chunks of 0) to the next files or the end of the queue: a peek reports
+// the files of bytes it did not reach, as Linux's does.  s is our side,
+// its queue not empty; called with conn_->mu_ held.
+long UnixSocket::peek_locked(UnixConn::Side& s, size_t count, bool fault, ReadPlan* plan, ScmRecv* scm,
+                             bool* stop) noexcept {
+  if (fault) return -EFAULT;
+  long copied = 0;
+  plan->peek_head = s.head;
+  plan->peek_start = s.head->consumed;
+  for (UnixConn::Skb* skb = s.head; skb; skb = skb->next) {
+    if (!scm->glue(scm_of(skb), s.passcred)) {
+      *stop = true;
+      break;
+    }
+    size_t chunk = skb->len - skb->consumed;
+    if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
+    copied += static_cast<long>(chunk);
+    if (scm_of(skb).has_files()) {  // unix_peek_fds, then the receive ends
+      plan->peek_files = skb;
+      *stop = true;
+      break;
+    }
+  }
+  plan->peek_len = static_cast<size_t>(copied);
+  return copied;
+}
+
+long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes, ScmRecv* scm,
+                      bool* stop) noexcept {
   UnixConn& c = *conn_;
   long copied = 0;
   c.mu_.lock();
   UnixConn::Side& s = c.side_[me_];
   UnixConn::Side& w = c.side_[1 - me_];  // the writer of our queue
-  if (peek && s.head) {
-    // MSG_PEEK: the bytes a read would take, left queued
-    // (unix_stream_read_generic with skip = the peek offset, here 0).
-    if (fault) {
-      copied = -EFAULT;
-    } else {
-      plan->peek_head = s.head;
-      plan->peek_start = s.head->consumed;
-      for (UnixConn::Skb* skb = s.head; skb && static_cast<size_t>(copied) < count; skb = skb->next) {
-        size_t chunk = skb->len - skb->consumed;
-        if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
-        copied += static_cast<long>(chunk);
-      }
-      plan->peek_len = static_cast<size_t>(copied);
-    }
-  }
+  bool reached = peek && s.head;  // an skb was taken from (bytes or not: a count of 0 takes files)
+  if (reached) copied = peek_locked(s, count, fault, plan, scm, stop);
   while (UnixConn::Skb* skb = peek ? nullptr : s.head) {
+    if (!scm->glue(scm_of(skb), s.passcred)) {  // another writer's bytes
+      *stop = true;
+      break;
+    }
+    reached = true;
     size_t chunk = skb->len - skb->consumed;
     if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
     if (fault) {  // skb_copy_datagram_msg fails
@@ -183,6 +226,9 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
     const uint32_t start = skb->consumed;
     copied += static_cast<long>(chunk);
     skb->consumed += static_cast<uint32_t>(chunk);
+    // swap(scm.fp, UNIXCB(skb).fp): the files go with the first bytes read.
+    const bool files = skb->scm && scm->take(skb->scm);
+    if (files) *stop = true;
     if (skb->consumed < skb->len) {
       plan->part = skb;
       plan->part_start = start;
@@ -194,17 +240,11 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
     // consume_skb -> sock_wfree -> unix_write_space on the writer.
     w.wmem -= skb->truesize;
     if (!w.dead && writable_after_free(w.wmem)) ++*write_space_wakes;
-    skb->next = nullptr;
-    if (plan->done_tail) {
-      plan->done_tail->next = skb;
-    } else {
-      plan->done_head = skb;
-      plan->first_start = start;
-    }
-    plan->done_tail = skb;
-    if (static_cast<size_t>(copied) == count) break;
+    plan->add_done(skb, start);
+    if (files || static_cast<size_t>(copied) == count) break;
   }
-  if (copied) {
+  // A stop with nothing taken: a MSG_WAITALL receive's later round.
+  if (copied || *stop || reached) {
     c.mu_.unlock();
     return copied;
   }
@@ -222,8 +262,16 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
 
 ssize_t UnixSocket::recv(void* buf, size_t count, bool peek) noexcept {
   if (count == 0) return 0;  // sock_read_iter: "Match SYS5 behaviour"
+  struct msghdr none = {};
+  ScmRecv scm(&none, peek ? MSG_PEEK : 0);
+  bool stop = false;
+  const long r = recv_scm(static_cast<char*>(buf), count, peek, &scm, &stop);
+  if (r >= 0) scm.finish(passcred());  // no control buffer: the files are closed
+  return r;
+}
+
+long UnixSocket::recv_scm(char* dst, size_t count, bool peek, ScmRecv* scm, bool* stop) noexcept {
   UnixConn& c = *conn_;
-  char* dst = static_cast<char*>(buf);
   const bool fault = faulting_ptr(dst);
   for (;;) {
     ReadPlan plan;
@@ -233,11 +281,13 @@ ssize_t UnixSocket::recv(void* buf, size_t count, bool peek) noexcept {
       // Linux u->iolock: one reader at a time, held across the copy (which
       // runs with no SpinLock held), never while sleeping.
       core::MutexLock io(iolock_);
-      r = take(count, fault, peek, &plan, &write_space_wakes);
+      r = take(count, fault, peek, &plan, &write_space_wakes, scm, stop);
       if (r > 0) {
         core::lockdep_assert_no_spin("a copy to user memory");
         plan.copy_out(dst);
       }
+      // iolock_ keeps the peeked skb queued and its files in place.
+      if (plan.peek_files) scm->peek(*plan.peek_files->scm);
     }
     for (int i = 0; i < write_space_wakes; ++i) c.wake(1 - me_, kWriteSpace);
     UnixConn::free_list(plan.done_head);
@@ -255,7 +305,31 @@ ssize_t UnixSocket::recv(void* buf, size_t count, bool peek) noexcept {
   }
 }
 
-ssize_t UnixSocket::write(const void* buf, size_t count) noexcept {
+// An skb for `size` bytes (data not yet copied) with its control data
+// (unix_scm_to_skb: the files with the first skb only, credentials with
+// each; maybe_add_creds), or nullptr.
+UnixConn::Skb* UnixSocket::new_skb(uint32_t size, ScmPayload* scm, bool first, bool passcred) noexcept {
+  auto* skb = static_cast<UnixConn::Skb*>(core::raw_alloc(offsetof(UnixConn::Skb, data) + size));
+  if (!skb) return nullptr;
+  skb->next = nullptr;
+  skb->scm = nullptr;
+  skb->len = size;
+  skb->consumed = 0;
+  skb->truesize = unix_skb_truesize(size);
+  const bool files = scm && first && scm->has_files();
+  if (files || (scm && scm->creds().set) || passcred) {
+    skb->scm = files ? core::create<ScmPayload>(scm->take_files())
+                     : core::create<ScmPayload>(scm ? scm->clone_creds() : ScmPayload());
+    if (!skb->scm) {
+      core::raw_free(skb);
+      return nullptr;
+    }
+    maybe_add_creds(skb->scm, passcred);
+  }
+  return skb;
+}
+
+ssize_t UnixSocket::write_scm(const void* buf, size_t count, ScmPayload* scm) noexcept {
   UnixConn& c = *conn_;
   const int peer = 1 - me_;
   c.mu_.lock();
@@ -271,10 +345,12 @@ ssize_t UnixSocket::write(const void* buf, size_t count) noexcept {
   while (sent < count) {
     const size_t want = count - sent;
     const uint32_t size = want < kUnixMaxSkb ? static_cast<uint32_t>(want) : kUnixMaxSkb;
+    bool passcred = false;  // SO_PASSCRED at either end, as last seen
     // sock_alloc_send_pskb: sk_err, SEND_SHUTDOWN, then room in sk_sndbuf.
     const long room = core::block_on(wq(), nonblocking(), kWriteSpace, [&]() -> long {
       c.mu_.lock();
       UnixConn::Side& s = c.side_[me_];
+      passcred = s.passcred || c.side_[peer].passcred;
       long res = 0;
       if (s.err) {
         res = -s.err;
@@ -291,26 +367,22 @@ ssize_t UnixSocket::write(const void* buf, size_t count) noexcept {
       err = room;
       break;
     }
-    auto* skb = static_cast<UnixConn::Skb*>(core::raw_alloc(offsetof(UnixConn::Skb, data) + size));
+    UnixConn::Skb* skb = new_skb(size, scm, sent == 0, passcred);
     if (!skb) {
       err = -ENOBUFS;
       break;
     }
     if (faulting_ptr(src)) {  // skb_copy_datagram_from_iter fails
-      core::raw_free(skb);
+      UnixConn::free_list(skb);
       err = -EFAULT;
       break;
     }
-    skb->next = nullptr;
-    skb->len = size;
-    skb->consumed = 0;
-    skb->truesize = unix_skb_truesize(size);
     std::memcpy(skb->data, src + sent, size);
     c.mu_.lock();
     UnixConn::Side& other = c.side_[peer];
     if (other.dead || (other.shutdown & UnixConn::kRcvShutdown)) {
       c.mu_.unlock();
-      core::raw_free(skb);
+      UnixConn::free_list(skb);
       if (!sent) raise_sigpipe();
       err = -EPIPE;
       break;
@@ -395,6 +467,10 @@ int make_socketpair(int status_flags, int out[2]) noexcept {
     a->put();
     return -ENOMEM;
   }
+  // init_peercred: both ends answer SO_PEERCRED with their creator.
+  c->peercred_.pid = ::getpid();
+  c->peercred_.uid = ::geteuid();
+  c->peercred_.gid = ::getegid();
   c->file_[0].store(a, std::memory_order_release);
   c->file_[1].store(b, std::memory_order_release);
   const int err = fd::install_pair(a, b, out);
@@ -404,6 +480,28 @@ int make_socketpair(int status_flags, int out[2]) noexcept {
     return err;
   }
   return 0;
+}
+
+bool UnixSocket::passcred() noexcept {
+  conn_->mu_.lock();
+  const bool on = conn_->side_[me_].passcred;
+  conn_->mu_.unlock();
+  return on;
+}
+
+void UnixSocket::set_passcred(bool on) noexcept {
+  conn_->mu_.lock();
+  conn_->side_[me_].passcred = on;
+  conn_->mu_.unlock();
+}
+
+void UnixSocket::show_fdinfo(std::string& out) noexcept {
+  long n = 0;  // unix_show_fdinfo: u->scm_stat.nr_fds
+  conn_->mu_.lock();
+  for (const UnixConn::Skb* skb = conn_->side_[me_].head; skb; skb = skb->next)
+    if (skb->scm) n += skb->scm->nfiles();
+  conn_->mu_.unlock();
+  out += "scm_fds: " + std::to_string(n) + "\n";
 }
 
 int UnixSocket::take_error() noexcept {

@@ -36,6 +36,7 @@
 #include "core/file.h"
 #include "core/mutex.h"
 #include "core/spinlock.h"
+#include "objects/unix_scm.h"
 
 #include <atomic>
 #include <cstdint>
@@ -66,6 +67,7 @@ class UnixConn {
     uint32_t len;       // bytes carried
     uint32_t consumed;  // bytes already read (UNIXCB(skb).consumed)
     uint32_t truesize;  // charged to the writer's wmem
+    ScmPayload* scm;    // credentials and files sent with these bytes, or nullptr
     char data[];        // NOLINT: flexible array (GNU extension in C++)
   };
   enum : uint8_t { kRcvShutdown = 1, kSendShutdown = 2, kShutdownMask = 3 };
@@ -76,17 +78,20 @@ class UnixConn {
     int err = 0;           // sk_err (positive errno)
     long wmem = 0;         // sk_wmem_alloc minus its base reference
     bool dead = false;     // released
+    bool passcred = false; // SO_PASSCRED
   };
 
   void put() noexcept;
   // Wakes socket i's queue; no lock held.  nr_exclusive 0 = all.
   void wake(int i, uint32_t key, int nr_exclusive = 1) noexcept;
+  // Frees a list of skbs and releases the files they carry (no lock held).
   static void free_list(Skb* s) noexcept;
 
   core::SpinLock mu_{core::lock_class::kUnixConn};  // leaf (8); guards side_
   Side side_[2] UEP_GUARDED_BY(mu_);
   std::atomic<int> refs_{2};   // one per socket
   std::atomic<core::File*> file_[2] = {nullptr, nullptr};  // cleared on release
+  struct ucred peercred_ = {};  // SO_PEERCRED of both ends: the creator's pid, euid, egid (immutable)
 };
 
 class UnixSocket final : public core::File {
@@ -98,21 +103,27 @@ class UnixSocket final : public core::File {
   // a pending error (-ECONNRESET once, after the peer closed with unread
   // data), 0 after RCV_SHUTDOWN, else -EAGAIN or sleeps (-EINTR).
   ssize_t read(void* buf, size_t count) noexcept override { return recv(buf, count, false); }
-  // read(), or with `peek` (MSG_PEEK) the same bytes left queued.
+  // read(), or with `peek` (MSG_PEEK) the same bytes left queued.  Files
+  // sent with the bytes are closed (a receive with no control buffer).
   ssize_t recv(void* buf, size_t count, bool peek) noexcept;
   // SEND_SHUTDOWN: -EPIPE + SIGPIPE.  Peer gone or shut for reading while
   // sending: what was sent, else -EPIPE + SIGPIPE.  Full: partial count,
   // -EAGAIN, or sleeps until writable.
-  ssize_t write(const void* buf, size_t count) noexcept override;
+  ssize_t write(const void* buf, size_t count) noexcept override { return write_scm(buf, count, nullptr); }
+  // write() with the credentials and files of scm (nullable): the files go
+  // with the first skb, explicit credentials with each (unix_scm_to_skb),
+  // the sender's when SO_PASSCRED is on at either end (maybe_add_creds).
+  ssize_t write_scm(const void* buf, size_t count, ScmPayload* scm) noexcept;
   // how outside SHUT_RD..SHUT_RDWR: -EINVAL.
   int shutdown(int how) noexcept override;
 
   // The socket calls of a connected, unnamed AF_UNIX stream socket
   // (socketpair_calls.cpp; Linux unix_stream_ops): bind EOPNOTSUPP (a
   // deviation), listen and accept EINVAL, connect EISCONN; sendmsg
-  // (MSG_DONTWAIT, MSG_NOSIGNAL; no control data, a name is EISCONN),
-  // recvmsg (MSG_PEEK, MSG_WAITALL, MSG_DONTWAIT), the SOL_SOCKET options
-  // a pair has, unnamed addresses.
+  // (MSG_DONTWAIT, MSG_NOSIGNAL; SCM_RIGHTS and SCM_CREDENTIALS, a name is
+  // EISCONN), recvmsg (MSG_PEEK, MSG_WAITALL, MSG_DONTWAIT,
+  // MSG_CMSG_CLOEXEC), the SOL_SOCKET options a pair has (SO_PASSCRED,
+  // SO_PEERCRED), unnamed addresses.
   bool is_socket() const noexcept override { return true; }
   long bind(const struct sockaddr* addr, socklen_t len) noexcept override;
   long listen(int backlog) noexcept override;
@@ -125,7 +136,8 @@ class UnixSocket final : public core::File {
   long getsockname(struct sockaddr* addr, socklen_t* len) noexcept override;
   long getpeername(struct sockaddr* addr, socklen_t* len) noexcept override;
   // As a file: one gathered write_iter, SIOCINQ/SIOCOUTQ, fstat S_IFSOCK
-  // (an inode of its own), O_ASYNC kept, "scm_fds: 0" in fdinfo.
+  // (an inode of its own), O_ASYNC kept, "scm_fds: N" in fdinfo (files
+  // in flight in this socket's receive queue).
   ssize_t write_iter(const struct iovec* iov, int iovcnt, size_t total) noexcept override {
     return write_gathered(iov, iovcnt, total);
   }
@@ -133,7 +145,7 @@ class UnixSocket final : public core::File {
   long fstat(struct stat* st) noexcept override;
   bool anon_inode() const noexcept override { return false; }
   bool has_fasync() const noexcept override { return true; }
-  void show_fdinfo(std::string& out) noexcept override { out += "scm_fds: 0\n"; }  // no SCM_RIGHTS in flight
+  void show_fdinfo(std::string& out) noexcept override;
   bool stream_state(core::StreamState* out) noexcept override;
   // getsockopt(SO_ERROR): the pending error, consumed (sock_error()).
   int take_error() noexcept;
@@ -144,6 +156,8 @@ class UnixSocket final : public core::File {
   // This side's sk_shutdown bits (RCV_SHUTDOWN 1, SEND_SHUTDOWN 2, as
   // Linux's), for the preload's conversion at fork.  Takes mu_ (leaf).
   int shutdown_bits() noexcept;
+  bool passcred() noexcept;
+  void set_passcred(bool on) noexcept;
 
  protected:
   void on_release() noexcept override;
@@ -153,11 +167,22 @@ class UnixSocket final : public core::File {
   // Consumes up to count bytes of our queue into plan under mu_; returns
   // the count, -EFAULT, a pending error, 0 after RCV_SHUTDOWN, or -EAGAIN.
   // With `peek` nothing is consumed: the plan names the bytes to copy.
-  long take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes) noexcept;
+  // `scm` gets the control state of what was taken (ScmRecv::glue/take:
+  // the take stops before bytes it may not merge and after bytes that
+  // carried files, and then sets *stop).
+  long take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes, ScmRecv* scm,
+            bool* stop) noexcept;
+  // take()'s MSG_PEEK walk over side s (ours), with conn_->mu_ held.
+  long peek_locked(UnixConn::Side& s, size_t count, bool fault, ReadPlan* plan, ScmRecv* scm, bool* stop) noexcept;
+  static const ScmPayload& scm_of(const UnixConn::Skb* skb) noexcept;
+  static UnixConn::Skb* new_skb(uint32_t size, ScmPayload* scm, bool first, bool passcred) noexcept;
+  // recv() into scm's receive: what a blocking receive returns; *stop as
+  // take() (a MSG_WAITALL receive ends there).
+  long recv_scm(char* buf, size_t count, bool peek, ScmRecv* scm, bool* stop) noexcept;
   // One stream send over a gathered vector (unix_stream_sendmsg), one
   // stream receive (unix_stream_recvmsg).
-  long send_iov(const struct iovec* iov, size_t n, int flags) noexcept;
-  long recv_buf(char* buf, size_t len, int flags) noexcept;
+  long send_iov(const struct iovec* iov, size_t n, int flags, ScmPayload* scm) noexcept;
+  long recv_buf(char* buf, size_t len, int flags, ScmRecv* scm) noexcept;
 
   UnixConn* const conn_;
   const int me_;  // 0 or 1; the peer is 1 - me_

@@ -54,6 +54,19 @@ bool inert_bool_opt(int optname) {
   }
 }
 
+// sk_getsockopt SO_PEERCRED: min(len, sizeof(struct ucred)) bytes, the
+// length written back.
+long put_peercred(const struct ucred& uc, void* optval, socklen_t* optlen) {
+  if (!user_readable(optlen, sizeof *optlen)) return -EFAULT;
+  const int len = static_cast<int>(*optlen);
+  if (len < 0) return -EINVAL;
+  const size_t n = static_cast<size_t>(len) < sizeof uc ? static_cast<size_t>(len) : sizeof uc;
+  if (n && !user_readable(optval, n)) return -EFAULT;
+  std::memcpy(optval, &uc, n);
+  *optlen = static_cast<socklen_t>(n);
+  return 0;
+}
+
 void warn_unsupported_opt(const char* call, int optname) {
   std::fprintf(stderr, "uepoll: %s(SOL_SOCKET, %d) on a uepoll socket pair: not supported (ENOPROTOOPT)\n", call,
                optname);
@@ -61,7 +74,7 @@ void warn_unsupported_opt(const char* call, int optname) {
 
 }  // namespace
 
-long UnixSocket::send_iov(const struct iovec* iov, size_t n, int flags) noexcept {
+long UnixSocket::send_iov(const struct iovec* iov, size_t n, int flags, ScmPayload* scm) noexcept {
   if (flags & MSG_OOB) return -EOPNOTSUPP;  // a kernel without CONFIG_AF_UNIX_OOB
   size_t total = 0;
   for (size_t i = 0; i < n; ++i) total += iov[i].iov_len;
@@ -78,22 +91,23 @@ long UnixSocket::send_iov(const struct iovec* iov, size_t n, int flags) noexcept
     off += iov[i].iov_len;
   }
   core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, (flags & MSG_NOSIGNAL) != 0);
-  if (total == 0) return 0;
-  return write(buf.data(), total);
+  if (total == 0) return 0;  // no skb: files sent with no bytes are dropped, as Linux drops them
+  return write_scm(buf.data(), total, scm);
 }
 
 // MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL (a blocking call returns only with
-// `len` bytes, at EOF, on an error, or when a signal interrupts it after
-// some data).
-long UnixSocket::recv_buf(char* buf, size_t len, int flags) noexcept {
+// `len` bytes, at EOF, on an error, when a signal interrupts it after
+// some data, or where the control data stops a receive).
+long UnixSocket::recv_buf(char* buf, size_t len, int flags, ScmRecv* scm) noexcept {
   if (flags & MSG_OOB) return -EINVAL;       // no out-of-band byte pending
   if (flags & MSG_ERRQUEUE) return -EAGAIN;  // unix sockets queue no errors
   core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, false);
   const bool peek = (flags & MSG_PEEK) != 0;
-  long done = recv(buf, len, peek);
-  if (done <= 0 || peek || !(flags & MSG_WAITALL) || nonblocking()) return done;
-  while (static_cast<size_t>(done) < len) {
-    const long r = recv(buf + done, len - static_cast<size_t>(done), false);
+  bool stop = false;
+  long done = recv_scm(buf, len, peek, scm, &stop);
+  if (done <= 0 || peek || stop || !(flags & MSG_WAITALL) || nonblocking()) return done;
+  while (static_cast<size_t>(done) < len && !stop) {
+    const long r = recv_scm(buf + done, len - static_cast<size_t>(done), false, scm, &stop);
     if (r <= 0) break;
     done += r;
   }
@@ -108,25 +122,27 @@ long UnixSocket::accept4(struct sockaddr*, socklen_t*, int) noexcept { return -E
 long UnixSocket::connect(const struct sockaddr*, socklen_t) noexcept { return -EISCONN; }
 
 long UnixSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
-  if (msg->msg_controllen) {
-    // SCM_RIGHTS / SCM_CREDENTIALS: uepoll pairs carry bytes only.
-    std::fprintf(stderr, "uepoll: sendmsg with control data on a uepoll socket pair: not supported (EOPNOTSUPP)\n");
-    return -EOPNOTSUPP;
-  }
-  if (msg->msg_namelen) return -EISCONN;  // unix_stream_sendmsg on a connected socket
-  return send_iov(msg->msg_iov, msg->msg_iovlen, flags);
+  // unix_stream_sendmsg: scm_send first, then the name.
+  ScmPayload scm;
+  if (long r = scm_send(msg, &scm)) return r;
+  if (msg->msg_namelen) return -EISCONN;  // a connected socket
+  return send_iov(msg->msg_iov, msg->msg_iovlen, flags, &scm);
 }
 
 long UnixSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
   size_t total = 0;
   for (size_t i = 0; i < msg->msg_iovlen; ++i) total += msg->msg_iov[i].iov_len;
-  if (msg->msg_iovlen == 1) {
+  ScmRecv scm(msg, flags);
+  if (msg->msg_iovlen == 1 || total == 0) {
     // One segment (recv, recvfrom): straight into it (read() checks it).
-    const long r = total ? recv_buf(static_cast<char*>(msg->msg_iov[0].iov_base), total, flags) : 0;
+    // No room at all: a receive of 0 bytes, which still waits for a
+    // message (or EAGAIN) and takes the files of the first.
+    char scratch;
+    char* dst = total ? static_cast<char*>(msg->msg_iov[0].iov_base) : &scratch;
+    const long r = recv_buf(dst, total, flags, &scm);
     if (r < 0) return r;
     msg->msg_namelen = 0;
-    msg->msg_controllen = 0;
-    msg->msg_flags = 0;
+    scm.finish(passcred());
     return r;
   }
   std::vector<char> buf;
@@ -135,7 +151,7 @@ long UnixSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
   } catch (...) {
     return -ENOMEM;
   }
-  const long r = total ? recv_buf(buf.data(), total, flags) : 0;
+  const long r = total ? recv_buf(buf.data(), total, flags, &scm) : 0;
   if (r < 0) return r;
   size_t off = 0;
   for (size_t i = 0; i < msg->msg_iovlen && off < static_cast<size_t>(r); ++i) {
@@ -145,8 +161,7 @@ long UnixSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
     off += n;
   }
   msg->msg_namelen = 0;  // the peer is unnamed
-  msg->msg_controllen = 0;
-  msg->msg_flags = 0;
+  scm.finish(passcred());
   return r;
 }
 
@@ -165,8 +180,11 @@ long UnixSocket::getsockopt(int level, int optname, void* optval, socklen_t* opt
     case SO_RCVBUF:
       return put_int_opt(static_cast<int>(kUnixSndBuf), optval, optlen);
     case SO_ACCEPTCONN:
-    case SO_PASSCRED:
       return put_int_opt(0, optval, optlen);
+    case SO_PASSCRED:
+      return put_int_opt(passcred() ? 1 : 0, optval, optlen);
+    case SO_PEERCRED:
+      return put_peercred(conn_->peercred_, optval, optlen);
     default:
       if (inert_bool_opt(optname)) return put_int_opt(0, optval, optlen);
       warn_unsupported_opt("getsockopt", optname);
@@ -185,6 +203,12 @@ long UnixSocket::setsockopt(int level, int optname, const void* optval, socklen_
     case SO_ERROR:
     case SO_ACCEPTCONN:
       return -ENOPROTOOPT;  // read-only options
+    case SO_PASSCRED: {
+      int v;
+      std::memcpy(&v, optval, sizeof v);
+      set_passcred(v != 0);
+      return 0;
+    }
     default:
       if (inert_bool_opt(optname)) return 0;
       // SO_SNDBUF, SO_RCVBUF, timeouts...: would change behaviour uepoll's

@@ -123,6 +123,104 @@ static int move_queued(int u, int k) {
   return rc;
 }
 
+static void convert_streams_of(int only);
+
+/* The pipes and pairs whose bytes are being moved now (a pair's in-flight
+ * pipe or pair is converted from inside its move): not converted again
+ * from inside.  Only the forking thread converts. */
+enum { kMaxActive = 16 };
+static unsigned long long active_conn[kMaxActive];
+static int nactive;
+
+static int is_active(unsigned long long conn) {
+  for (int i = 0; i < nactive; ++i)
+    if (active_conn[i] == conn) return 1;
+  return 0;
+}
+
+/* A number a received message gave (fds below): a kernel descriptor, or a
+ * uepoll one shown under it; closed either way. */
+static void drop_number(int n) {
+  const int u = uep_pl_unbind(n);
+  if (u) uep_close(u);
+  UEP_PL_REAL(close)(n);
+}
+
+/* The descriptors of the SCM_RIGHTS message in m (at most max), made
+ * passable over a kernel socket: a uepoll pipe or pair becomes a kernel
+ * one (its own group converted first), any other uepoll object cannot be
+ * and is dropped, said once.  Returns the count kept in out. */
+static int kernel_passable(struct msghdr *m, int *out, int max) {
+  int n = 0;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    const size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < cnt && n < max; ++i) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      const int kind = uep_pl_kind(fd);
+      if (uep_pl_map(fd) && (kind == UEP_PL_PIPE || kind == UEP_PL_SOCKET)) convert_streams_of(fd);
+      if (uep_pl_map(fd)) {
+        uep_pl_refuse("fork(): a uepoll descriptor in flight over a uepoll socket pair (an epoll, eventfd or "
+                      "timerfd, or a pair carrying itself) cannot go into the kernel pair the fork makes of it: dropped");
+        drop_number(fd);
+        continue;
+      }
+      out[n++] = fd;
+    }
+  }
+  return n;
+}
+
+/* move_queued for a socket: each receive ends where Linux's does (after
+ * bytes that carried files), and its files go with those bytes through the
+ * kernel peer k. */
+static int move_queued_socket(int u, int k) {
+  enum { kChunk = 65536, kMaxFd = 253 };
+  char *buf = malloc(kChunk);
+  union {
+    char b[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(kMaxFd * sizeof(int))];
+    struct cmsghdr align;
+  } ctl;
+  int fds[kMaxFd];
+  if (!buf) return -1;
+  int rc = 0;
+  for (;;) {
+    int avail = 0;
+    if (uep_ioctl(u, FIONREAD, &avail) < 0 || avail <= 0) break;
+    struct iovec iov = {buf, avail < kChunk ? (size_t)avail : kChunk};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b};
+    ssize_t r = uep_recvmsg(u, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (r <= 0) break; /* another thread took them, or an error is pending */
+    const int nfds = m.msg_controllen ? kernel_passable(&m, fds, kMaxFd) : 0;
+    size_t off = 0;
+    while (off < (size_t)r) {
+      struct iovec out = {buf + off, (size_t)r - off};
+      struct msghdr w = {.msg_iov = &out, .msg_iovlen = 1};
+      if (nfds && off == 0) {
+        w.msg_control = ctl.b;
+        w.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&w);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+      }
+      ssize_t s = UEP_PL_REAL(sendmsg)(k, &w, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (s < 0 && errno == EINTR) continue;
+      if (s <= 0) {
+        rc = -1;
+        break;
+      }
+      off += (size_t)s;
+    }
+    for (int i = 0; i < nfds; ++i) drop_number(fds[i]);
+    if (rc < 0) break;
+  }
+  free(buf);
+  return rc;
+}
+
 /* Every registration of a uepoll pipe end or socket in the uepoll instances
  * the program shows; *count set, malloc'd array (NULL if none). */
 static struct reg *collect_registrations(int hw, int *count) {
@@ -232,7 +330,7 @@ static int make_kernel_object(struct group *g) {
   int ok = 1;
   if (g->is_socket) {
     for (int side = 0; side < 2 && ok; ++side)
-      if (g->end_u[side] && move_queued(g->end_u[side], g->k[1 - side]) < 0) ok = 0;
+      if (g->end_u[side] && move_queued_socket(g->end_u[side], g->k[1 - side]) < 0) ok = 0;
   } else if (g->end_u[0]) {
     ok = move_queued(g->end_u[0], g->k[1]) == 0;
   }
@@ -253,6 +351,10 @@ static void carry_state(const struct group *g) {
         if (in_group(g, i) && g->s[i].st.side == side) bits |= g->s[i].st.shutdown;
       static const int how[4] = {-1, SHUT_RD, SHUT_WR, SHUT_RDWR};
       if (bits) UEP_PL_REAL(shutdown)(k, how[bits & 3]);
+      int on = 0;
+      socklen_t len = sizeof on;
+      if (uep_getsockopt(g->end_u[side], SOL_SOCKET, SO_PASSCRED, &on, &len) == 0 && on)
+        UEP_PL_REAL(setsockopt)(k, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
     }
     if (g->owner[side]) UEP_PL_REAL(fcntl)(k, F_SETOWN, g->owner[side]);
     int kfl = UEP_PL_REAL(fcntl)(k, F_GETFL);  /* O_NONBLOCK from the move goes unless the program set it */
@@ -291,8 +393,19 @@ static void move_registrations(const struct group *g, const struct reg *regs, in
 /* Converts the pipe or pair that s[first] shows (steps 1-6 above).
  * Returns 1 if converted, 0 if left as a uepoll object. */
 static int convert_group(struct shown *s, int ns, int first, const struct reg *regs, int nregs) {
+  /* Converted meanwhile, when one of its ends was in flight in a pair
+   * converted before it (move_queued_socket). */
+  if (uep_pl_map(s[first].n) != s[first].u) {
+    for (int i = first; i < ns; ++i)
+      if (s[i].st.conn == s[first].st.conn) s[i].done = 1;
+    return 0;
+  }
   struct group g = {.s = s, .ns = ns, .first = first, .conn = s[first].st.conn, .is_socket = s[first].st.is_socket};
-  if (!inspect(&g) || make_kernel_object(&g) < 0) return 0;
+  if (!inspect(&g) || nactive == kMaxActive) return 0;
+  active_conn[nactive++] = g.conn;
+  const int made = make_kernel_object(&g);
+  --nactive;
+  if (made < 0) return 0;
   carry_state(&g);
   place_numbers(&g);
   move_registrations(&g, regs, nregs);
@@ -338,7 +451,7 @@ static void convert_streams_of(int only) {
   struct reg *regs = collect_registrations(hw, &nregs);
   int converted = 0;
   for (int i = 0; i < ns; ++i) {
-    if (s[i].done) continue;
+    if (s[i].done || is_active(s[i].st.conn)) continue;
     if (only >= 0) {
       /* The group's first entry, i, shares the connection of `only`'s. */
       int hit = 0;

@@ -26,6 +26,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "capi/preload_support.h"
 #include "preload/interpose.h"
 
 /* ---- poll and select ------------------------------------------------------------ */
@@ -187,7 +189,36 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
 ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, socklen_t *alen) {
   UEP_PL_FORWARD2(fd, recvfrom, (u, buf, len, flags, a, alen), recvfrom, (fd, buf, len, flags, a, alen));
 }
+/* SCM_RIGHTS over a kernel socket: a uepoll pipe or socket pair named in it
+ * becomes a kernel one first (fork_convert.c), so that the receiver gets
+ * the object; any other uepoll object would reach the kernel as its
+ * placeholder: said once. */
+static int plausible(const void *p) { return (uintptr_t)p >= 4096 && (uintptr_t)p < 0x00007ffffffff000ULL; }
+
+static void kernel_rights(const struct msghdr *m) {
+  /* A bad pointer is the kernel's to answer (EFAULT): only plausible ones
+   * are looked at, and only when uepoll shows descriptors at all. */
+  if (uep_pl_inside() || !uep_pl_high_water() || !plausible(m) || !plausible(m->msg_control) ||
+      m->msg_controllen < sizeof(struct cmsghdr))
+    return;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR((struct msghdr *)m); c; c = CMSG_NXTHDR((struct msghdr *)m, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS || c->cmsg_len < CMSG_LEN(0)) continue;
+    const size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < n; ++i) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+      if (!uep_pl_map(fd)) continue;
+      const int kind = uep_pl_kind(fd);
+      if (kind == UEP_PL_PIPE || kind == UEP_PL_SOCKET) uep_pl_convert_stream(fd);
+      if (uep_pl_map(fd))
+        uep_pl_refuse("sendmsg(SCM_RIGHTS) of a uepoll epoll/eventfd/timerfd (or a busy pipe) over a kernel socket: "
+                      "the receiver gets a placeholder (UEPOLL_PRELOAD_KINDS can keep that kind in the kernel)");
+    }
+  }
+}
+
 ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
+  if (!uep_pl_map(fd)) kernel_rights(m);
   UEP_PL_FORWARD2(fd, sendmsg, (u, m, flags), sendmsg, (fd, m, flags));
 }
 ssize_t recvmsg(int fd, struct msghdr *m, int flags) {
@@ -416,6 +447,24 @@ static void child_after_fork(void) {
   }
 }
 
+/* Descriptor passing over uepoll pairs (capi/preload_support.h): a number
+ * the program names is the uepoll descriptor it shows, or a kernel one (a
+ * number that is uepoll's own is not the program's: EBADF); a received
+ * uepoll descriptor is shown under the lowest free number, in order. */
+static int scm_resolve(int n) {
+  if (uep__own_fd(n)) return -EBADF;
+  const int u = uep_pl_map(n);
+  return u ? u : n;
+}
+
+static int scm_show(int u, int kind) {
+  static const int kinds[] = {UEP_PL_EPOLL, UEP_PL_EVENTFD, UEP_PL_PIPE, UEP_PL_SOCKET, UEP_PL_TIMER, UEP_PL_PROVIDER};
+  const int n = uep_pl_bind_new(u, kinds[kind >= 0 && kind <= UEP__SCM_OTHER ? kind : UEP__SCM_OTHER], 0);
+  if (n < 0) uep_close(u);
+  return n;
+}
+
 __attribute__((constructor)) static void register_fork_handler(void) {
   pthread_atfork(NULL, NULL, child_after_fork);
+  uep__set_scm_hooks(scm_resolve, scm_show);
 }
