@@ -463,17 +463,22 @@ TEST(FileTable, SignalEndsABlockedRecvWithEintr) {
   std::atomic<long> got{-2};
   std::atomic<int> err{0};
   pthread_t self{};
-  std::atomic<bool> started{false};
+  std::atomic<bool> started{false}, done{false};
   std::thread r([&] {
     self = pthread_self();
     started = true;
     char buf[8];
     got = uep_recv(p.fb, buf, sizeof buf, 0);
     err = errno;
+    done = true;
   });
   while (!started) std::this_thread::yield();
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  pthread_kill(self, SIGUSR1);
+  // A signal that lands before the thread is asleep runs its handler and is
+  // gone; the call then blocks.  So it is sent again until the call returns.
+  for (int i = 0; i < 500 && !done; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    if (!done) pthread_kill(self, SIGUSR1);
+  }
   r.join();
   EXPECT_EQ(-1, got.load());
   EXPECT_EQ(EINTR, err.load());
