@@ -23,36 +23,20 @@
 namespace uepoll::objects {
 
 namespace {
-// Linux x86-64 constants behind an skb's truesize.
-constexpr uint32_t kPage = 4096;
-constexpr uint32_t kSharedInfo = 320;  // SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
-constexpr uint32_t kSkbStruct = 256;   // SKB_DATA_ALIGN(sizeof(struct sk_buff))
-constexpr uint32_t kMaxHead = kPage - kSharedInfo;  // SKB_MAX_HEAD(0) = 3776
-constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) & ~(a - 1); }
-// kmalloc_size_roundup for the sizes a head can take (320..4096).
-constexpr uint32_t kmalloc_roundup(uint32_t n) {
-  uint32_t s = 512;
-  while (s < n) s <<= 1;
-  return s;
-}
-constexpr uint32_t kReadable = EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND;  // sock_def_readable
-constexpr uint32_t kWriteSpace = EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;         // unix_write_space
+using unix_skb::kPage;
+constexpr uint32_t kMaxHead = kPage - unix_skb::kSharedInfo;  // SKB_MAX_HEAD(0) = 3776
+constexpr uint32_t kReadable = kUnixReadable;
+constexpr uint32_t kWriteSpace = kUnixWriteSpace;
 static_assert(kUnixMaxSkb == kMaxHead + 32768, "SKB_MAX_HEAD(0) + UNIX_SKB_FRAGS_SZ");
 static_assert(kUnixMaxSkb <= (kUnixSndBuf >> 1) - 64, "(sk_sndbuf >> 1) - 64 is not the cap");
-
-// unix_write_space's test, made while sock_wfree still holds one extra
-// reference on sk_wmem_alloc: (wmem + base 1 + extra 1) << 2 <= sndbuf.
-bool writable_after_free(long wmem) { return ((wmem + 2) << 2) <= kUnixSndBuf; }
+bool writable_after_free(long wmem) { return unix_writable_after_free(wmem); }
 }  // namespace
 
 uint32_t unix_skb_truesize(uint32_t size) noexcept {
   // unix_stream_sendmsg: data_len = min(size, PAGE_ALIGN(max(0, size - SKB_MAX_HEAD(0)))).
-  uint32_t data_len = size > kMaxHead ? align_up(size - kMaxHead, kPage) : 0;
+  uint32_t data_len = size > kMaxHead ? unix_skb::align_up(size - kMaxHead, kPage) : 0;
   if (data_len > size) data_len = size;
-  const uint32_t head = size - data_len;
-  // __alloc_skb: kmalloc(SKB_DATA_ALIGN(head) + shared info), then
-  // alloc_skb_with_frags charges whole pages.
-  return kSkbStruct + kmalloc_roundup(align_up(head, 64) + kSharedInfo) + align_up(data_len, kPage);
+  return unix_skb::truesize(size - data_len, data_len);
 }
 
 // ---- UnixConn ----------------------------------------------------------------

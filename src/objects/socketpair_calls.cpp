@@ -25,39 +25,9 @@ namespace {
 using core::put_int_opt;
 using core::user_readable;
 
-long put_unnamed_addr(struct sockaddr* addr, socklen_t* len) {
-  // An unnamed AF_UNIX socket: just the family (unix_getname).
-  if (!user_readable(len, sizeof *len)) return -EFAULT;
-  if (static_cast<int>(*len) < 0) return -EINVAL;
-  const sa_family_t fam = AF_UNIX;
-  socklen_t n = *len < sizeof fam ? *len : sizeof fam;
-  if (n && !user_readable(addr, n)) return -EFAULT;
-  std::memcpy(addr, &fam, n);
-  *len = sizeof fam;
-  return 0;
-}
-
-// Boolean SOL_SOCKET options with no effect on a connected AF_UNIX stream
-// in Linux either: accepted, read back as 0.
-bool inert_bool_opt(int optname) {
-  switch (optname) {
-    case SO_KEEPALIVE:
-    case SO_REUSEADDR:
-    case SO_REUSEPORT:
-    case SO_BROADCAST:
-    case SO_DEBUG:
-    case SO_DONTROUTE:
-    case SO_OOBINLINE:
-      return true;
-    default:
-      return false;
-  }
-}
-
-void warn_unsupported_opt(const char* call, int optname) {
-  std::fprintf(stderr, "uepoll: %s(SOL_SOCKET, %d) on a uepoll socket pair: not supported (ENOPROTOOPT)\n", call,
-               optname);
-}
+long put_unnamed_addr(struct sockaddr* addr, socklen_t* len) { return unix_put_unnamed_addr(addr, len); }
+bool inert_bool_opt(int optname) { return unix_inert_bool_opt(optname); }
+void warn_unsupported_opt(const char* call, int optname) { unix_warn_unsupported_opt(call, optname); }
 
 }  // namespace
 
@@ -217,7 +187,7 @@ long UnixSocket::fstat(struct stat* st) noexcept {
 }
 
 bool UnixSocket::stream_state(core::StreamState* out) noexcept {
-  *out = {conn_, me_, shutdown_bits(), true};
+  *out = {conn_, me_, shutdown_bits(), true, SOCK_STREAM, 0};
   return true;
 }
 

@@ -1,0 +1,58 @@
+// unix_common.h - what the uepoll AF_UNIX socket pairs of every type share
+// (objects/socketpair.h for SOCK_STREAM, objects/unix_dgram.h for
+// SOCK_DGRAM and SOCK_SEQPACKET): Linux's x86-64 skb truesize arithmetic,
+// the wakeup keys, the default buffer size, and the socket-call answers that
+// do not depend on the type (an unnamed address, the inert boolean options).
+//
+// Locks: none.
+#pragma once
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <cstdint>
+
+namespace uepoll::objects {
+
+// Linux values on x86-64 with default sysctls.
+inline constexpr long kUnixSndBuf = 212992;  // net.core.wmem_default (sk_sndbuf, sk_rcvbuf)
+
+namespace unix_skb {
+inline constexpr uint32_t kPage = 4096;
+inline constexpr uint32_t kSharedInfo = 320;  // SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
+inline constexpr uint32_t kSkbStruct = 256;   // SKB_DATA_ALIGN(sizeof(struct sk_buff))
+inline constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) & ~(a - 1); }
+// kmalloc_size_roundup for the sizes an skb head takes (head + shared info
+// >= 320): a power of two from 512 on (slab caches up to 8192, then whole
+// page orders).
+inline constexpr uint32_t kmalloc_roundup(uint32_t n) {
+  uint32_t s = 512;
+  while (s < n) s <<= 1;
+  return s;
+}
+// truesize of an skb with a kmalloc'd linear part of `head` bytes and
+// `data_len` bytes in page frags (__alloc_skb + alloc_skb_with_frags).
+inline constexpr uint32_t truesize(uint32_t head, uint32_t data_len) {
+  return kSkbStruct + kmalloc_roundup(align_up(head, 64) + kSharedInfo) + align_up(data_len, kPage);
+}
+}  // namespace unix_skb
+
+inline constexpr uint32_t kUnixReadable = EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND;  // sock_def_readable
+inline constexpr uint32_t kUnixWriteSpace = EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;         // unix_write_space
+
+// unix_write_space's test, made while sock_wfree still holds one extra
+// reference on sk_wmem_alloc: (wmem + base 1 + extra 1) << 2 <= sndbuf.
+inline bool unix_writable_after_free(long wmem, long sndbuf = kUnixSndBuf) { return ((wmem + 2) << 2) <= sndbuf; }
+// unix_writable: (sk_wmem_alloc (base 1 included) << 2) <= sk_sndbuf.
+inline bool unix_writable(long wmem, long sndbuf = kUnixSndBuf) { return ((wmem + 1) << 2) <= sndbuf; }
+
+// getsockname/getpeername of an unnamed AF_UNIX socket (unix_getname):
+// just the family; -EFAULT / -EINVAL for a bad length pointer or value.
+long unix_put_unnamed_addr(struct sockaddr* addr, socklen_t* len) noexcept;
+// Boolean SOL_SOCKET options with no effect on a connected AF_UNIX socket
+// in Linux either: accepted, read back as 0.
+bool unix_inert_bool_opt(int optname) noexcept;
+// The `uepoll:` line for a SOL_SOCKET option a pair does not model.
+void unix_warn_unsupported_opt(const char* call, int optname) noexcept;
+
+}  // namespace uepoll::objects
