@@ -67,6 +67,17 @@ long send_to_named(const struct msghdr* msg, int flags, bool nonblocking) {
   return e;
 }
 
+// What the kernel answers an unnamed AF_UNIX datagram socket connecting to
+// addr (no effect on the socket found there): 0 when a datagram socket is
+// there, else -ENOENT, -ECONNREFUSED, -EPROTOTYPE, -EACCES...
+long probe_named(const struct sockaddr* addr, socklen_t len) {
+  const int k = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (k < 0) return -errno;
+  const long r = ::connect(k, addr, len) < 0 ? -errno : 0;
+  ::close(k);
+  return r;
+}
+
 }  // namespace
 
 long UnixDgramSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
@@ -118,20 +129,20 @@ long UnixDgramSocket::accept4(struct sockaddr*, socklen_t*, int) noexcept {
 }
 
 long UnixDgramSocket::connect(const struct sockaddr* addr, socklen_t len) noexcept {
-  if (type() == SOCK_SEQPACKET) {  // unix_stream_connect on a connected socket
+  if (type() == SOCK_SEQPACKET) {
+    // unix_stream_connect: the address, the lookup (ENOENT, ECONNREFUSED,
+    // EPROTOTYPE for a socket of another type), then EISCONN.
     if (long r = validate_unix_addr(addr, len)) return r;
-    return -EISCONN;
+    const long r = probe_named(addr, len);
+    if (r == 0) return -EPROTOTYPE;  // a datagram socket is there
+    return r == -EPROTOTYPE ? -EISCONN : r;
   }
   if (len < sizeof(sa_family_t)) return -EINVAL;
   if (addr->sa_family != AF_UNSPEC) {
     if (long r = validate_unix_addr(addr, len)) return r;
     // Connecting to a named socket: the kernel's refusal if it refuses,
     // else not modelled.
-    const int k = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (k < 0) return -errno;
-    const long r = ::connect(k, addr, len) < 0 ? -errno : 0;
-    ::close(k);
-    if (r < 0) return r;
+    if (long r = probe_named(addr, len)) return r;
     std::fprintf(stderr, "uepoll: connect() of a uepoll datagram pair to a named socket: not supported (EOPNOTSUPP)\n");
     return -EOPNOTSUPP;
   }

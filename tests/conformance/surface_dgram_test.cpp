@@ -248,3 +248,176 @@ TEST(SurfaceDgram, PeerClose) {
 }
 
 }  // namespace
+
+namespace {
+
+// sendmsg with a name of `len` bytes (family AF_UNIX, a path of "x...").
+void sendto_len(ST& t, int fd, socklen_t len, const char* desc) {
+  struct sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  memset(sa.sun_path, 0, sizeof sa.sun_path);
+  strcpy(sa.sun_path, "/nonexistent/uepoll-dgram");
+  char c = 'n';
+  struct iovec io = {&c, 1};
+  struct msghdr m{};
+  m.msg_name = &sa;
+  m.msg_namelen = len;
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  errno = 0;
+  t.rec(std::string("sendmsg(") + t.n(fd) + ",name " + desc + ")", t.sa.sendmsg(fd, &m, 0));
+}
+
+void connect_to(ST& t, int fd, sa_family_t family, socklen_t len, const char* desc) {
+  struct sockaddr_un sa{};
+  sa.sun_family = family;
+  strcpy(sa.sun_path, "/nonexistent/uepoll-dgram");
+  errno = 0;
+  const int r = t.is_linux() ? ::connect(fd, reinterpret_cast<struct sockaddr*>(&sa), len)
+                             : ::uep_connect(fd, reinterpret_cast<struct sockaddr*>(&sa), len);
+  t.rec(std::string("connect(") + t.n(fd) + "," + desc + ")", r);
+}
+
+TEST(SurfaceDgram, SocketCallsAndOptions) {
+  auto tr = conf::surface_differential([](ST& t) {
+    for (int type : kTypes) {
+      auto [a, b] = pair_of(t, type);
+      t.getsockopt_int(a, SOL_SOCKET, SO_TYPE, "SO_TYPE");
+      t.getsockopt_int(a, SOL_SOCKET, SO_DOMAIN, "SO_DOMAIN");
+      t.getsockopt_int(a, SOL_SOCKET, SO_PROTOCOL, "SO_PROTOCOL");
+      t.getsockopt_int(a, SOL_SOCKET, SO_SNDBUF, "SO_SNDBUF");
+      t.getsockopt_int(a, SOL_SOCKET, SO_RCVBUF, "SO_RCVBUF");
+      t.getsockopt_int(a, SOL_SOCKET, SO_ACCEPTCONN, "SO_ACCEPTCONN");
+      t.getsockopt_int(a, SOL_SOCKET, SO_ERROR, "SO_ERROR");
+      t.send(a, 1, MSG_OOB, "OOB");
+      t.recv(b, 1, MSG_OOB, "OOB");
+      t.recv(b, 1, MSG_ERRQUEUE, "ERRQUEUE");
+      sendto_len(t, a, sizeof(sa_family_t), "len 2");
+      sendto_len(t, a, sizeof(struct sockaddr_un) + 1, "len 111");
+      sendto_len(t, a, sizeof(struct sockaddr_un), "path");
+      t.recv(b, 4, 0, "0");
+      connect_to(t, a, AF_UNIX, sizeof(sa_family_t), "AF_UNIX len 2");
+      connect_to(t, a, AF_UNIX, sizeof(struct sockaddr_un), "AF_UNIX path");
+      connect_to(t, a, AF_INET, sizeof(struct sockaddr_un), "AF_INET");
+      errno = 0;
+      t.rec("listen(" + t.n(a) + ")", t.is_linux() ? ::listen(a, 1) : ::uep_listen(a, 1));
+      errno = 0;
+      t.rec("accept(" + t.n(a) + ")", t.is_linux() ? ::accept(a, nullptr, nullptr) : ::uep_accept(a, nullptr, nullptr));
+      struct sockaddr_un sa{};
+      socklen_t sl = sizeof sa;
+      errno = 0;
+      t.rec("getsockname(" + t.n(a) + ") len", t.sa.getsockname(a, reinterpret_cast<struct sockaddr*>(&sa), &sl) == 0
+                                                     ? static_cast<long>(sl)
+                                                     : -1);
+      t.fstat(a);
+      // SO_SNDBUF: doubled, at least SOCK_MIN_SNDBUF; the message limit and
+      // the accounting follow it.
+      for (int v : {1, 10000, 300000}) {
+        errno = 0;
+        t.rec("setsockopt(" + t.n(a) + ",SO_SNDBUF," + std::to_string(v) + ")",
+              t.sa.setsockopt(a, SOL_SOCKET, SO_SNDBUF, &v, sizeof v));
+        t.getsockopt_int(a, SOL_SOCKET, SO_SNDBUF, "SO_SNDBUF");
+      }
+      int v = 4000;
+      t.sa.setsockopt(a, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+      t.getsockopt_int(a, SOL_SOCKET, SO_SNDBUF, "SO_SNDBUF");
+      t.send(a, 7969, 0, "0");
+      t.send(a, 7968, 0, "0");
+      t.send(a, 10, 0, "0");
+      t.poll({{a, POLLOUT}}, 0);
+      t.read(b, 8000);
+      t.poll({{a, POLLOUT}}, 0);
+      v = 5000;
+      errno = 0;
+      t.rec("setsockopt(" + t.n(b) + ",SO_RCVBUF,5000)", t.sa.setsockopt(b, SOL_SOCKET, SO_RCVBUF, &v, sizeof v));
+      t.getsockopt_int(b, SOL_SOCKET, SO_RCVBUF, "SO_RCVBUF");
+      t.close(a);
+      t.close(b);
+    }
+    // SOCK_RAW is a datagram pair.
+    auto [a, b] = t.socketpair(AF_UNIX, SOCK_RAW, 0, "AF_UNIX,SOCK_RAW,0");
+    t.getsockopt_int(a, SOL_SOCKET, SO_TYPE, "SO_TYPE");
+    t.close(a);
+    t.close(b);
+  });
+  EXPECT_LINUX_HAS(tr, "SO_TYPE) = 0 value=5");
+}
+
+// connect(AF_UNSPEC) disconnects a datagram socket: its queue is dropped
+// and the peer, still connected to it, gets ECONNRESET; the peer may still
+// send to it.
+TEST(SurfaceDgram, DisconnectWithUnspec) {
+  auto tr = conf::surface_differential([](ST& t) {
+    auto [a, b] = pair_of(t, SOCK_DGRAM);
+    t.send(b, 1, 0, "0", 'm');
+    connect_to(t, a, AF_UNSPEC, sizeof(sa_family_t), "AF_UNSPEC");
+    t.poll({{a, POLLIN | POLLOUT}, {b, POLLIN | POLLOUT}}, 0);
+    t.recv(a, 2, 0, "0");
+    t.send(a, 1, 0, "0");
+    peername(t, a);
+    t.getsockopt_int(b, SOL_SOCKET, SO_ERROR, "SO_ERROR");
+    t.send(b, 1, 0, "0", 'p');
+    t.recv(a, 2, 0, "0");
+    connect_to(t, a, AF_UNSPEC, 1, "AF_UNSPEC len 1");
+    connect_to(t, a, AF_UNSPEC, sizeof(sa_family_t), "AF_UNSPEC again");
+    t.close(a);
+    t.send(b, 1, 0, "0");
+    t.close(b);
+  });
+  EXPECT_LINUX_HAS(tr, "value=104");
+}
+
+// Readiness in epoll, level- and edge-triggered: each message queued wakes
+// the reader, the writer is woken as the reader frees room, shutdown and the
+// peer's close wake as Linux's do.
+TEST(SurfaceDgram, EpollReadiness) {
+  auto tr = conf::surface_differential([](ST& t) {
+    for (int type : kTypes) {
+      for (uint32_t et : {0u, static_cast<uint32_t>(EPOLLET)}) {
+        auto [a, b] = pair_of(t, type);
+        const int ep = t.epoll_create1(0);
+        t.ctl(ep, EPOLL_CTL_ADD, a, EPOLLIN | EPOLLOUT | EPOLLRDHUP | et, 1);
+        t.ctl(ep, EPOLL_CTL_ADD, b, EPOLLIN | EPOLLOUT | EPOLLRDHUP | et, 2);
+        t.wait(ep, 8, 0);
+        t.wait(ep, 8, 0);
+        t.send(a, 1, 0, "0");
+        t.wait(ep, 8, 0);
+        t.send(a, 1, 0, "0");
+        t.wait(ep, 8, 0);
+        t.recv(b, 1, 0, "0");
+        t.wait(ep, 8, 0);
+        t.recv(b, 1, 0, "0");
+        t.wait(ep, 8, 0);
+        long n = 0;
+        {
+          conf::T::Quiet q(t);
+          while (t.send(a, 1000, 0, "0") == 1000) ++n;
+        }
+        t.log("sends: " + std::to_string(n));
+        t.wait(ep, 8, 0);
+        t.wait(ep, 8, 0);
+        long reads = 0;
+        int got = 0;
+        {
+          conf::T::Quiet q(t);
+          do {
+            t.recv(b, 1000, 0, "0");
+            ++reads;
+            got = t.wait(ep, 8, 0);
+          } while (reads < n && !(got > 0 && et && t.last_revents().empty()));
+        }
+        t.log("reads: " + std::to_string(reads));
+        t.wait(ep, 8, 0);
+        t.shutdown(b, SHUT_WR);
+        t.wait(ep, 8, 0);
+        t.close(b);
+        t.wait(ep, 8, 0);
+        t.close(a);
+        t.close(ep);
+      }
+    }
+  });
+  EXPECT_LINUX_HAS(tr, "sends: ");
+}
+
+}  // namespace
