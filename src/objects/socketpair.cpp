@@ -46,26 +46,13 @@ UnixConn::~UnixConn() {
   free_list(side_[1].head);
 }
 
-void UnixConn::free_list(Skb* s) noexcept {
-  while (s) {
-    Skb* n = s->next;
-    core::raw_free(s);
-    s = n;
-  }
-}
+void UnixConn::free_list(Skb* s) noexcept { unix_free_list(s); }
 
 void UnixConn::put() noexcept {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) core::destroy(this);
 }
 
-void UnixConn::wake(int i, uint32_t key, int nr_exclusive) noexcept {
-  core::reclaim::ReadGuard g;
-  core::File* f = file_[i].load(std::memory_order_acquire);
-  if (!f) return;
-  f->wq().lock();
-  f->wq().wake_locked(key, nr_exclusive);
-  f->wq().unlock();
-}
+void UnixConn::wake(int i, uint32_t key, int nr_exclusive) noexcept { unix_wake(file_[i], key, nr_exclusive); }
 
 // ---- UnixSocket ----------------------------------------------------------------
 
@@ -368,26 +355,7 @@ void UnixSocket::on_release() noexcept {
 int make_socketpair(int status_flags, int out[2]) noexcept {
   auto* c = core::create<UnixConn>();
   if (!c) return -ENOMEM;
-  auto* a = core::create<UnixSocket>(c, 0, status_flags);
-  if (!a) {
-    core::destroy(c);
-    return -ENOMEM;
-  }
-  auto* b = core::create<UnixSocket>(c, 1, status_flags);
-  if (!b) {
-    c->refs_.store(1, std::memory_order_relaxed);
-    a->put();
-    return -ENOMEM;
-  }
-  c->file_[0].store(a, std::memory_order_release);
-  c->file_[1].store(b, std::memory_order_release);
-  const int err = fd::install_pair(a, b, out);
-  if (err < 0) {
-    a->put();
-    b->put();
-    return err;
-  }
-  return 0;
+  return unix_make_pair<UnixSocket>(c, c->refs_, c->file_, status_flags, out);
 }
 
 int UnixSocket::take_error() noexcept {

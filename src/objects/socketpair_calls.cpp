@@ -180,11 +180,7 @@ long UnixSocket::ioctl(unsigned long request, void* arg) noexcept {
   return 0;
 }
 
-long UnixSocket::fstat(struct stat* st) noexcept {
-  if (long r = core::stat_template(core::StatKind::kSock, st)) return r;
-  st->st_ino = core::kInoBase + id();
-  return 0;
-}
+long UnixSocket::fstat(struct stat* st) noexcept { return unix_fstat(id(), st); }
 
 bool UnixSocket::stream_state(core::StreamState* out) noexcept {
   *out = {conn_, me_, shutdown_bits(), true, SOCK_STREAM, 0};

@@ -1,7 +1,10 @@
 // unix_common.cpp - the type-independent answers of uepoll's AF_UNIX
-// socket pairs (objects/unix_common.h).  Locks: none.
+// socket pairs (objects/unix_common.h).  Locks: unix_wake takes the woken
+// socket's wq lock (6), nothing else.
 #include "objects/unix_common.h"
 
+#include "core/file.h"
+#include "core/reclaim.h"
 #include "core/user_memory.h"
 
 #include <cerrno>
@@ -39,6 +42,21 @@ bool unix_inert_bool_opt(int optname) noexcept {
 void unix_warn_unsupported_opt(const char* call, int optname) noexcept {
   std::fprintf(stderr, "uepoll: %s(SOL_SOCKET, %d) on a uepoll socket pair: not supported (ENOPROTOOPT)\n", call,
                optname);
+}
+
+long unix_fstat(uint64_t id, struct stat* st) noexcept {
+  if (long r = core::stat_template(core::StatKind::kSock, st)) return r;
+  st->st_ino = core::kInoBase + id;
+  return 0;
+}
+
+void unix_wake(const std::atomic<core::File*>& slot, uint32_t key, int nr_exclusive) noexcept {
+  core::reclaim::ReadGuard g;
+  core::File* f = slot.load(std::memory_order_acquire);  // pairs with the store at creation / release
+  if (!f) return;
+  f->wq().lock();
+  f->wq().wake_locked(key, nr_exclusive);
+  f->wq().unlock();
 }
 
 }  // namespace uepoll::objects

@@ -4,12 +4,20 @@
 // the wakeup keys, the default buffer size, and the socket-call answers that
 // do not depend on the type (an unnamed address, the inert boolean options).
 //
-// Locks: none.
+// Locks: none, but unix_wake takes the woken socket's wq lock (6).
 #pragma once
+
+#include "core/alloc.h"
+#include "core/file.h"
+#include "fd/table.h"
+
+#include <cerrno>
 
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace uepoll::objects {
@@ -54,5 +62,53 @@ long unix_put_unnamed_addr(struct sockaddr* addr, socklen_t* len) noexcept;
 bool unix_inert_bool_opt(int optname) noexcept;
 // The `uepoll:` line for a SOL_SOCKET option a pair does not model.
 void unix_warn_unsupported_opt(const char* call, int optname) noexcept;
+// fstat of a pair's socket: sockfs's answer, an inode of its own.
+long unix_fstat(uint64_t id, struct stat* st) noexcept;
+
+}  // namespace uepoll::objects
+
+namespace uepoll::objects {
+
+// Wakes the socket in `slot` (cleared by its release; read inside a
+// reclaim::ReadGuard) under its own wq lock; no lock held by the caller.
+// nr_exclusive 0 = all.
+void unix_wake(const std::atomic<core::File*>& slot, uint32_t key, int nr_exclusive) noexcept;
+// Makes the two sockets of connection c (created with two references, one
+// per socket, and the two `file` slots) and installs them: 0 and out
+// filled, or -ENOMEM / -EMFILE with everything released.
+template <class Sock, class Conn>
+int unix_make_pair(Conn* c, std::atomic<int>& refs, std::atomic<core::File*> (&file)[2], int status_flags,
+                   int out[2]) noexcept {
+  auto* a = core::create<Sock>(c, 0, status_flags);
+  if (!a) {
+    core::destroy(c);
+    return -ENOMEM;
+  }
+  auto* b = core::create<Sock>(c, 1, status_flags);
+  if (!b) {
+    refs.store(1, std::memory_order_relaxed);  // a's release drops the last
+    a->put();
+    return -ENOMEM;
+  }
+  file[0].store(a, std::memory_order_release);  // pairs with unix_wake's acquire
+  file[1].store(b, std::memory_order_release);
+  const int err = fd::install_pair(a, b, out);
+  if (err < 0) {
+    a->put();
+    b->put();
+    return err;
+  }
+  return 0;
+}
+
+// Frees a queue of raw-allocated nodes linked through `next`.
+template <class Node>
+void unix_free_list(Node* n) noexcept {
+  while (n) {
+    Node* next = n->next;
+    core::raw_free(n);
+    n = next;
+  }
+}
 
 }  // namespace uepoll::objects

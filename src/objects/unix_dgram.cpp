@@ -45,26 +45,13 @@ UnixDgramConn::~UnixDgramConn() {
   free_list(side_[1].head);
 }
 
-void UnixDgramConn::free_list(Msg* m) noexcept {
-  while (m) {
-    Msg* n = m->next;
-    core::raw_free(m);
-    m = n;
-  }
-}
+void UnixDgramConn::free_list(Msg* s) noexcept { unix_free_list(s); }
 
 void UnixDgramConn::put() noexcept {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) core::destroy(this);
 }
 
-void UnixDgramConn::wake(int i, uint32_t key, int nr_exclusive) noexcept {
-  core::reclaim::ReadGuard g;
-  core::File* f = file_[i].load(std::memory_order_acquire);
-  if (!f) return;
-  f->wq().lock();
-  f->wq().wake_locked(key, nr_exclusive);
-  f->wq().unlock();
-}
+void UnixDgramConn::wake(int i, uint32_t key, int nr_exclusive) noexcept { unix_wake(file_[i], key, nr_exclusive); }
 
 UnixDgramConn::Msg* UnixDgramConn::unlink_queue_locked(int i, int* wakes) noexcept {
   Side& s = side_[i];
@@ -384,26 +371,7 @@ void UnixDgramSocket::on_release() noexcept {
 int make_dgram_pair(int type, int status_flags, int out[2]) noexcept {
   auto* c = core::create<UnixDgramConn>(type);
   if (!c) return -ENOMEM;
-  auto* a = core::create<UnixDgramSocket>(c, 0, status_flags);
-  if (!a) {
-    core::destroy(c);
-    return -ENOMEM;
-  }
-  auto* b = core::create<UnixDgramSocket>(c, 1, status_flags);
-  if (!b) {
-    c->refs_.store(1, std::memory_order_relaxed);
-    a->put();
-    return -ENOMEM;
-  }
-  c->file_[0].store(a, std::memory_order_release);
-  c->file_[1].store(b, std::memory_order_release);
-  const int err = fd::install_pair(a, b, out);
-  if (err < 0) {
-    a->put();
-    b->put();
-    return err;
-  }
-  return 0;
+  return unix_make_pair<UnixDgramSocket>(c, c->refs_, c->file_, status_flags, out);
 }
 
 }  // namespace uepoll::objects

@@ -268,11 +268,7 @@ long UnixDgramSocket::ioctl(unsigned long request, void* arg) noexcept {
   return 0;
 }
 
-long UnixDgramSocket::fstat(struct stat* st) noexcept {
-  if (long r = core::stat_template(core::StatKind::kSock, st)) return r;
-  st->st_ino = core::kInoBase + id();
-  return 0;
-}
+long UnixDgramSocket::fstat(struct stat* st) noexcept { return unix_fstat(id(), st); }
 
 bool UnixDgramSocket::stream_state(core::StreamState* out) noexcept {
   conn_->mu_.lock();

@@ -15,18 +15,7 @@ using conf::ST;
 
 constexpr int kTypes[] = {SOCK_DGRAM, SOCK_SEQPACKET};
 
-// Blocks SIGPIPE in this thread for a scenario: a raised one stays pending
-// (take_pending() shows it) instead of ending the test.
-struct BlockSigpipe {
-  sigset_t old;
-  BlockSigpipe() {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &s, &old);
-  }
-  ~BlockSigpipe() { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
-};
+using conf::BlockSigpipe;
 
 std::pair<int, int> pair_of(ST& t, int type, int flags = SOCK_NONBLOCK) {
   return t.socketpair(AF_UNIX, type | flags, 0,
