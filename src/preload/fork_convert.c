@@ -270,6 +270,19 @@ static int make_kernel_object(struct group *g) {
    * charge per byte. */
   for (int side = 0; side < 2; ++side)
     UEP_PL_REAL(fcntl)(g->k[side], F_SETFL, O_NONBLOCK | UEP_PL_REAL(fcntl)(g->k[side], F_GETFL));
+  /* A pending ECONNRESET (the peer closed with unread data; stream and
+   * seqpacket) is taken before the moves and made again by the kernel: a
+   * byte queued at the kernel peer, which is closed with it (step 6). */
+  int reset[2] = {0, 0};
+  if (g->is_socket && g->sock_type != SOCK_DGRAM) {
+    for (int side = 0; side < 2; ++side) {
+      int e = 0;
+      socklen_t el = sizeof e;
+      if (g->end_u[side] && !g->end_u[1 - side] &&
+          uep_getsockopt(g->end_u[side], SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == ECONNRESET)
+        reset[side] = 1;
+    }
+  }
   int ok = 1;
   if (g->is_socket) {
     for (int side = 0; side < 2 && ok; ++side) {
@@ -281,6 +294,8 @@ static int make_kernel_object(struct group *g) {
   } else if (g->end_u[0]) {
     ok = move_queued(g->end_u[0], g->k[1]) == 0;
   }
+  for (int side = 0; side < 2; ++side)
+    if (reset[side]) (void)UEP_PL_REAL(send)(g->k[side], "r", 1, MSG_DONTWAIT);
   /* Cannot happen with Linux's capacities (uepoll's are the same); the
    * bytes already read would be lost, so say so. */
   if (!ok) uep_pl_refuse("fork(): could not move the bytes of a uepoll pipe/socket pair into a kernel one");

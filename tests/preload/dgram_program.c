@@ -176,6 +176,25 @@ static void across_fork(int type) {
   close(ep);
 }
 
+/* The peer closed with unread messages, then a fork: ECONNRESET once, the
+ * messages, end of file (seqpacket); a datagram socket just reads them. */
+static void reset_across_fork(int type) {
+  printf("-- %s reset across fork\n", tname(type));
+  int s[2];
+  say("socketpair", socketpair(AF_UNIX, type | SOCK_NONBLOCK, 0, s));
+  say("send m1", send(s[1], "m1", 2, 0));
+  say("send m2", send(s[1], "m2", 2, 0));
+  say("send unread", send(s[0], "u", 1, 0));
+  say("close b", close(s[1]));
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  int st;
+  waitpid(pid, &st, 0);
+  for (int i = 0; i < 4; ++i) show_recv("recv a", s[0], 8, 0);
+  say("send a", send(s[0], "x", 1, MSG_NOSIGNAL));
+  close(s[0]);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IONBF, 0);
   signal(SIGPIPE, SIG_IGN);
@@ -183,6 +202,7 @@ int main(void) {
     messages(type);
     blocking(type);
     across_fork(type);
+    reset_across_fork(type);
   }
   return 0;
 }
