@@ -39,8 +39,8 @@
  *     provided here so that they work.
  *   - select/pselect are not mapped: an fd_set cannot hold a uepoll
  *     descriptor (they are above FD_SETSIZE).  Use poll.
- *   - uepoll's socket pairs are AF_UNIX SOCK_STREAM only; other socketpair
- *     types fail (docs/linux-deviations.md).
+ *   - uepoll's socket pairs are AF_UNIX (stream, datagram, seqpacket); other
+ *     families fail (docs/linux-deviations.md).
  *   - sendto/recvfrom/getsockname/getpeername take `struct sockaddr *`: C
  *     code that relied on glibc's transparent union to pass a
  *     `struct sockaddr_un *` gets a pointer-type warning; add the cast.

@@ -125,10 +125,10 @@ struct SocketPair {
   Socket first;
   Socket second;
 
-  // socketpair(AF_UNIX, type, 0): type is SOCK_STREAM, optionally or'ed
-  // with SOCK_NONBLOCK and SOCK_CLOEXEC.  Errors as Linux: EINVAL (bad
-  // flags), EOPNOTSUPP / ESOCKTNOSUPPORT / EPROTONOSUPPORT where uepoll or
-  // Linux lacks the type, EMFILE, ENOMEM.  Contract: thread-safe; never
+  // socketpair(AF_UNIX, type, 0): type is SOCK_STREAM, SOCK_DGRAM or
+  // SOCK_SEQPACKET, optionally or'ed with SOCK_NONBLOCK and SOCK_CLOEXEC.
+  // Errors as Linux: EINVAL (bad flags), ESOCKTNOSUPPORT where Linux lacks
+  // the type, EMFILE, ENOMEM.  Contract: thread-safe; never
   // blocks; allocates the pair.
   static Result<SocketPair> try_create(int type = SOCK_STREAM) noexcept { return try_create(AF_UNIX, type, 0); }
   // socketpair(domain, type, protocol) in full; errors as Linux (e.g.

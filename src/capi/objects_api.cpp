@@ -12,6 +12,7 @@
 #include "objects/pipe.h"
 #include "objects/socketpair.h"
 #include "objects/timerfd.h"
+#include "objects/unix_dgram.h"
 
 #include <uepoll/uepoll.h>
 #include <uepoll/detail/ops.hpp>
@@ -99,18 +100,19 @@ long socketpair(int domain, int type, int protocol, int sv[2]) noexcept {
   if (protocol && protocol != PF_UNIX) return -EPROTONOSUPPORT;    // unix_create
   switch (type) {
     case SOCK_STREAM:
-      break;
-    case SOCK_RAW:  // Linux: an AF_UNIX SOCK_DGRAM socket
     case SOCK_DGRAM:
     case SOCK_SEQPACKET:
-      // Linux supports these; uepoll implements only SOCK_STREAM
-      // (docs/linux-deviations.md).
-      return -EPROTONOSUPPORT;
+      break;
+    case SOCK_RAW:  // unix_create: "SOCK_RAW is the same as SOCK_DGRAM"
+      type = SOCK_DGRAM;
+      break;
     default:
       return -ESOCKTNOSUPPORT;
   }
   int fds[2];
-  const int err = uepoll::objects::make_socketpair(O_RDWR | ((flags & SOCK_NONBLOCK) ? O_NONBLOCK : 0), fds);
+  const int status = O_RDWR | ((flags & SOCK_NONBLOCK) ? O_NONBLOCK : 0);
+  const int err = type == SOCK_STREAM ? uepoll::objects::make_socketpair(status, fds)
+                                      : uepoll::objects::make_dgram_pair(type, status, fds);
   if (err < 0) return err;
   uepoll::fd::cloexec_if(fds[0], flags & SOCK_CLOEXEC);
   uepoll::fd::cloexec_if(fds[1], flags & SOCK_CLOEXEC);

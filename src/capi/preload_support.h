@@ -23,6 +23,8 @@ struct uep__stream_state {
   int blocked;             /* 1 if a call is blocked on this end (read, write,
                               uep_poll, select): not an epoll registration */
   int is_socket;
+  int sock_type;           /* pair: SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET */
+  long msgs;               /* datagram/seqpacket pair: messages queued at this end */
 };
 
 /* 0 and *out filled; -1 with EBADF (fd not open) or EINVAL (not a uepoll

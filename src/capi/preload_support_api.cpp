@@ -51,6 +51,8 @@ extern "C" int uep__stream_state(int fd, struct uep__stream_state* out) {
   st.side = ss.side;
   st.shutdown = ss.shutdown;
   st.is_socket = ss.is_socket ? 1 : 0;
+  st.sock_type = ss.sock_type;
+  st.msgs = ss.msgs;
   st.blocked = has_blocked_caller(f.get()) ? 1 : 0;
   *out = st;
   return 0;

@@ -59,6 +59,15 @@ long check_addr(const struct sockaddr* addr, socklen_t len) {
 // shortcut: a zero-length receive waits for data (or EAGAIN) without
 // taking any, so it peeks one byte into a scratch buffer.
 long recv_into(uepoll::core::File* f, void* buf, size_t len, int flags, struct msghdr* m) {
+  if (!len && f->zero_recv_takes_message()) {
+    struct iovec iov = {buf, 0};
+    m->msg_iov = &iov;
+    m->msg_iovlen = 1;
+    const long r = f->recvmsg(m, flags);
+    m->msg_iov = nullptr;
+    m->msg_iovlen = 0;
+    return r;
+  }
   char scratch;
   struct iovec iov = {len ? buf : &scratch, len ? len : 1};
   m->msg_iov = &iov;

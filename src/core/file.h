@@ -43,6 +43,8 @@ struct StreamState {
   int side = 0;                // pipe: 0 read end, 1 write end; pair: 0 or 1
   int shutdown = 0;            // pair: RCV_SHUTDOWN 1 / SEND_SHUTDOWN 2
   bool is_socket = false;
+  int sock_type = 0;  // pair: SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET
+  long msgs = 0;      // datagram/seqpacket pair: messages queued at this side
 };
 
 // fstat's answers, taken from a real kernel object of the same kind,
@@ -165,6 +167,10 @@ class alignas(64) File {
   // msg (and its iovec array) is readable; flags are the call's MSG_*.
   virtual long sendmsg(const struct msghdr* msg, int flags) noexcept;
   virtual long recvmsg(struct msghdr* msg, int flags) noexcept;
+  // A receive of zero bytes takes a whole message (datagram and seqpacket
+  // sockets); otherwise recv(fd, buf, 0, flags) waits for data and takes
+  // none (capi/socket_api.cpp then peeks one byte instead).
+  virtual bool zero_recv_takes_message() const noexcept { return false; }
   virtual long getsockopt(int level, int name, void* val, socklen_t* len) noexcept;
   virtual long setsockopt(int level, int name, const void* val, socklen_t len) noexcept;
   virtual long getsockname(struct sockaddr* addr, socklen_t* len) noexcept;

@@ -25,36 +25,20 @@
 namespace uepoll::objects {
 
 namespace {
-// Linux x86-64 constants behind an skb's truesize.
-constexpr uint32_t kPage = 4096;
-constexpr uint32_t kSharedInfo = 320;  // SKB_DATA_ALIGN(sizeof(struct skb_shared_info))
-constexpr uint32_t kSkbStruct = 256;   // SKB_DATA_ALIGN(sizeof(struct sk_buff))
-constexpr uint32_t kMaxHead = kPage - kSharedInfo;  // SKB_MAX_HEAD(0) = 3776
-constexpr uint32_t align_up(uint32_t v, uint32_t a) { return (v + a - 1) & ~(a - 1); }
-// kmalloc_size_roundup for the sizes a head can take (320..4096).
-constexpr uint32_t kmalloc_roundup(uint32_t n) {
-  uint32_t s = 512;
-  while (s < n) s <<= 1;
-  return s;
-}
-constexpr uint32_t kReadable = EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND;  // sock_def_readable
-constexpr uint32_t kWriteSpace = EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;         // unix_write_space
+using unix_skb::kPage;
+constexpr uint32_t kMaxHead = kPage - unix_skb::kSharedInfo;  // SKB_MAX_HEAD(0) = 3776
+constexpr uint32_t kReadable = kUnixReadable;
+constexpr uint32_t kWriteSpace = kUnixWriteSpace;
 static_assert(kUnixMaxSkb == kMaxHead + 32768, "SKB_MAX_HEAD(0) + UNIX_SKB_FRAGS_SZ");
 static_assert(kUnixMaxSkb <= (kUnixSndBuf >> 1) - 64, "(sk_sndbuf >> 1) - 64 is not the cap");
-
-// unix_write_space's test, made while sock_wfree still holds one extra
-// reference on sk_wmem_alloc: (wmem + base 1 + extra 1) << 2 <= sndbuf.
-bool writable_after_free(long wmem) { return ((wmem + 2) << 2) <= kUnixSndBuf; }
+bool writable_after_free(long wmem) { return unix_writable_after_free(wmem); }
 }  // namespace
 
 uint32_t unix_skb_truesize(uint32_t size) noexcept {
   // unix_stream_sendmsg: data_len = min(size, PAGE_ALIGN(max(0, size - SKB_MAX_HEAD(0)))).
-  uint32_t data_len = size > kMaxHead ? align_up(size - kMaxHead, kPage) : 0;
+  uint32_t data_len = size > kMaxHead ? unix_skb::align_up(size - kMaxHead, kPage) : 0;
   if (data_len > size) data_len = size;
-  const uint32_t head = size - data_len;
-  // __alloc_skb: kmalloc(SKB_DATA_ALIGN(head) + shared info), then
-  // alloc_skb_with_frags charges whole pages.
-  return kSkbStruct + kmalloc_roundup(align_up(head, 64) + kSharedInfo) + align_up(data_len, kPage);
+  return unix_skb::truesize(size - data_len, data_len);
 }
 
 // ---- UnixConn ----------------------------------------------------------------
@@ -77,14 +61,7 @@ void UnixConn::put() noexcept {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) core::destroy(this);
 }
 
-void UnixConn::wake(int i, uint32_t key, int nr_exclusive) noexcept {
-  core::reclaim::ReadGuard g;
-  core::File* f = file_[i].load(std::memory_order_acquire);
-  if (!f) return;
-  f->wq().lock();
-  f->wq().wake_locked(key, nr_exclusive);
-  f->wq().unlock();
-}
+void UnixConn::wake(int i, uint32_t key, int nr_exclusive) noexcept { unix_wake(file_[i], key, nr_exclusive); }
 
 // ---- UnixSocket ----------------------------------------------------------------
 
@@ -456,30 +433,11 @@ void UnixSocket::on_release() noexcept {
 int make_socketpair(int status_flags, int out[2]) noexcept {
   auto* c = core::create<UnixConn>();
   if (!c) return -ENOMEM;
-  auto* a = core::create<UnixSocket>(c, 0, status_flags);
-  if (!a) {
-    core::destroy(c);
-    return -ENOMEM;
-  }
-  auto* b = core::create<UnixSocket>(c, 1, status_flags);
-  if (!b) {
-    c->refs_.store(1, std::memory_order_relaxed);
-    a->put();
-    return -ENOMEM;
-  }
   // init_peercred: both ends answer SO_PEERCRED with their creator.
   c->peercred_.pid = ::getpid();
   c->peercred_.uid = ::geteuid();
   c->peercred_.gid = ::getegid();
-  c->file_[0].store(a, std::memory_order_release);
-  c->file_[1].store(b, std::memory_order_release);
-  const int err = fd::install_pair(a, b, out);
-  if (err < 0) {
-    a->put();
-    b->put();
-    return err;
-  }
-  return 0;
+  return unix_make_pair<UnixSocket>(c, c->refs_, c->file_, status_flags, out);
 }
 
 bool UnixSocket::passcred() noexcept {

@@ -36,6 +36,7 @@
 #include "core/file.h"
 #include "core/mutex.h"
 #include "core/spinlock.h"
+#include "objects/unix_common.h"
 #include "objects/unix_scm.h"
 
 #include <atomic>
@@ -43,8 +44,7 @@
 
 namespace uepoll::objects {
 
-// Linux values on x86-64 with default sysctls.
-inline constexpr long kUnixSndBuf = 212992;        // net.core.wmem_default
+// Linux value on x86-64 (kUnixSndBuf: objects/unix_common.h).
 inline constexpr uint32_t kUnixMaxSkb = 36544;     // SKB_MAX_HEAD(0) + UNIX_SKB_FRAGS_SZ
 // sk_buff truesize charged for an skb carrying `size` bytes of a stream write.
 uint32_t unix_skb_truesize(uint32_t size) noexcept;

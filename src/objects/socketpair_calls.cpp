@@ -25,35 +25,8 @@ namespace {
 using core::put_int_opt;
 using core::user_readable;
 
-long put_unnamed_addr(struct sockaddr* addr, socklen_t* len) {
-  // An unnamed AF_UNIX socket: just the family (unix_getname).
-  if (!user_readable(len, sizeof *len)) return -EFAULT;
-  if (static_cast<int>(*len) < 0) return -EINVAL;
-  const sa_family_t fam = AF_UNIX;
-  socklen_t n = *len < sizeof fam ? *len : sizeof fam;
-  if (n && !user_readable(addr, n)) return -EFAULT;
-  std::memcpy(addr, &fam, n);
-  *len = sizeof fam;
-  return 0;
-}
-
-// Boolean SOL_SOCKET options with no effect on a connected AF_UNIX stream
-// in Linux either: accepted, read back as 0.
-bool inert_bool_opt(int optname) {
-  switch (optname) {
-    case SO_KEEPALIVE:
-    case SO_REUSEADDR:
-    case SO_REUSEPORT:
-    case SO_BROADCAST:
-    case SO_DEBUG:
-    case SO_DONTROUTE:
-    case SO_OOBINLINE:
-      return true;
-    default:
-      return false;
-  }
-}
-
+long put_unnamed_addr(struct sockaddr* addr, socklen_t* len) { return unix_put_unnamed_addr(addr, len); }
+bool inert_bool_opt(int optname) { return unix_inert_bool_opt(optname); }
 // sk_getsockopt SO_PEERCRED: min(len, sizeof(struct ucred)) bytes, the
 // length written back.
 long put_peercred(const struct ucred& uc, void* optval, socklen_t* optlen) {
@@ -67,10 +40,7 @@ long put_peercred(const struct ucred& uc, void* optval, socklen_t* optlen) {
   return 0;
 }
 
-void warn_unsupported_opt(const char* call, int optname) {
-  std::fprintf(stderr, "uepoll: %s(SOL_SOCKET, %d) on a uepoll socket pair: not supported (ENOPROTOOPT)\n", call,
-               optname);
-}
+void warn_unsupported_opt(const char* call, int optname) { unix_warn_unsupported_opt(call, optname); }
 
 }  // namespace
 
@@ -234,14 +204,10 @@ long UnixSocket::ioctl(unsigned long request, void* arg) noexcept {
   return 0;
 }
 
-long UnixSocket::fstat(struct stat* st) noexcept {
-  if (long r = core::stat_template(core::StatKind::kSock, st)) return r;
-  st->st_ino = core::kInoBase + id();
-  return 0;
-}
+long UnixSocket::fstat(struct stat* st) noexcept { return unix_fstat(id(), st); }
 
 bool UnixSocket::stream_state(core::StreamState* out) noexcept {
-  *out = {conn_, me_, shutdown_bits(), true};
+  *out = {conn_, me_, shutdown_bits(), true, SOCK_STREAM, 0};
   return true;
 }
 

@@ -221,6 +221,26 @@ static int move_queued_socket(int u, int k) {
   return rc;
 }
 
+/* Moves the n messages queued at uepoll descriptor u of a datagram or
+ * seqpacket pair to kernel descriptor k, one send per message (boundaries
+ * and zero-length messages kept). */
+static int move_messages(int u, long n, int k) {
+  enum { kMax = 1 << 23 }; /* above any sk_sndbuf (2 * wmem_max) a message can fill */
+  char *buf = malloc(kMax);
+  if (!buf) return -1;
+  int rc = 0;
+  for (long i = 0; i < n; ++i) {
+    ssize_t r = uep_recv(u, buf, kMax, MSG_DONTWAIT);
+    if (r < 0) break; /* another thread took them, or an error is pending */
+    if (UEP_PL_REAL(send)(k, buf, (size_t)r, MSG_DONTWAIT) != r) {
+      rc = -1;
+      break;
+    }
+  }
+  free(buf);
+  return rc;
+}
+
 /* Every registration of a uepoll pipe end or socket in the uepoll instances
  * the program shows; *count set, malloc'd array (NULL if none). */
 static struct reg *collect_registrations(int hw, int *count) {
@@ -279,6 +299,7 @@ struct group {
   int ns, first;
   unsigned long long conn;
   int is_socket;
+  int sock_type; /* a pair's: SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET */
   int end_u[2], fl[2], owner[2], k[2];
 };
 
@@ -303,12 +324,19 @@ static int inspect(struct group *g) {
   return !blocked;
 }
 
+/* The messages queued at one side of a datagram or seqpacket group. */
+static long queued_msgs(const struct group *g, int side) {
+  for (int i = g->first; i < g->ns; ++i)
+    if (in_group(g, i) && g->s[i].st.side == side) return g->s[i].st.msgs;
+  return 0;
+}
+
 /* Steps 1-2: the kernel object, with the queued bytes moved into it: what
  * is readable at a side went through the other side (a pipe's read end 0 is
  * fed by write end 1).  0, or -1 when no kernel object could be made. */
 static int make_kernel_object(struct group *g) {
   const int packet = !g->is_socket && (g->fl[1] & O_DIRECT);
-  int r = g->is_socket ? UEP_PL_REAL(socketpair)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, g->k)
+  int r = g->is_socket ? UEP_PL_REAL(socketpair)(AF_UNIX, g->sock_type | SOCK_CLOEXEC, 0, g->k)
                        : UEP_PL_REAL(pipe2)(g->k, O_CLOEXEC | (packet ? O_DIRECT : 0));
   if (r < 0) return -1;
   /* A pipe keeps its size (F_SETPIPE_SZ), so that its bytes fit and its
@@ -320,6 +348,19 @@ static int make_kernel_object(struct group *g) {
     if (size > 0 && size != UEP_PL_REAL(fcntl)(g->k[0], F_GETPIPE_SZ))
       (void)UEP_PL_REAL(fcntl)(g->k[0], F_SETPIPE_SZ, size);
   }
+  /* A datagram or seqpacket pair keeps each side's SO_SNDBUF: the limit of
+   * its messages and of what it may have queued at its peer. */
+  if (g->is_socket && g->sock_type != SOCK_STREAM) {
+    for (int side = 0; side < 2; ++side) {
+      int v = 0, kv = 0;
+      socklen_t l = sizeof v, kl = sizeof kv;
+      if (!g->end_u[side] || uep_getsockopt(g->end_u[side], SOL_SOCKET, SO_SNDBUF, &v, &l) < 0) continue;
+      if (UEP_PL_REAL(getsockopt)(g->k[side], SOL_SOCKET, SO_SNDBUF, &kv, &kl) == 0 && kv != v) {
+        int half = v / 2;
+        (void)UEP_PL_REAL(setsockopt)(g->k[side], SOL_SOCKET, SO_SNDBUF, &half, sizeof half);
+      }
+    }
+  }
   /* The moves must never block (nobody reads the kernel object yet): it is
    * non-blocking until carry_state() sets the program's flags.  The bytes
    * fit: uepoll charged them as Linux does for the program's own writes,
@@ -327,13 +368,32 @@ static int make_kernel_object(struct group *g) {
    * charge per byte. */
   for (int side = 0; side < 2; ++side)
     UEP_PL_REAL(fcntl)(g->k[side], F_SETFL, O_NONBLOCK | UEP_PL_REAL(fcntl)(g->k[side], F_GETFL));
+  /* A pending ECONNRESET (the peer closed with unread data; stream and
+   * seqpacket) is taken before the moves and made again by the kernel: a
+   * byte queued at the kernel peer, which is closed with it (step 6). */
+  int reset[2] = {0, 0};
+  if (g->is_socket && g->sock_type != SOCK_DGRAM) {
+    for (int side = 0; side < 2; ++side) {
+      int e = 0;
+      socklen_t el = sizeof e;
+      if (g->end_u[side] && !g->end_u[1 - side] &&
+          uep_getsockopt(g->end_u[side], SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == ECONNRESET)
+        reset[side] = 1;
+    }
+  }
   int ok = 1;
   if (g->is_socket) {
-    for (int side = 0; side < 2 && ok; ++side)
-      if (g->end_u[side] && move_queued_socket(g->end_u[side], g->k[1 - side]) < 0) ok = 0;
+    for (int side = 0; side < 2 && ok; ++side) {
+      if (!g->end_u[side]) continue;
+      if (g->sock_type == SOCK_STREAM ? move_queued_socket(g->end_u[side], g->k[1 - side]) < 0
+                                      : move_messages(g->end_u[side], queued_msgs(g, side), g->k[1 - side]) < 0)
+        ok = 0;
+    }
   } else if (g->end_u[0]) {
     ok = move_queued(g->end_u[0], g->k[1]) == 0;
   }
+  for (int side = 0; side < 2; ++side)
+    if (reset[side]) (void)UEP_PL_REAL(send)(g->k[side], "r", 1, MSG_DONTWAIT);
   /* Cannot happen with Linux's capacities (uepoll's are the same); the
    * bytes already read would be lost, so say so. */
   if (!ok) uep_pl_refuse("fork(): could not move the bytes of a uepoll pipe/socket pair into a kernel one");
@@ -400,7 +460,8 @@ static int convert_group(struct shown *s, int ns, int first, const struct reg *r
       if (s[i].st.conn == s[first].st.conn) s[i].done = 1;
     return 0;
   }
-  struct group g = {.s = s, .ns = ns, .first = first, .conn = s[first].st.conn, .is_socket = s[first].st.is_socket};
+  struct group g = {.s = s, .ns = ns, .first = first, .conn = s[first].st.conn, .is_socket = s[first].st.is_socket,
+                    .sock_type = s[first].st.sock_type};
   if (!inspect(&g) || nactive == kMaxActive) return 0;
   active_conn[nactive++] = g.conn;
   const int made = make_kernel_object(&g);

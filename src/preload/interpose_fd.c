@@ -9,7 +9,7 @@
  *     uepoll descriptor, inside an "in uepoll" section;
  *   - otherwise: call the libc function (dlsym RTLD_NEXT), unchanged.
  * Creation calls (epoll_create*, eventfd, pipe*, socketpair AF_UNIX
- * SOCK_STREAM, timerfd_create) make uepoll objects, except when made by
+ * SOCK_STREAM/SOCK_DGRAM/SOCK_SEQPACKET, timerfd_create) make uepoll objects, except when made by
  * uepoll itself (inside the section: its own kernel eventfds, epolls and
  * timerfds) or when UEPOLL_PRELOAD_KINDS leaves the kind out.
  *
@@ -161,10 +161,11 @@ int pipe(int fds[2]) {
 }
 
 int socketpair(int domain, int type, int protocol, int sv[2]) {
-  /* Only what uepoll implements (AF_UNIX SOCK_STREAM); the kernel keeps
-   * datagram and seqpacket pairs. */
+  /* What uepoll implements: AF_UNIX stream, datagram (SOCK_RAW is one)
+   * and seqpacket pairs; anything else stays the kernel's. */
+  const int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
   if (uep_pl_inside() || !uep_pl_enabled(UEP_PL_SOCKET) || domain != AF_UNIX ||
-      (type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC)) != SOCK_STREAM)
+      (base != SOCK_STREAM && base != SOCK_DGRAM && base != SOCK_SEQPACKET && base != SOCK_RAW))
     return UEP_PL_REAL(socketpair)(domain, type, protocol, sv);
   UEP_PL_ENTER();
   int u[2];

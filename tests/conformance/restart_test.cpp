@@ -146,4 +146,42 @@ TEST(Restart, BlockingCallsAndSaRestart) {
                        "eventfd read [no SA_RESTART] = -1 EINTR handler ran"});
 }
 
+// Datagram and seqpacket pairs: a blocking receive and a blocking send (a
+// full send buffer: a message is all or nothing) restart after an
+// SA_RESTART handler and fail with EINTR without one.
+TEST(Restart, DatagramPairs) {
+  UEPOLL_SKIP_UNDER_TSAN("signals a thread blocked on a kernel descriptor");
+  auto r = conf::differential([](T& t) {
+    const uepoll_test::Api& api = t.api;
+    for (int type : {SOCK_DGRAM, SOCK_SEQPACKET}) {
+      const std::string name = type == SOCK_DGRAM ? "dgram" : "seqpacket";
+      for (bool restart : {true, false}) {
+        const auto socks = t.socketpair(AF_UNIX, type, 0, type == SOCK_DGRAM ? "dgram" : "seqpacket");
+        const int s0 = socks.first, s1 = socks.second;
+        char c[4];
+        interrupted(
+            t, restart, name + " recv", [&] { return api.read(s0, c, sizeof c); },
+            [&] { (void)api.write(s1, "msg", 3); });
+        if (!restart) t.read(s0, 4);
+        // Four messages of 60000 bytes fill the send buffer (61696 charged
+        // each); the fifth waits until the reader drains all four.
+        std::vector<char> m(60000, 'm');
+        for (int i = 0; i < 4; ++i) t.write(s1, m.data(), m.size());
+        interrupted(
+            t, restart, name + " send (full)", [&] { return api.write(s1, m.data(), m.size()); },
+            [&] {
+              std::vector<char> b(60000);
+              for (int i = 0; i < 4; ++i) (void)api.read(s0, b.data(), b.size());
+            });
+        t.close(s0);
+        t.close(s1);
+      }
+    }
+  });
+  EXPECT_LINUX_SEQ(r, {"dgram recv [SA_RESTART] = 3 handler ran", "dgram send (full) [SA_RESTART] = 60000 handler ran",
+                       "dgram recv [no SA_RESTART] = -1 EINTR handler ran",
+                       "dgram send (full) [no SA_RESTART] = -1 EINTR handler ran",
+                       "seqpacket recv [SA_RESTART] = 3 handler ran"});
+}
+
 }  // namespace

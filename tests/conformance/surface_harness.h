@@ -11,6 +11,7 @@
 #include "conformance/harness.h"
 #include "conformance/variants.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -254,6 +255,19 @@ class ST : public T {
     }
     return s + "]";
   }
+};
+
+// Blocks SIGPIPE in this thread for a scenario: a raised one stays pending
+// (take_pending() shows it) instead of ending the test.
+struct BlockSigpipe {
+  sigset_t old;
+  BlockSigpipe() {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &s, &old);
+  }
+  ~BlockSigpipe() { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
 };
 
 using SurfaceScenario = std::function<void(ST&)>;

@@ -10,18 +10,7 @@ namespace {
 
 using conf::ST;
 
-// Blocks SIGPIPE in this thread for a scenario so that a raised one stays
-// pending and can be observed (and consumed) with take_pending().
-struct BlockSigpipe {
-  sigset_t old;
-  BlockSigpipe() {
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &s, &old);
-  }
-  ~BlockSigpipe() { pthread_sigmask(SIG_SETMASK, &old, nullptr); }
-};
+using conf::BlockSigpipe;
 
 TEST(SurfaceSocket, SendRecvFlags) {
   auto tr = conf::surface_differential([](ST& t) {

@@ -147,6 +147,8 @@ std::vector<Call> calls() {
       {"eventfd", [](World&) { return long(uep_eventfd(3, EFD_SEMAPHORE)); }},
       {"pipe2", [](World&) { int p[2]; return long(uep_pipe2(p, O_NONBLOCK)); }},
       {"socketpair", [](World&) { int s[2]; return long(uep_socketpair(AF_UNIX, SOCK_STREAM, 0, s)); }},
+      {"socketpair dgram", [](World&) { int s[2]; return long(uep_socketpair(AF_UNIX, SOCK_DGRAM, 0, s)); }},
+      {"socketpair seqpacket", [](World&) { int s[2]; return long(uep_socketpair(AF_UNIX, SOCK_SEQPACKET, 0, s)); }},
       {"timerfd_create", [](World&) { return long(uep_timerfd_create(CLOCK_MONOTONIC, 0)); }},
       {"timerfd_settime", [](World& w) {
          itimerspec t{};
@@ -272,7 +274,8 @@ TEST(OutOfMemory, EveryAllocationOfEveryCall) {
     teardown(w);
   }
   // Calls that allocate on every run once warm; each must have met ENOMEM.
-  const char* allocating[] = {"epoll_create1", "epoll_create", "eventfd", "pipe2", "socketpair", "timerfd_create",
+  const char* allocating[] = {"epoll_create1", "epoll_create", "eventfd", "pipe2", "socketpair", "socketpair dgram",
+                              "socketpair seqpacket", "timerfd_create",
                               "ctl ADD flat", "ctl ADD EXCLUSIVE", "ctl ADD instance into instance",
                               "poll (many descriptors, timeout 0)", "uep_debug_dump",
                               "ctl ADD kernel fd (the instance's first)",

@@ -310,14 +310,6 @@ TEST_P(Sock, BlockedWriterFailsWhenPeerCloses) {
 
 // ---- uepoll-only: documented differences ---------------------------------
 
-TEST(SockUepoll, OnlyStreamIsImplemented) {
-  int sv[2];
-  for (int type : {SOCK_DGRAM, SOCK_SEQPACKET, SOCK_RAW}) {
-    EXPECT_EQ(uep_socketpair(AF_UNIX, type, 0, sv), -1) << type;
-    EXPECT_EQ(errno, EPROTONOSUPPORT) << type;
-  }
-}
-
 TEST(SockUepoll, AllocationFailure) {
   int sv[2];
   ASSERT_EQ(uep_tuning_set("fail_alloc_after", 0), 0);

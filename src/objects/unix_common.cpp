@@ -1,0 +1,62 @@
+// unix_common.cpp - the type-independent answers of uepoll's AF_UNIX
+// socket pairs (objects/unix_common.h).  Locks: unix_wake takes the woken
+// socket's wq lock (6), nothing else.
+#include "objects/unix_common.h"
+
+#include "core/file.h"
+#include "core/reclaim.h"
+#include "core/user_memory.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+namespace uepoll::objects {
+
+long unix_put_unnamed_addr(struct sockaddr* addr, socklen_t* len) noexcept {
+  if (!core::user_readable(len, sizeof *len)) return -EFAULT;
+  if (static_cast<int>(*len) < 0) return -EINVAL;
+  const sa_family_t fam = AF_UNIX;
+  socklen_t n = *len < sizeof fam ? *len : sizeof fam;
+  if (n && !core::user_readable(addr, n)) return -EFAULT;
+  std::memcpy(addr, &fam, n);
+  *len = sizeof fam;
+  return 0;
+}
+
+bool unix_inert_bool_opt(int optname) noexcept {
+  switch (optname) {
+    case SO_KEEPALIVE:
+    case SO_REUSEADDR:
+    case SO_REUSEPORT:
+    case SO_BROADCAST:
+    case SO_DEBUG:
+    case SO_DONTROUTE:
+    case SO_OOBINLINE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void unix_warn_unsupported_opt(const char* call, int optname) noexcept {
+  std::fprintf(stderr, "uepoll: %s(SOL_SOCKET, %d) on a uepoll socket pair: not supported (ENOPROTOOPT)\n", call,
+               optname);
+}
+
+long unix_fstat(uint64_t id, struct stat* st) noexcept {
+  if (long r = core::stat_template(core::StatKind::kSock, st)) return r;
+  st->st_ino = core::kInoBase + id;
+  return 0;
+}
+
+void unix_wake(const std::atomic<core::File*>& slot, uint32_t key, int nr_exclusive) noexcept {
+  core::reclaim::ReadGuard g;
+  core::File* f = slot.load(std::memory_order_acquire);  // pairs with the store at creation / release
+  if (!f) return;
+  f->wq().lock();
+  f->wq().wake_locked(key, nr_exclusive);
+  f->wq().unlock();
+}
+
+}  // namespace uepoll::objects

@@ -1,0 +1,377 @@
+// unix_dgram.cpp - UnixDgramConn and UnixDgramSocket's queue, poll, send,
+// receive, shutdown and release (see unix_dgram.h).  Mirrors Linux
+// net/unix/af_unix.c for SOCK_DGRAM and SOCK_SEQPACKET pairs.  Locks: a
+// socket's iolock_ (5.5), UnixDgramConn::mu_ (leaf, 8), each socket's wq()
+// (6) through core::block_on and for wakeups; never a wake, an allocation
+// or a copy of user memory with mu_ held, never two wq locks at once.
+#include "objects/unix_dgram.h"
+
+#include "core/alloc.h"
+#include "core/block.h"
+#include "core/lockdep.h"
+#include "core/reclaim.h"
+#include "fd/table.h"
+#include "objects/user_ptr.h"
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/socket.h>
+
+namespace uepoll::objects {
+
+namespace {
+constexpr uint32_t kSkbMaxAlloc = 4 * unix_skb::kPage - unix_skb::kSharedInfo;  // SKB_MAX_ALLOC = 16064
+constexpr uint32_t kMaxSkbFrags = 17;                                              // MAX_SKB_FRAGS
+
+// unix_dgram_sendmsg: the linear part is at most SKB_MAX_ALLOC, the rest
+// (page aligned, at most MAX_SKB_FRAGS pages) goes to frags.
+uint32_t dgram_truesize(uint32_t len) {
+  uint32_t data_len = 0;
+  if (len > kSkbMaxAlloc) {
+    data_len = len - kSkbMaxAlloc;
+    if (data_len > kMaxSkbFrags * unix_skb::kPage) data_len = kMaxSkbFrags * unix_skb::kPage;
+    data_len = unix_skb::align_up(data_len, unix_skb::kPage);
+  }
+  return unix_skb::truesize(len - data_len, data_len);
+}
+}  // namespace
+
+// ---- UnixDgramConn ------------------------------------------------------------
+
+UnixDgramConn::~UnixDgramConn() {
+  free_list(side_[0].head);
+  free_list(side_[1].head);
+}
+
+void UnixDgramConn::free_list(Msg* s) noexcept { unix_free_list(s); }
+
+void UnixDgramConn::put() noexcept {
+  if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) core::destroy(this);
+}
+
+void UnixDgramConn::wake(int i, uint32_t key, int nr_exclusive) noexcept { unix_wake(file_[i], key, nr_exclusive); }
+
+UnixDgramConn::Msg* UnixDgramConn::unlink_queue_locked(int i, int* wakes) noexcept {
+  Side& s = side_[i];
+  Side& w = side_[1 - i];  // the writer of this queue
+  Msg* list = s.head;
+  s.head = s.tail = nullptr;
+  s.count = 0;
+  for (Msg* m = list; m; m = m->next) {  // skb_queue_purge -> sock_wfree on the writer
+    w.wmem -= m->truesize;
+    if (!w.dead && unix_writable_after_free(w.wmem, w.sndbuf)) ++*wakes;
+  }
+  return list;
+}
+
+// ---- UnixDgramSocket: poll ---------------------------------------------------
+
+UnixDgramSocket::UnixDgramSocket(UnixDgramConn* c, int index, int status_flags) noexcept
+    : core::File(core::FileKind::kSocket, status_flags), conn_(c), me_(index) {}
+
+uint32_t UnixDgramSocket::poll(int) noexcept {
+  UnixDgramConn& c = *conn_;
+  c.mu_.lock();
+  const UnixDgramConn::Side& s = c.side_[me_];
+  uint32_t mask = 0;
+  // Linux unix_dgram_poll, in its order.  (A seqpacket socket is
+  // TCP_CLOSE only after its own release: never seen here.)
+  if (s.err) mask |= EPOLLERR;
+  if (s.shutdown & UnixDgramConn::kRcvShutdown) mask |= EPOLLRDHUP | EPOLLIN | EPOLLRDNORM;
+  if (s.shutdown == UnixDgramConn::kShutdownMask) mask |= EPOLLHUP;
+  if (s.head) mask |= EPOLLIN | EPOLLRDNORM;
+  if (unix_writable(s.wmem, s.sndbuf)) mask |= kUnixWriteSpace;
+  c.mu_.unlock();
+  return mask;
+}
+
+// ---- receive -----------------------------------------------------------------
+
+// The message a receive took off the queue (ours to free) or, with
+// MSG_PEEK, found at its head (left queued; iolock_ keeps it there).
+struct UnixDgramSocket::Taken {
+  UnixDgramConn::Msg* msg = nullptr;
+  bool owned = false;
+};
+
+long UnixDgramSocket::take(bool peek, Taken* out, int* wakes) noexcept {
+  UnixDgramConn& c = *conn_;
+  c.mu_.lock();
+  UnixDgramConn::Side& s = c.side_[me_];
+  UnixDgramConn::Side& w = c.side_[1 - me_];
+  long r;
+  if (s.err) {  // __skb_try_recv_datagram: sock_error() before the queue
+    r = -s.err;
+    s.err = 0;
+  } else if (UnixDgramConn::Msg* m = s.head) {
+    out->msg = m;
+    if (!peek) {
+      s.head = m->next;
+      if (!s.head) s.tail = nullptr;
+      --s.count;
+      m->next = nullptr;
+      out->owned = true;
+      // consume_skb -> sock_wfree -> unix_write_space on the writer.
+      w.wmem -= m->truesize;
+      if (!w.dead && unix_writable_after_free(w.wmem, w.sndbuf)) ++*wakes;
+    }
+    r = 1;
+  } else if (c.type_ == SOCK_SEQPACKET && (s.shutdown & UnixDgramConn::kRcvShutdown)) {
+    r = 0;  // "Signal EOF on disconnected non-blocking SEQPACKET socket"
+  } else {
+    r = -EAGAIN;
+  }
+  c.mu_.unlock();
+  return r;
+}
+
+long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int* msg_flags) noexcept {
+  UnixDgramConn& c = *conn_;
+  const bool peek = (flags & MSG_PEEK) != 0;
+  size_t size = 0;
+  for (size_t i = 0; i < n; ++i) size += iov[i].iov_len;
+  for (;;) {
+    Taken t;
+    int wakes = 0;
+    long r;
+    {
+      core::MutexLock io(iolock_);
+      r = take(peek, &t, &wakes);
+      if (r == 1) {
+        const UnixDgramConn::Msg* m = t.msg;
+        size_t len = m->len;
+        if (size < len) {
+          len = size;
+          *msg_flags |= MSG_TRUNC;
+        }
+        // skb_copy_datagram_msg: a fault loses the message (already taken).
+        core::lockdep_assert_no_spin("a copy to user memory");
+        size_t off = 0;
+        r = static_cast<long>(len);
+        for (size_t i = 0; i < n && off < len; ++i) {
+          size_t k = iov[i].iov_len < len - off ? iov[i].iov_len : len - off;
+          if (!k) continue;
+          if (faulting_ptr(iov[i].iov_base)) {
+            r = -EFAULT;
+            break;
+          }
+          std::memcpy(iov[i].iov_base, m->data + off, k);
+          off += k;
+        }
+        if (r >= 0 && (flags & MSG_TRUNC)) r = static_cast<long>(m->len);
+      }
+    }
+    for (int i = 0; i < wakes; ++i) c.wake(1 - me_, kUnixWriteSpace);
+    if (t.owned) core::raw_free(t.msg);
+    if (r != -EAGAIN || nonblocking()) return r;
+    // __skb_wait_for_more_packets: a message, an error, or RCV_SHUTDOWN
+    // ends the wait; a datagram socket then answers 0 at RCV_SHUTDOWN.
+    bool shut = false;
+    const long w = core::block_on(wq(), false, EPOLLIN | EPOLLRDNORM, [&]() -> long {
+      c.mu_.lock();
+      const UnixDgramConn::Side& s = c.side_[me_];
+      shut = (s.shutdown & UnixDgramConn::kRcvShutdown) != 0;
+      const bool ready = s.head || s.err || shut;
+      c.mu_.unlock();
+      return ready ? 0 : -EAGAIN;
+    });
+    if (w < 0) return w;
+    if (shut) {
+      c.mu_.lock();
+      const bool empty = !c.side_[me_].head && !c.side_[me_].err;
+      c.mu_.unlock();
+      if (empty) return 0;
+    }
+  }
+}
+
+ssize_t UnixDgramSocket::read(void* buf, size_t count) noexcept {
+  if (count == 0) return 0;  // sock_read_iter: "Match SYS5 behaviour"
+  struct iovec iov = {buf, count};
+  int msg_flags = 0;
+  return recv_msg(&iov, 1, 0, &msg_flags);
+}
+
+// ---- send --------------------------------------------------------------------
+
+long UnixDgramSocket::sndbuf() noexcept {
+  conn_->mu_.lock();
+  const long b = conn_->side_[me_].sndbuf;
+  conn_->mu_.unlock();
+  return b;
+}
+
+long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total) noexcept {
+  UnixDgramConn& c = *conn_;
+  const int peer = 1 - me_;
+  c.mu_.lock();
+  const bool connected = c.side_[me_].connected;
+  c.mu_.unlock();
+  if (!connected) return -ENOTCONN;
+  if (total > static_cast<size_t>(sndbuf() - 32)) return -EMSGSIZE;
+  const uint32_t len = static_cast<uint32_t>(total);
+  const uint32_t truesize = dgram_truesize(len);
+  // sock_alloc_send_pskb: sk_err, SEND_SHUTDOWN, then room in sk_sndbuf;
+  // the charge is taken with the room (skb_set_owner_w).
+  const long room = core::block_on(wq(), nonblocking(), kUnixWriteSpace, [&]() -> long {
+    c.mu_.lock();
+    UnixDgramConn::Side& s = c.side_[me_];
+    long res = 0;
+    if (s.err) {
+      res = -s.err;
+      s.err = 0;
+    } else if (s.shutdown & UnixDgramConn::kSendShutdown) {
+      res = -EPIPE;
+    } else if (s.wmem + 1 < s.sndbuf) {
+      s.wmem += truesize;
+    } else {
+      res = -EAGAIN;
+    }
+    c.mu_.unlock();
+    return res;
+  });
+  if (room < 0) return room;
+  auto* m = static_cast<UnixDgramConn::Msg*>(core::raw_alloc(offsetof(UnixDgramConn::Msg, data) + (len ? len : 1)));
+  long err = m ? 0 : -ENOBUFS;
+  size_t off = 0;
+  for (size_t i = 0; i < n && !err; ++i) {
+    if (!iov[i].iov_len) continue;
+    if (faulting_ptr(iov[i].iov_base)) {  // skb_copy_datagram_from_iter fails
+      err = -EFAULT;
+      break;
+    }
+    std::memcpy(m->data + off, iov[i].iov_base, iov[i].iov_len);
+    off += iov[i].iov_len;
+  }
+  bool refused = false;
+  int wakes = 0;
+  c.mu_.lock();
+  UnixDgramConn::Side& s = c.side_[me_];
+  UnixDgramConn::Side& other = c.side_[peer];
+  if (!err && other.dead) {
+    // The peer was released: a datagram socket disconnects (ECONNREFUSED);
+    // seqpacket only races with the release here: EPIPE.
+    if (c.type_ == SOCK_SEQPACKET) {
+      err = -EPIPE;
+    } else {
+      err = -ECONNREFUSED;
+      refused = s.connected;
+      s.connected = false;
+    }
+  } else if (!err && (other.shutdown & UnixDgramConn::kRcvShutdown)) {
+    err = -EPIPE;
+  }
+  if (err) {
+    s.wmem -= truesize;  // kfree_skb -> sock_wfree
+    if (unix_writable_after_free(s.wmem, s.sndbuf)) ++wakes;
+  } else {
+    m->next = nullptr;
+    m->len = len;
+    m->truesize = truesize;
+    m->scm = nullptr;
+    if (other.tail)
+      other.tail->next = m;
+    else
+      other.head = m;
+    other.tail = m;
+    ++other.count;
+  }
+  c.mu_.unlock();
+  for (int i = 0; i < wakes; ++i) c.wake(me_, kUnixWriteSpace);
+  if (err) {
+    core::raw_free(m);
+    if (refused) {
+      c.wake(me_, kUnixWriteSpace);  // unix_dgram_peer_wake_disconnect_wakeup
+      disconnect();
+    }
+    return err;
+  }
+  c.wake(peer, kUnixReadable);  // other->sk_data_ready(other)
+  return static_cast<long>(len);
+}
+
+void UnixDgramSocket::disconnect() noexcept {
+  UnixDgramConn& c = *conn_;
+  const int peer = 1 - me_;
+  int wakes = 0;
+  UnixDgramConn::Msg* purge;
+  bool reset = false;
+  {
+    core::MutexLock io(iolock_);  // no MSG_PEEK copy is reading our queue
+    c.mu_.lock();
+    purge = c.unlink_queue_locked(me_, &wakes);
+    UnixDgramConn::Side& p = c.side_[peer];
+    if (purge && !p.dead && p.connected) {
+      p.err = ECONNRESET;  // "one link of bidirectional dgram pipe is disconnected"
+      reset = true;
+    }
+    c.mu_.unlock();
+  }
+  for (int i = 0; i < wakes; ++i) c.wake(peer, kUnixWriteSpace);
+  if (reset) c.wake(peer, EPOLLERR);  // sk_error_report
+  UnixDgramConn::free_list(purge);
+}
+
+ssize_t UnixDgramSocket::write(const void* buf, size_t count) noexcept {
+  struct iovec iov = {const_cast<void*>(buf), count};
+  return send_msg(&iov, 1, count);
+}
+
+ssize_t UnixDgramSocket::write_iter(const struct iovec* iov, int iovcnt, size_t total) noexcept {
+  return send_msg(iov, static_cast<size_t>(iovcnt), total);
+}
+
+// ---- shutdown and release ----------------------------------------------------
+
+int UnixDgramSocket::shutdown(int how) noexcept {
+  if (how < SHUT_RD || how > SHUT_RDWR) return -EINVAL;
+  const uint8_t mode = static_cast<uint8_t>(how + 1);  // SHUT_RD -> RCV_SHUTDOWN ...
+  UnixDgramConn& c = *conn_;
+  c.mu_.lock();
+  c.side_[me_].shutdown |= mode;
+  const bool to_peer = c.type_ == SOCK_SEQPACKET && c.side_[me_].connected;
+  c.mu_.unlock();
+  c.wake(me_, 0, 0);  // sk->sk_state_change(sk)
+  if (!to_peer) return 0;  // a datagram peer is not told
+  uint8_t peer_mode = 0;
+  if (mode & UnixDgramConn::kRcvShutdown) peer_mode |= UnixDgramConn::kSendShutdown;
+  if (mode & UnixDgramConn::kSendShutdown) peer_mode |= UnixDgramConn::kRcvShutdown;
+  c.mu_.lock();
+  c.side_[1 - me_].shutdown |= peer_mode;
+  c.mu_.unlock();
+  c.wake(1 - me_, 0, 0);  // other->sk_state_change(other)
+  return 0;
+}
+
+void UnixDgramSocket::on_release() noexcept {
+  UnixDgramConn& c = *conn_;
+  const int peer = 1 - me_;
+  int wakes = 0;
+  c.mu_.lock();
+  UnixDgramConn::Side& s = c.side_[me_];
+  UnixDgramConn::Side& p = c.side_[peer];
+  s.shutdown = UnixDgramConn::kShutdownMask;
+  s.dead = true;
+  c.file_[me_].store(nullptr, std::memory_order_release);
+  const bool tell_peer = c.type_ == SOCK_SEQPACKET && s.connected && !p.dead;
+  if (tell_peer) {
+    p.shutdown = UnixDgramConn::kShutdownMask;  // "No more writes"
+    if (s.head) p.err = ECONNRESET;              // we die with unread messages
+  }
+  UnixDgramConn::Msg* purge = c.unlink_queue_locked(me_, &wakes);
+  c.mu_.unlock();
+  if (tell_peer) c.wake(peer, 0, 0);  // skpair->sk_state_change(skpair)
+  for (int i = 0; i < wakes; ++i) c.wake(peer, kUnixWriteSpace);
+  UnixDgramConn::free_list(purge);
+  c.put();
+}
+
+int make_dgram_pair(int type, int status_flags, int out[2]) noexcept {
+  auto* c = core::create<UnixDgramConn>(type);
+  if (!c) return -ENOMEM;
+  return unix_make_pair<UnixDgramSocket>(c, c->refs_, c->file_, status_flags, out);
+}
+
+}  // namespace uepoll::objects

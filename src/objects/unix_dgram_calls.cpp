@@ -1,0 +1,282 @@
+// unix_dgram_calls.cpp - the socket calls and file operations of a uepoll
+// datagram or seqpacket pair beyond the queue (unix_dgram.h): Linux 6.18
+// net/unix/af_unix.c (unix_dgram_sendmsg/recvmsg, unix_seqpacket_*,
+// unix_dgram_connect, unix_ioctl, unix_inq_len) and net/core/sock.c
+// (sk_setsockopt/sk_getsockopt) for a connected, unnamed pair.  Per-call
+// MSG_DONTWAIT reaches the queue through core/call_flags.h.
+//
+// Locks: UnixDgramConn::mu_ (leaf) for the few fields read or set here;
+// the queue's locks inside send_msg/recv_msg/disconnect.
+#include "core/call_flags.h"
+#include "core/sockopt.h"
+#include "core/user_memory.h"
+#include "objects/unix_dgram.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+namespace uepoll::objects {
+
+namespace {
+
+using core::put_int_opt;
+using core::user_readable;
+
+constexpr int kMinSndBuf = 4608;  // SOCK_MIN_SNDBUF on x86-64
+constexpr int kMinRcvBuf = 2304;  // SOCK_MIN_RCVBUF
+
+// net.core.wmem_max / rmem_max, read once (Linux's default if unreadable).
+long core_sysctl(const char* path) {
+  long v = kUnixSndBuf;
+  if (std::FILE* f = std::fopen(path, "re")) {
+    if (std::fscanf(f, "%ld", &v) != 1) v = kUnixSndBuf;
+    std::fclose(f);
+  }
+  return v;
+}
+long wmem_max() {
+  static const long v = core_sysctl("/proc/sys/net/core/wmem_max");
+  return v;
+}
+long rmem_max() {
+  static const long v = core_sysctl("/proc/sys/net/core/rmem_max");
+  return v;
+}
+
+// unix_validate_addr: a sun_path of at least one byte, family AF_UNIX.
+long validate_unix_addr(const struct sockaddr* addr, socklen_t len) {
+  if (len <= offsetof(struct sockaddr_un, sun_path) || len > sizeof(struct sockaddr_un)) return -EINVAL;
+  if (addr->sa_family != AF_UNIX) return -EINVAL;
+  return 0;
+}
+
+// A datagram to a named socket: delivered by an unnamed kernel AF_UNIX
+// datagram socket, as the pair's own (unnamed) socket would send it; the
+// kernel's answer (ENOENT, ECONNREFUSED, EPERM, the count) is Linux's.
+long send_to_named(const struct msghdr* msg, int flags, bool nonblocking) {
+  const int k = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (k < 0) return -errno;
+  const long r = ::sendmsg(k, msg, flags | (nonblocking ? MSG_DONTWAIT : 0));
+  const long e = r < 0 ? -errno : r;
+  ::close(k);
+  return e;
+}
+
+// What the kernel answers an unnamed AF_UNIX datagram socket connecting to
+// addr (no effect on the socket found there): 0 when a datagram socket is
+// there, else -ENOENT, -ECONNREFUSED, -EPROTOTYPE, -EACCES...
+long probe_named(const struct sockaddr* addr, socklen_t len) {
+  const int k = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (k < 0) return -errno;
+  const long r = ::connect(k, addr, len) < 0 ? -errno : 0;
+  ::close(k);
+  return r;
+}
+
+}  // namespace
+
+long UnixDgramSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
+  const bool seqpacket = type() == SOCK_SEQPACKET;
+  if (seqpacket) {  // unix_seqpacket_sendmsg: sock_error() first
+    conn_->mu_.lock();
+    const int e = conn_->side_[me_].err;
+    conn_->side_[me_].err = 0;
+    conn_->mu_.unlock();
+    if (e) return -e;
+  }
+  if (msg->msg_controllen) {
+    // SCM_RIGHTS / SCM_CREDENTIALS: uepoll pairs carry bytes only.
+    std::fprintf(stderr, "uepoll: sendmsg with control data on a uepoll socket pair: not supported (EOPNOTSUPP)\n");
+    return -EOPNOTSUPP;
+  }
+  if (flags & MSG_OOB) return -EOPNOTSUPP;
+  size_t total = 0;
+  for (size_t i = 0; i < msg->msg_iovlen; ++i) total += msg->msg_iov[i].iov_len;
+  core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, (flags & MSG_NOSIGNAL) != 0);
+  if (msg->msg_namelen && !seqpacket) {  // seqpacket ignores the name
+    if (long r = validate_unix_addr(static_cast<const struct sockaddr*>(msg->msg_name), msg->msg_namelen)) return r;
+    return send_to_named(msg, flags, nonblocking());
+  }
+  return send_msg(msg->msg_iov, msg->msg_iovlen, total);
+}
+
+long UnixDgramSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
+  if (flags & MSG_OOB) return -EOPNOTSUPP;   // sock_no_... for datagram sockets
+  if (flags & MSG_ERRQUEUE) return -EAGAIN;  // unix sockets queue no errors
+  core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, false);
+  int msg_flags = flags & MSG_CMSG_CLOEXEC;
+  const long r = recv_msg(msg->msg_iov, msg->msg_iovlen, flags, &msg_flags);
+  if (r < 0) return r;
+  msg->msg_namelen = 0;  // the peer is unnamed
+  msg->msg_controllen = 0;
+  msg->msg_flags = msg_flags;
+  return r;
+}
+
+long UnixDgramSocket::bind(const struct sockaddr*, socklen_t) noexcept {
+  return -EOPNOTSUPP;  // would name the socket: not modelled (docs/linux-deviations.md)
+}
+// sock_no_listen / sock_no_accept for datagrams; an unbound, unlistening
+// seqpacket socket: EINVAL.
+long UnixDgramSocket::listen(int) noexcept { return type() == SOCK_DGRAM ? -EOPNOTSUPP : -EINVAL; }
+long UnixDgramSocket::accept4(struct sockaddr*, socklen_t*, int) noexcept {
+  return type() == SOCK_DGRAM ? -EOPNOTSUPP : -EINVAL;
+}
+
+long UnixDgramSocket::connect(const struct sockaddr* addr, socklen_t len) noexcept {
+  if (type() == SOCK_SEQPACKET) {
+    // unix_stream_connect: the address, the lookup (ENOENT, ECONNREFUSED,
+    // EPROTOTYPE for a socket of another type), then EISCONN.
+    if (long r = validate_unix_addr(addr, len)) return r;
+    const long r = probe_named(addr, len);
+    if (r == 0) return -EPROTOTYPE;  // a datagram socket is there
+    return r == -EPROTOTYPE ? -EISCONN : r;
+  }
+  if (len < sizeof(sa_family_t)) return -EINVAL;
+  if (addr->sa_family != AF_UNSPEC) {
+    if (long r = validate_unix_addr(addr, len)) return r;
+    // Connecting to a named socket: the kernel's refusal if it refuses,
+    // else not modelled.
+    if (long r = probe_named(addr, len)) return r;
+    std::fprintf(stderr, "uepoll: connect() of a uepoll datagram pair to a named socket: not supported (EOPNOTSUPP)\n");
+    return -EOPNOTSUPP;
+  }
+  // AF_UNSPEC: "1003.1g breaking connected state".
+  conn_->mu_.lock();
+  const bool was = conn_->side_[me_].connected;
+  conn_->side_[me_].connected = false;
+  conn_->mu_.unlock();
+  if (was) {
+    conn_->wake(me_, kUnixWriteSpace);  // unix_dgram_peer_wake_disconnect_wakeup
+    disconnect();
+  }
+  return 0;
+}
+
+long UnixDgramSocket::getsockopt(int level, int optname, void* optval, socklen_t* optlen) noexcept {
+  if (level != SOL_SOCKET) return -EOPNOTSUPP;  // unix sockets have no other level
+  switch (optname) {
+    case SO_TYPE:
+      return put_int_opt(type(), optval, optlen);
+    case SO_DOMAIN:
+      return put_int_opt(AF_UNIX, optval, optlen);
+    case SO_PROTOCOL:
+    case SO_ACCEPTCONN:
+    case SO_PASSCRED:
+      return put_int_opt(0, optval, optlen);
+    case SO_ERROR: {
+      conn_->mu_.lock();
+      const int e = conn_->side_[me_].err;
+      conn_->side_[me_].err = 0;
+      conn_->mu_.unlock();
+      return put_int_opt(e, optval, optlen);
+    }
+    case SO_SNDBUF:
+    case SO_RCVBUF: {
+      conn_->mu_.lock();
+      const long v = optname == SO_SNDBUF ? conn_->side_[me_].sndbuf : conn_->side_[me_].rcvbuf;
+      conn_->mu_.unlock();
+      return put_int_opt(static_cast<int>(v), optval, optlen);
+    }
+    default:
+      if (unix_inert_bool_opt(optname)) return put_int_opt(0, optval, optlen);
+      unix_warn_unsupported_opt("getsockopt", optname);
+      return -ENOPROTOOPT;
+  }
+}
+
+long UnixDgramSocket::setsockopt(int level, int optname, const void* optval, socklen_t optlen) noexcept {
+  if (level != SOL_SOCKET) return -EOPNOTSUPP;
+  if (optlen < sizeof(int)) return -EINVAL;
+  if (!user_readable(optval, sizeof(int))) return -EFAULT;
+  int val;
+  std::memcpy(&val, optval, sizeof val);
+  switch (optname) {
+    case SO_TYPE:
+    case SO_DOMAIN:
+    case SO_PROTOCOL:
+    case SO_ERROR:
+    case SO_ACCEPTCONN:
+      return -ENOPROTOOPT;  // read-only options
+    case SO_SNDBUF: {
+      // min_t(u32, val, wmem_max), doubled, at least SOCK_MIN_SNDBUF; then
+      // sk_write_space.
+      const unsigned long v = static_cast<unsigned>(val) < static_cast<unsigned long>(wmem_max())
+                                  ? static_cast<unsigned>(val)
+                                  : static_cast<unsigned long>(wmem_max());
+      const long b = static_cast<long>(v) * 2 > kMinSndBuf ? static_cast<long>(v) * 2 : kMinSndBuf;
+      conn_->mu_.lock();
+      conn_->side_[me_].sndbuf = b;
+      const bool writable = unix_writable(conn_->side_[me_].wmem, b);
+      conn_->mu_.unlock();
+      if (writable) conn_->wake(me_, kUnixWriteSpace);
+      return 0;
+    }
+    case SO_RCVBUF: {
+      const unsigned long v = static_cast<unsigned>(val) < static_cast<unsigned long>(rmem_max())
+                                  ? static_cast<unsigned>(val)
+                                  : static_cast<unsigned long>(rmem_max());
+      const long b = static_cast<long>(v) * 2 > kMinRcvBuf ? static_cast<long>(v) * 2 : kMinRcvBuf;
+      conn_->mu_.lock();
+      conn_->side_[me_].rcvbuf = b;  // read back only: AF_UNIX never checks it
+      conn_->mu_.unlock();
+      return 0;
+    }
+    default:
+      if (unix_inert_bool_opt(optname)) return 0;
+      unix_warn_unsupported_opt("setsockopt", optname);
+      return -ENOPROTOOPT;
+  }
+}
+
+long UnixDgramSocket::getsockname(struct sockaddr* addr, socklen_t* len) noexcept {
+  return unix_put_unnamed_addr(addr, len);
+}
+
+long UnixDgramSocket::getpeername(struct sockaddr* addr, socklen_t* len) noexcept {
+  conn_->mu_.lock();
+  const bool connected = conn_->side_[me_].connected;
+  conn_->mu_.unlock();
+  if (!connected) return -ENOTCONN;  // a datagram socket whose peer it dropped
+  return unix_put_unnamed_addr(addr, len);
+}
+
+long UnixDgramSocket::ioctl(unsigned long request, void* arg) noexcept {
+  long value = 0;
+  conn_->mu_.lock();
+  const UnixDgramConn::Side& s = conn_->side_[me_];
+  if (request == FIONREAD) {  // SIOCINQ, unix_inq_len
+    if (type() == SOCK_SEQPACKET) {
+      for (const UnixDgramConn::Msg* m = s.head; m; m = m->next) value += m->len;
+    } else if (s.head) {
+      value = s.head->len;  // the next datagram only
+    }
+  } else if (request == TIOCOUTQ) {  // SIOCOUTQ: sk_wmem_alloc
+    value = s.wmem;
+  } else {
+    conn_->mu_.unlock();
+    return -ENOTTY;  // sock_ioctl: ENOIOCTLCMD
+  }
+  conn_->mu_.unlock();
+  if (!user_readable(arg, sizeof(int))) return -EFAULT;  // put_user
+  *static_cast<int*>(arg) = static_cast<int>(value);
+  return 0;
+}
+
+long UnixDgramSocket::fstat(struct stat* st) noexcept { return unix_fstat(id(), st); }
+
+bool UnixDgramSocket::stream_state(core::StreamState* out) noexcept {
+  conn_->mu_.lock();
+  const int bits = conn_->side_[me_].shutdown;
+  const long msgs = conn_->side_[me_].count;
+  conn_->mu_.unlock();
+  *out = {conn_, me_, bits, true, type(), msgs};
+  return true;
+}
+
+}  // namespace uepoll::objects
