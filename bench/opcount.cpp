@@ -4,7 +4,9 @@
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null uepoll-opcount OP 100000
 // and (Ir(N) - Ir(0)) / N is the cost of one operation (bench/opcount.sh does
 // exactly that for every OP).  OPs: ctl-pair, ctl-pair-nested, wait0,
-// wait0-nested, eventfd-rw, pipe-rw.  Takes no lock of its own.
+// wait0-nested, eventfd-rw, pipe-rw, ctl-mod64 and ctl-batch64 (64 MODs as
+// single calls or one batch: divide by 64 for one command).  Takes no lock
+// of its own.
 #include <uepoll/uepoll.h>
 
 #include <cstdint>
@@ -38,7 +40,7 @@ void add(int ep, int fd) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: uepoll-opcount ctl-pair|ctl-pair-nested|wait0|wait0-nested|eventfd-rw|pipe-rw N\n");
+    std::fprintf(stderr, "usage: uepoll-opcount ctl-pair|ctl-pair-nested|wait0|wait0-nested|eventfd-rw|pipe-rw|ctl-mod64|ctl-batch64 N\n");
     return 2;
   }
   const char* op = argv[1];
@@ -70,6 +72,30 @@ int main(int argc, char** argv) {
     }
     for (long i = 0; i < n; ++i)
       if (uep_epoll_wait(w, evs, 4, 0) != 1) die("uep_epoll_wait");
+  } else if (std::strcmp(op, "ctl-mod64") == 0 || std::strcmp(op, "ctl-batch64") == 0) {
+    // The ctl-batch scenario's work: 64 ONESHOT re-arms (MOD) of eventfds
+    // in one instance, as 64 calls or one uep_epoll_ctl_batch.
+    constexpr int kBatch = 64;
+    uep_ctl_cmd cmds[kBatch];
+    for (int i = 0; i < kBatch; ++i) {
+      const int fd = must(uep_eventfd(0, EFD_NONBLOCK), "uep_eventfd");
+      struct epoll_event ev {};
+      ev.events = EPOLLIN | EPOLLONESHOT;
+      ev.data.u64 = static_cast<uint64_t>(i);
+      must(uep_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), "ADD");
+      cmds[i] = uep_ctl_cmd{};
+      cmds[i].op = EPOLL_CTL_MOD;
+      cmds[i].fd = fd;
+      cmds[i].event = ev;
+    }
+    const bool batch = op[4] == 'b';
+    for (long i = 0; i < n; ++i) {
+      if (batch) {
+        if (uep_epoll_ctl_batch(ep, cmds, kBatch) != kBatch) die("uep_epoll_ctl_batch");
+      } else {
+        for (uep_ctl_cmd& c : cmds) must(uep_epoll_ctl(ep, c.op, c.fd, &c.event), "MOD");
+      }
+    }
   } else if (std::strcmp(op, "eventfd-rw") == 0) {
     for (long i = 0; i < n; ++i) {
       if (uep_write(efd, &v, sizeof v) != sizeof v) die("uep_write");

@@ -27,6 +27,32 @@
 
 using uepoll::capi::to_c;
 
+namespace {
+
+// The longest prefix (at most Instance::kMaxRun) of cmds[0..n) whose
+// commands are MOD, DEL or DISABLE of a uepoll file that pass ctl_on's
+// checks (capi/epoll_api.cpp, ctl_on_inline: the target is open, is not
+// the instance, a MOD has no EPOLLEXCLUSIVE), resolved into out[].  The
+// command that ends it, if any, goes through ctl_on, which gives its
+// error at its turn.  Preconditions: inside the batch's ReadGuard.
+int gather_run(uepoll::core::File* ep, const struct uep_ctl_cmd* cmds, int n,
+               uepoll::epoll::Instance::CtlCmd* out) noexcept {
+  int m = 0;
+  while (m < n && m < uepoll::epoll::Instance::kMaxRun) {
+    const struct uep_ctl_cmd& c = cmds[m];
+    if (c.op != EPOLL_CTL_MOD && c.op != EPOLL_CTL_DEL && c.op != UEP_EPOLL_CTL_DISABLE) break;
+    if (!uepoll::fd::in_range(c.fd)) break;
+    uepoll::core::File* tf = uepoll::fd::peek(c.fd);  // see capi/ctl.h: no reference needed
+    if (!tf || tf == ep) break;
+    if (c.op == EPOLL_CTL_MOD && (c.event.events & EPOLLEXCLUSIVE)) break;
+    out[m] = uepoll::epoll::Instance::CtlCmd{c.op, c.fd, tf, c.event.events, c.event.data.u64};
+    ++m;
+  }
+  return m;
+}
+
+}  // namespace
+
 namespace uepoll::detail {
 
 // The file-specific part of ioctl(2) (Linux vfs_ioctl -> f_op->unlocked_ioctl)
@@ -66,11 +92,25 @@ long epoll_ctl_batch(int epfd, struct uep_ctl_cmd* cmds, int ncmds) noexcept {
   uepoll::core::File* ep = uepoll::fd::peek(epfd);
   if (!ep) return -EBADF;
   if (!ep->is_epoll()) return -EINVAL;
-  for (int i = 0; i < ncmds; ++i) {
+  auto* inst = static_cast<uepoll::epoll::Instance*>(ep);
+  for (int i = 0; i < ncmds;) {
+    // A run of MOD, DEL and DISABLE commands on uepoll targets shares its
+    // locking (Instance::ctl_run); the rest go one by one.
+    uepoll::epoll::Instance::CtlCmd run[uepoll::epoll::Instance::kMaxRun];
+    const int m = gather_run(ep, cmds + i, ncmds - i, run);
+    if (m > 0) {
+      int res[uepoll::epoll::Instance::kMaxRun];
+      const int done = inst->ctl_run(run, m, res);
+      for (int k = 0; k < done; ++k) cmds[i + k].result = res[k];
+      if (res[done - 1] < 0) return i + done;
+      i += m;
+      continue;
+    }
     const struct epoll_event ev = cmds[i].event;
     const int r = uepoll::capi::ctl_on(ep, cmds[i].op, cmds[i].fd, ev);
     cmds[i].result = r;
     if (r < 0) return i + 1;
+    ++i;
   }
   return ncmds;
 }

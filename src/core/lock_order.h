@@ -45,7 +45,10 @@
 //  4. Instance shard lock      (per instance, 16 shards): the item hash for
 //                               its keys, the items' registration state,
 //                               MOD's seqlock writes.  A shard of a parent is
-//                               held while polling a child (ADD, MOD).
+//                               held while polling a child (ADD, MOD).  A
+//                               ctl batch's run (Instance::ctl_run) holds
+//                               several shards of one instance, taken in
+//                               index order; nothing else holds two.
 //  4.2 KernelWatch::mu_       (per instance Mutex, epoll/kernel_watch.h):
 //                               creating the instance's hub and kernel fd.
 //                               Taken under 1 (exclusive) and under a

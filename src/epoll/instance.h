@@ -69,6 +69,21 @@ class Instance final : public core::File {
   int del(core::File* tf, int fd) noexcept;
   // Beyond Linux: UEP_EPOLL_CTL_DISABLE (2012 RFC), contract in uepoll.h.
   int disable(core::File* tf, int fd) noexcept;
+  // Beyond Linux: a run of uep_epoll_ctl_batch's commands, each a MOD, DEL
+  // or DISABLE of a uepoll target that passed the C API's checks.  Runs
+  // them in order as mod() / del() / disable() would, storing each one's
+  // result in res[], and stops after the first failure; returns how many
+  // ran.  Shares their locking: the global and ctl locks once, each shard
+  // touched once (instance_ctl.cpp).  n <= kMaxRun.
+  struct CtlCmd {
+    int op;
+    int fd;
+    core::File* tf;
+    uint32_t events;
+    uint64_t data;
+  };
+  static constexpr int kMaxRun = 64;
+  int ctl_run(const CtlCmd* cmds, int n, int* res) noexcept;
   // Beyond Linux: EPIOCSPARAMS values (epoll/busy_poll.h).
   BusyPoll& busy_poll() noexcept { return busy_; }
 
@@ -166,6 +181,12 @@ class Instance final : public core::File {
   // queue (unless release did), from the ready list, marks it unregistered
   // and drops the registration reference.
   void detach_locked(Item* it) noexcept;
+  // MOD, DEL and DISABLE once the key's shard is locked (mod(), del(),
+  // disable() and ctl_run()).  Preconditions: s.mutex held, h the key's hash.
+  inline int mod_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data) noexcept
+      UEP_REQUIRES(s.mutex);
+  inline int del_locked(Shard& s, uint64_t h, core::File* tf, int fd) noexcept UEP_REQUIRES(s.mutex);
+  inline int disable_locked(Shard& s, uint64_t h, core::File* tf, int fd) noexcept UEP_REQUIRES(s.mutex);
 
   // Wake callback of items on target files (Linux ep_poll_callback),
   // called by the queue through epoll::item_wake (core/waitqueue.h).

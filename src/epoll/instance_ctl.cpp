@@ -239,9 +239,11 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
   }
 }
 
-int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
-  CtlLocks l(this, tf, fd);
-  Item* it = find_locked(l.shard, l.h, tf, fd);
+// MOD, DEL and DISABLE under the key's shard lock; inlined into mod(),
+// del(), disable() and ctl_run() (out of line they cost a call each).
+[[gnu::always_inline]] inline int Instance::mod_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events,
+                                                       uint64_t data) noexcept {
+  Item* it = find_locked(s, h, tf, fd);
   if (!it) return -ENOENT;
   if (it->events.load(std::memory_order_relaxed) & EPOLLEXCLUSIVE) return -EINVAL;
   events |= EPOLLERR | EPOLLHUP;
@@ -256,24 +258,16 @@ int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
   return 0;
 }
 
-int Instance::del(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
-  CtlLocks l(this, tf, fd);
-  Item* it = find_locked(l.shard, l.h, tf, fd);
+[[gnu::always_inline]] inline int Instance::del_locked(Shard& s, uint64_t h, core::File* tf, int fd) noexcept {
+  Item* it = find_locked(s, h, tf, fd);
   if (!it) return -ENOENT;
-  unhash_locked(l.shard, l.h, it);
+  unhash_locked(s, h, it);
   detach_locked(it);
   return 0;
 }
 
-// Beyond Linux: UEP_EPOLL_CTL_DISABLE (2012 RFC; uepoll.h has the contract).
-// ready_lock_ orders it against a harvest's delivery of the item: a harvest
-// copies a ONESHOT event only if the mask it polled with is still the
-// item's under ready_lock_ (send_events), and disarms it in the same
-// critical section, so either that happened first (EBUSY) or the harvest
-// will see the disarmed mask and skip the item.
-int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {  // CtlLocks, as del()
-  CtlLocks l(this, tf, fd);
-  Item* it = find_locked(l.shard, l.h, tf, fd);
+[[gnu::always_inline]] inline int Instance::disable_locked(Shard& s, uint64_t h, core::File* tf, int fd) noexcept {
+  Item* it = find_locked(s, h, tf, fd);
   if (!it) return -ENOENT;
   int r = 0;
   ready_lock_.lock();
@@ -291,6 +285,81 @@ int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANAL
   }
   ready_lock_.unlock();
   return r;
+}
+
+int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+  CtlLocks l(this, tf, fd);
+  return mod_locked(l.shard, l.h, tf, fd, events, data);
+}
+
+int Instance::del(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+  CtlLocks l(this, tf, fd);
+  return del_locked(l.shard, l.h, tf, fd);
+}
+
+// Beyond Linux: UEP_EPOLL_CTL_DISABLE (2012 RFC; uepoll.h has the contract).
+// ready_lock_ orders it against a harvest's delivery of the item: a harvest
+// copies a ONESHOT event only if the mask it polled with is still the
+// item's under ready_lock_ (send_events), and disarms it in the same
+// critical section, so either that happened first (EBUSY) or the harvest
+// will see the disarmed mask and skip the item.
+int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {  // CtlLocks, as del()
+  CtlLocks l(this, tf, fd);
+  return disable_locked(l.shard, l.h, tf, fd);
+}
+
+// The batch's run: what CtlLocks takes per command, taken once.  Every
+// shard the run's keys hash to is locked before the first command runs,
+// in index order (the order any two shard locks of one instance are taken
+// in: lock_order.h, level 4), so each command runs under its key's shard
+// lock as mod()/del()/disable() would, and in the run's order, which keeps
+// duplicate targets and the stop after a failure exact.  The lock checker
+// sees the lowest shard (a lock of class kShard); the others are taken
+// unchecked (Mutex::lock_unchecked), as members of that set.
+int Instance::ctl_run(const CtlCmd* cmds, int n, int* res) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+  topology::GlobalCtlGuard global(!core::knob(core::knobs().rcu_ctl));
+  core::MaybeMutexLock ctl(ctl_mutex_, CtlLocks::ctl_taken());
+  uint64_t h[kMaxRun];
+  uint32_t touched = 0;
+  for (int k = 0; k < n; ++k) {
+    h[k] = hash_key(cmds[k].tf, cmds[k].fd);
+    touched |= 1u << (h[k] & (kShards - 1));
+  }
+  const int first = __builtin_ctz(touched);
+  for (int i = first; i < kShards; ++i) {
+    if (!(touched & (1u << i))) continue;
+    if (i == first)
+      shards_[i].mutex.lock();
+    else
+      shards_[i].mutex.lock_unchecked();
+  }
+  int k = 0;
+  while (k < n) {
+    const CtlCmd& c = cmds[k];
+    Shard& s = shard_for(h[k]);
+    int r;
+    switch (c.op) {
+      case EPOLL_CTL_MOD:
+        r = mod_locked(s, h[k], c.tf, c.fd, c.events, c.data);
+        break;
+      case EPOLL_CTL_DEL:
+        r = del_locked(s, h[k], c.tf, c.fd);
+        break;
+      default:  // UEP_EPOLL_CTL_DISABLE (the C API sends no other op)
+        r = disable_locked(s, h[k], c.tf, c.fd);
+        break;
+    }
+    res[k++] = r;
+    if (r < 0) break;
+  }
+  for (int i = kShards - 1; i >= first; --i) {
+    if (!(touched & (1u << i))) continue;
+    if (i == first)
+      shards_[i].mutex.unlock();
+    else
+      shards_[i].mutex.unlock_unchecked();
+  }
+  return k;
 }
 
 void Instance::detach_locked(Item* it) noexcept {

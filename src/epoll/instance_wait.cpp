@@ -133,9 +133,15 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
 
   bool timed_out = nonblocking;
   bool eintr = false;
-  ready_lock_.lock();
-  bool eavail = events_available_locked();
-  ready_lock_.unlock();
+  // With a kernel side the first look at the ready list is made by the
+  // harvest (timeout 0) or under ready_lock_ by the sleep itself, which
+  // goes round to harvest when events are listed.
+  bool eavail = false;
+  if (!kernel_watch()) {
+    ready_lock_.lock();
+    eavail = events_available_locked();
+    ready_lock_.unlock();
+  }
 
   SpinWindow spin;
   core::ThreadWaiter* w = nullptr;
@@ -145,8 +151,12 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   for (;;) {
     // With a kernel side, its events are only known by asking the kernel.
     KernelWatch* kw = kernel_watch();
-    if (eavail || kw) {
-      int n = kw ? kw->harvest(this, evs, maxevents, !timed_out && !w) : send_events(evs, maxevents);
+    // Before a blocking wait's first sleep with nothing known to be listed,
+    // a harvest with a kernel side would only look at the ready list
+    // (KernelWatch::harvest, will_sleep), which the sleep does anyway.
+    const bool will_sleep = !timed_out && !w;
+    if (eavail || (kw && !will_sleep)) {
+      int n = kw ? kw->harvest(this, evs, maxevents, will_sleep) : send_events(evs, maxevents);
       if (pass_on && kw) {
         // A kernel-first harvest may not have scanned the ready list, so
         // its done_scan_locked() did not pass the wakeup on: do it here.
@@ -159,11 +169,15 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
     }
     if (timed_out) return 0;
     if (eintr) return -EINTR;
-    if (busy_wait(deadline, &spin)) {  // beyond Linux: EPIOCSPARAMS (epoll/busy_poll.cpp)
+    // Beyond Linux: EPIOCSPARAMS (epoll/busy_poll.cpp); a window of 0 never spins.
+    if (busy_.usecs.load(std::memory_order_relaxed) != 0 && busy_wait(deadline, &spin)) {
       eavail = true;
       continue;
     }
-    if (kw && kw->direct_hint() && !classic && !core::vclock::on() && core::have_epoll_pwait2()) {  // virtual time: the classic sleep registers with the clock
+    // Virtual time: the classic sleep registers with the clock.  A wait
+    // with no deadline sleeps in epoll_pwait, one with a deadline needs
+    // epoll_pwait2 (Linux 5.11).
+    if (kw && kw->direct_hint() && !classic && !core::vclock::on() && (!deadline || core::have_epoll_pwait2())) {
       const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked);
       if (n == KernelWatch::kTimedOut)
         timed_out = true;

@@ -27,7 +27,7 @@
 //            kick_tag()): the doorbell of the direct sleep.  Every epoll_wait
 //            on shadow_ filters its event out.
 // The direct sleep: while the instance has neither hub_ nor kfd_, a
-// blocking uep_epoll_wait sleeps in epoll_pwait2(shadow_) with the caller's
+// blocking uep_epoll_wait sleeps in epoll_pwait2(shadow_) (epoll_pwait with no deadline) with the caller's
 // mask, which returns kernel events in the same system call.  All such
 // sleepers are one exclusive entry on Instance::waiters_ (ring_), whose
 // wakeup writes kick_ (once until a sleeper or harvest consumes it); the

@@ -1,5 +1,5 @@
 // kernel_watch_direct.cpp - the direct sleep of an instance with kernel
-// descriptors: one epoll_pwait2 on the shadow epoll per sleep, woken by
+// descriptors: one epoll_pwait2 (epoll_pwait with no deadline) on the shadow epoll per sleep, woken by
 // kernel events (the kernel's own exclusive wakeup of shadow_'s sleepers)
 // and by user-space events through the doorbell kick_ (see kernel_watch.h
 // for the protocol; docs/design.md section 8 for why no wakeup is lost).
@@ -214,7 +214,7 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     if (sec >= 0) rel = timespec{sec, nsec};
     relp = &rel;
   }
-  int r = ::epoll_pwait2(shadow_, evs, maxevents, relp, mask);
+  int r = relp ? ::epoll_pwait2(shadow_, evs, maxevents, relp, mask) : ::epoll_pwait(shadow_, evs, maxevents, -1, mask);
   // Linux ep_poll checks signal_pending() (after the ready list) before
   // every sleep, also one whose time is already up; epoll_pwait2 with a
   // zero timeout does not.

@@ -197,7 +197,10 @@ TEST(Threads, SleepersOnOneInstance) {
     t.read_u64(efd);
     t.ctl(ep, EPOLL_CTL_MOD, efd, IN, 2);
     {
-      Waiter a(t.api, ep, 1000), b(t.api, ep, 1000);
+      // Both return as soon as the write lands; the timeout only bounds a
+      // failure (and must outlast a loaded sanitizer run's stalls between
+      // the sleepers' start and the write).
+      Waiter a(t.api, ep, 5000), b(t.api, ep, 5000);
       usleep(kSettleUs);
       t.write_u64(efd, 1);
       std::string ra = a.result(), rb = b.result();
