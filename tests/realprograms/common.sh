@@ -6,6 +6,7 @@
 # script), KINDS (uepoll-run --kinds, empty for the default) and work (a
 # scratch directory).
 
+LAUNCH_PREFIX=()
 say() { printf 'realprograms: %s\n' "$*"; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() {  # wait_port PORT PID: until PORT accepts, or PID died, or 10 s
@@ -30,15 +31,16 @@ stop() {  # stop PID SIGNAL: the signal, then SIGKILL after 10 s (its children t
 # stderr in DIR/stderr; under uepoll-run with --stats DIR/stats (made
 # world-writable first: servers that drop root write their block as
 # another user).  Sets PID (uepoll-run execs the program: PID is the server).
+# LAUNCH_PREFIX (an array, e.g. strace and its options) goes before both.
 launch() {
   local mode=$1 dir=$2; shift 2
   local kargs=()
   [[ -n ${KINDS-} ]] && kargs=(--kinds "$KINDS")
   if [[ $mode == uepoll ]]; then
     : >"$dir/stats" && chmod 666 "$dir/stats"
-    "$RUN" --stats "$dir/stats" "${kargs[@]}" "$@" 2>"$dir/stderr" &
+    "${LAUNCH_PREFIX[@]}" "$RUN" --stats "$dir/stats" "${kargs[@]}" "$@" 2>"$dir/stderr" &
   else
-    "$@" 2>"$dir/stderr" &
+    "${LAUNCH_PREFIX[@]}" "$@" 2>"$dir/stderr" &
   fi
   PID=$!
 }
@@ -72,8 +74,9 @@ check_uepoll_run() {
   say "$1: uepoll stats: $(stat_sum epoll_instances "$3") instances, $(stat_sum registrations_kernel "$3") kernel-fd registrations, $(stat_sum waits "$3") waits, $(stat_sum events "$3") events, $(stat_sum objects_eventfd "$3") eventfds, $(stat_sum objects_pipe "$3") pipes, $(stat_sum converted_at_fork "$3") pipes/pairs made kernel ones at fork"
   ((ok))
 }
-# wrk_rps WRKOUT...: the sum of the Requests/sec of wrk outputs; 1 (and a
-# message) when one saw errors or is missing its figure.
+# wrk_rps WRKOUT... -> RPS, REQS: the sums of the requests/s and of the
+# requests of wrk outputs; 1 (and a message) when one saw errors or is
+# missing its figure.
 wrk_rps() {
   local f bad=0
   for f in "$@"; do
@@ -81,6 +84,7 @@ wrk_rps() {
     if grep -qE 'Non-2xx|Socket errors' "$f"; then say "wrk errors:"; grep -E 'Non-2xx|Socket errors' "$f"; bad=1; fi
   done
   RPS=$(awk '/Requests\/sec/ { s += $2 } END { printf "%.0f", s }' "$@")
+  REQS=$(awk '/ requests in / { s += $1 } END { print s + 0 }' "$@")
   ((!bad))
 }
 # wrk_load DIR SECONDS NGEN URL -> RPS: NGEN wrk at once (one thread, 16

@@ -19,18 +19,19 @@ memcached_start() {  # memcached_start MODE DIR -> PID, PORT
 memcached_check() {  # memcached_check MODE DIR -> RESULT
   RESULT=$(timeout 30 python3 "$here/memcached_client.py" "$PORT") || { say "memcached ($1): client failed: $RESULT"; return 1; }
 }
-memcached_load() {  # memcached_load DIR SECONDS NGEN -> RPS: NGEN memcaslap, 16 concurrent connections each
-  local i pids=() rc=0
+memcached_load() {  # memcached_load DIR SECONDS NGEN -> RPS, REQS: NGEN memcaslap, 16 concurrent connections each
+  local i pids=() outs=() rc=0
   for ((i = 0; i < $3; i++)); do
     timeout $(($2 + 60)) memcaslap -s "127.0.0.1:$PORT" -T 1 -c 16 -t "$2s" >"$1/slap.$i" 2>&1 &
-    pids+=($!)
+    pids+=($!) outs+=("$1/slap.$i")
   done
   wait "${pids[@]}" || rc=1
   for ((i = 0; i < $3; i++)); do
     grep -q 'TPS:' "$1/slap.$i" || { say "memcaslap did not finish:"; tail -3 "$1/slap.$i"; rc=1; }
     if grep -qiE 'fail|error' "$1/slap.$i"; then say "memcaslap errors:"; grep -iE 'fail|error' "$1/slap.$i" | head -3; rc=1; fi
   done
-  RPS=$(awk '/TPS:/ { for (i = 1; i < NF; i++) if ($i == "TPS:") s += $(i + 1) } END { printf "%.0f", s }' "$1"/slap.*)
+  RPS=$(awk '/TPS:/ { for (i = 1; i < NF; i++) if ($i == "TPS:") s += $(i + 1) } END { printf "%.0f", s }' "${outs[@]}")
+  REQS=$(awk '/TPS:/ { for (i = 1; i < NF; i++) if ($i == "Ops:") s += $(i + 1) } END { print s + 0 }' "${outs[@]}")
   return $rc
 }
 memcached_stop() { stop "$PID" TERM; }

@@ -23,7 +23,7 @@ redis_check() {  # redis_check MODE DIR -> RESULT
   for _ in $(seq 50); do after=$("${cli[@]}" LASTSAVE); [[ $after != "$before" ]] && break; sleep 0.1; done
   [[ $after != "$before" ]] || { say "redis ($1): BGSAVE did not complete"; return 1; }
 }
-redis_load() {  # redis_load DIR SECONDS(unused: REQUESTS per command) NGEN -> RPS (mean over the 5 commands, summed over the generators)
+redis_load() {  # redis_load DIR SECONDS(unused: REQUESTS per command) NGEN -> RPS, REQS (RPS: mean over the 5 commands, summed over the generators)
   local i pids=() rc=0
   for ((i = 0; i < $3; i++)); do
     timeout 300 redis-benchmark -h 127.0.0.1 -p "$PORT" -n "$REQUESTS" -c 16 -q -t set,get,incr,lpush,lpop >"$1/bench.$i" 2>&1 &
@@ -36,6 +36,7 @@ redis_load() {  # redis_load DIR SECONDS(unused: REQUESTS per command) NGEN -> R
     [[ $(wc -l <"$1/rps.$i") == 5 ]] || { say "redis: benchmark incomplete:"; cat "$1/bench.$i"; rc=1; }
     RPS=$(awk -F'[: ]+' -v t="$RPS" '{ s += $2; n++ } END { printf "%.0f", t + (n ? s / n : 0) }' "$1/rps.$i")
   done
+  REQS=$((5 * REQUESTS * $3))
   return $rc
 }
 redis_stop() {
