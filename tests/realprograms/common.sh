@@ -87,12 +87,12 @@ wrk_rps() {
   REQS=$(awk '/ requests in / { s += $1 } END { print s + 0 }' "$@")
   ((!bad))
 }
-# wrk_load DIR SECONDS NGEN URL -> RPS: NGEN wrk at once (one thread, 16
-# connections each), the sum of their requests/s.
+# wrk_load DIR SECONDS NGEN URL [CONNS] -> RPS, REQS: NGEN wrk at once (one
+# thread, CONNS connections each, default 16), the sums of their figures.
 wrk_load() {
   local i outs=() pids=()
   for ((i = 0; i < $3; i++)); do
-    timeout $(($2 + 30)) wrk -t1 -c16 -d"$2s" --timeout 5s "$4" >"$1/wrk.$i" 2>&1 &
+    timeout $(($2 + 30)) wrk -t1 -c"${5:-16}" -d"$2s" --timeout 5s "$4" >"$1/wrk.$i" 2>&1 &
     pids+=($!) outs+=("$1/wrk.$i")
   done
   wait "${pids[@]}"
