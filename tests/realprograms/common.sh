@@ -44,7 +44,9 @@ launch() {
   fi
   PID=$!
 }
-# cpu_ticks PID: utime+stime (clock ticks) of PID and its live descendants.
+# cpu_ticks PID: utime+stime+cutime+cstime (clock ticks) of PID and its
+# live descendants: a difference of two counts covers the children that ran
+# and were waited for in between (a CGI per request) and the ones alive.
 cpu_ticks() {
   local p t=0 list=$1 queue=$1 kids
   while [[ -n $queue ]]; do
@@ -53,8 +55,8 @@ cpu_ticks() {
     list="$list $queue"
   done
   for p in $list; do
-    # fields 14 and 15 of /proc/PID/stat, after the command name in parentheses
-    t=$((t + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+    # fields 14 to 17 of /proc/PID/stat, after the command name in parentheses
+    t=$((t + $(awk '{ sub(/^.*\) /, ""); print $12 + $13 + $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
   done
   echo "$t"
 }
