@@ -3,8 +3,10 @@
 # test (compilers, CMake, GoogleTest, Google Benchmark, clang's libFuzzer and
 # sanitizer runtimes, valgrind, pkg-config, python3, the aarch64 cross
 # compiler and qemu-user for the aarch64 stage, libuv and Boost for two
-# examples, lwIP for the lwIP socket provider, and nginx-light, redis-server, redis-tools, wrk, curl and procps
-# for the real programs run under uepoll-run by tests/realprograms/run.sh).
+# examples, lwIP for the lwIP socket provider, and nginx-light, redis-server,
+# redis-tools, memcached, libmemcached-tools, lighttpd, nodejs, wrk, curl and
+# procps for the real programs run under uepoll-run by
+# tests/realprograms/run.sh, strace for tools/realprograms_throughput.sh).
 #
 # This list is the one list of what uepoll's scripts and tests need.
 #
@@ -47,9 +49,12 @@ packages=(
   wrk                 # HTTP load generator
   curl                # tests/realprograms: fetches nginx's page to compare
   procps              # tests/realprograms: pgrep finds nginx's worker to stop it
-  memcached           # tests/provider: a threaded server on the lwIP provider
-  libmemcached-tools  # tests/provider: memcslap, memcaslap, memcping
+  memcached           # threaded server: tests/realprograms, and on the lwIP provider (tests/provider)
+  libmemcached-tools  # memcaslap (memaslap) and memcslap, memcached's load generators
   iproute2            # tests/provider/tap_netns.sh: ip tuntap / addr / link
+  lighttpd            # forking server (mod_cgi forks a CGI per request)
+  nodejs              # event-loop runtime (libuv): an HTTP server
+  strace              # tools/realprograms_throughput.sh STRACE=1: system calls per request
 )
 log() { printf 'setup: %s\n' "$*"; }
 LOCK_WAIT="${UEPOLL_SETUP_LOCK_WAIT:-600}"

@@ -43,4 +43,8 @@ expect 2 err "--control: an empty path" "$run" --virtual-time manual --control= 
 expect 0 out '.' "$run" --kinds=epoll,eventfd --stats "$tmp/stats.%p" "$prog"
 if ! ls "$tmp"/stats.* > /dev/null 2>&1; then echo "FAIL: --stats wrote nothing"; fails=$((fails + 1)); fi
 expect 0 out '.' "$run" -- "$prog"
+# The library's run path has no empty entry (the current directory): a
+# program started where files carry its dependencies' names still runs.
+mkdir "$tmp/cwd" && echo junk > "$tmp/cwd/libstdc++.so.6" && echo junk > "$tmp/cwd/libgcc_s.so.1"
+expect 0 out '.' sh -c 'cd "$1" && shift && exec "$@"' sh "$tmp/cwd" "$run" "$prog"
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
