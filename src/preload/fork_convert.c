@@ -69,14 +69,6 @@ struct shown {
   int done; /* converted (or skipped) with its group */
 };
 
-/* One registration of a uepoll pipe end or socket in a uepoll instance
- * (uep_fdinfo line). */
-struct reg {
-  int ue;  /* the instance's uepoll descriptor */
-  int tfd; /* the registered uepoll descriptor */
-  unsigned long long conn; /* its pipe or pair (uep__stream_state) */
-  struct epoll_event ev;
-};
 
 static int write_all(int fd, const char *p, size_t len) {
   while (len) {
@@ -93,7 +85,7 @@ static int write_all(int fd, const char *p, size_t len) {
 
 /* Makes room for one more element in a doubling array: the array (moved or
  * not, *cap updated), or NULL when out of memory (arr still valid). */
-static void *grow_for_one(void *arr, int *cap, int used, size_t elem) {
+void *uep_pl_grow_for_one(void *arr, int *cap, int used, size_t elem) {
   if (used < *cap) return arr;
   int ncap = *cap ? *cap * 2 : 16;
   void *t = realloc(arr, (size_t)ncap * elem);
@@ -123,10 +115,18 @@ static int move_queued(int u, int k) {
   return rc;
 }
 
-/* Every registration of a uepoll pipe end or socket in the uepoll instances
- * the program shows; *count set, malloc'd array (NULL if none). */
-static struct reg *collect_registrations(int hw, int *count) {
-  struct reg *regs = NULL;
+/* The object of a registered uepoll pipe end or socket (its connection), or
+ * 0 for any other descriptor. */
+static unsigned long long stream_key(int tfd) {
+  struct uep__stream_state st;
+  return uep__stream_state(tfd, &st) < 0 ? 0 : st.conn;
+}
+
+/* Every registration in the uepoll instances the program shows of a uepoll
+ * descriptor that key() names (nonzero: its object); *count set, malloc'd
+ * array (NULL if none). */
+struct uep_pl_reg *uep_pl_collect_registrations(int hw, int *count, unsigned long long (*key)(int tfd)) {
+  struct uep_pl_reg *regs = NULL;
   int nregs = 0, cap = 0;
   char *text = NULL;
   long text_cap = 0;
@@ -148,14 +148,14 @@ static struct reg *collect_registrations(int hw, int *count) {
       unsigned events;
       unsigned long long data;
       if (sscanf(line, "tfd: %d events: %x data: %llx", &tfd, &events, &data) != 3) continue;
-      struct uep__stream_state st;
-      if (tfd < UEP_FD_BASE || uep__stream_state(tfd, &st) < 0) continue; /* kernel fd, or no pipe/pair */
-      struct reg *r = grow_for_one(regs, &cap, nregs, sizeof *regs);
+      const unsigned long long conn = tfd < UEP_FD_BASE ? 0 : key(tfd); /* kernel fd, or another object */
+      if (!conn) continue;
+      struct uep_pl_reg *r = uep_pl_grow_for_one(regs, &cap, nregs, sizeof *regs);
       if (!r) break;
       regs = r;
       regs[nregs].ue = ue;
       regs[nregs].tfd = tfd;
-      regs[nregs].conn = st.conn;
+      regs[nregs].conn = conn;
       regs[nregs].ev.events = events;
       regs[nregs].ev.data.u64 = data;
       ++nregs;
@@ -276,7 +276,7 @@ static void place_numbers(const struct group *g) {
 }
 
 /* Step 5: registrations of the uepoll ends move to the kernel numbers. */
-static void move_registrations(const struct group *g, const struct reg *regs, int nregs) {
+static void move_registrations(const struct group *g, const struct uep_pl_reg *regs, int nregs) {
   for (int j = 0; j < nregs; ++j) {
     if (regs[j].conn != g->conn) continue;
     uep_epoll_ctl(regs[j].ue, EPOLL_CTL_DEL, regs[j].tfd, NULL);
@@ -290,7 +290,7 @@ static void move_registrations(const struct group *g, const struct reg *regs, in
 
 /* Converts the pipe or pair that s[first] shows (steps 1-6 above).
  * Returns 1 if converted, 0 if left as a uepoll object. */
-static int convert_group(struct shown *s, int ns, int first, const struct reg *regs, int nregs) {
+static int convert_group(struct shown *s, int ns, int first, const struct uep_pl_reg *regs, int nregs) {
   struct group g = {.s = s, .ns = ns, .first = first, .conn = s[first].st.conn, .is_socket = s[first].st.is_socket};
   if (!inspect(&g) || make_kernel_object(&g) < 0) return 0;
   carry_state(&g);
@@ -316,7 +316,7 @@ static void convert_streams_of(int only) {
     if (kind != UEP_PL_PIPE && kind != UEP_PL_SOCKET) continue;
     int u = uep_pl_map(n);
     if (!u) continue;
-    struct shown *t = grow_for_one(s, &cap, ns, sizeof *s);
+    struct shown *t = uep_pl_grow_for_one(s, &cap, ns, sizeof *s);
     if (!t) break;
     s = t;
     UEP_PL_ENTER();
@@ -335,7 +335,7 @@ static void convert_streams_of(int only) {
   }
   UEP_PL_ENTER();
   int nregs = 0;
-  struct reg *regs = collect_registrations(hw, &nregs);
+  struct uep_pl_reg *regs = uep_pl_collect_registrations(hw, &nregs, stream_key);
   int converted = 0;
   for (int i = 0; i < ns; ++i) {
     if (s[i].done) continue;
@@ -377,12 +377,18 @@ pid_t vfork(void) { return fork(); }
 
 int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-  if (!uep_pl_inside()) convert_streams();
+  if (!uep_pl_inside()) {
+    convert_streams();
+    uep_pl_convert_inherited_eventfds(); /* the child shares them (eventfd_convert.c) */
+  }
   return UEP_PL_REAL(posix_spawn)(pid, path, actions, attr, argv, envp);
 }
 
 int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
                  const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-  if (!uep_pl_inside()) convert_streams();
+  if (!uep_pl_inside()) {
+    convert_streams();
+    uep_pl_convert_inherited_eventfds(); /* the child shares them (eventfd_convert.c) */
+  }
   return UEP_PL_REAL(posix_spawnp)(pid, file, actions, attr, argv, envp);
 }

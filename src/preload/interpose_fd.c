@@ -480,6 +480,8 @@ int ioctl(int fd, unsigned long request, ...) {
   va_start(ap, request);
   void *arg = va_arg(ap, void *);
   va_end(ap);
+  /* KVM's irqfd and ioeventfd: the eventfd becomes a kernel one (eventfd_convert.c). */
+  if (!uep_pl_inside() && !uep_pl_map(fd)) uep_pl_kernel_signals_ioctl(request, arg);
   UEP_PL_FORWARD2(fd, ioctl, (u, request, arg), ioctl, (fd, request, arg));
 }
 

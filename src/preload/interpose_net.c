@@ -372,6 +372,10 @@ long syscall(long nr, ...) {
         return dup((int)a[0]);
       }
       break;
+    case SYS_io_uring_register:
+    case SYS_io_submit:
+      uep_pl_kernel_signals_syscall(nr, a); /* an eventfd to signal becomes a kernel one (eventfd_convert.c) */
+      break;
     default:
       break;
   }
