@@ -375,6 +375,25 @@ pid_t fork(void) {
  * under the preload vfork is fork (which POSIX allows). */
 pid_t vfork(void) { return fork(); }
 
+/* popen() and system() spawn their child inside libc (posix_spawn's
+ * internal entry): the child inherits what fork would show it, so the same
+ * conversions come first. */
+FILE *popen(const char *command, const char *mode) {
+  if (!uep_pl_inside()) {
+    convert_streams();
+    uep_pl_convert_inherited_eventfds();
+  }
+  return UEP_PL_REAL(popen)(command, mode);
+}
+
+int system(const char *command) {
+  if (!uep_pl_inside() && command) {
+    convert_streams();
+    uep_pl_convert_inherited_eventfds();
+  }
+  return UEP_PL_REAL(system)(command);
+}
+
 int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
   if (!uep_pl_inside()) {

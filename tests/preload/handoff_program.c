@@ -3,8 +3,8 @@
  * file action's dup2, and inheritance of a descriptor without
  * close-on-exec), and to KVM's irqfd and ioeventfd ioctls.  Run plainly and
  * under uepoll-run (tests/preload/run.sh): the same output, where the
- * preload makes those uepoll eventfds kernel ones first
- * (src/preload/eventfd_convert.c).  The ioctls go to /dev/null (ENOTTY, no
+ * preload makes those uepoll objects kernel ones first
+ * (src/preload/eventfd_convert.c, fork_convert.c).  The ioctls go to /dev/null (ENOTTY, no
  * KVM needed); the descriptor's kind afterwards is what is compared.
  */
 #define _GNU_SOURCE
@@ -75,6 +75,25 @@ int main(int argc, char **argv) {
   char num[16];
   snprintf(num, sizeof num, "%d", inh);
   spawn_and_wait(ep, inh, NULL, num, "inherited");
+
+  /* system() and popen() spawn inside libc: their shell inherits a pipe. */
+  int p[2];
+  if (pipe(p) < 0) return 1;
+  char cmd[64], buf[16] = "";
+  snprintf(cmd, sizeof cmd, "echo system >&%d", p[1]);
+  printf("system %d\n", system(cmd));
+  ssize_t n = read(p[0], buf, sizeof buf - 1);
+  printf("system: read %zd %.*s", n, n > 0 ? (int)n : 0, buf);
+  close(p[0]);
+  close(p[1]);
+  if (pipe(p) < 0) return 1;
+  printf("write %zd\n", write(p[1], "popen\n", 6));
+  close(p[1]);
+  snprintf(cmd, sizeof cmd, "cat <&%d", p[0]);
+  FILE *f = popen(cmd, "r");
+  printf("popen: %s", f && fgets(buf, sizeof buf, f) ? buf : "(nothing)\n");
+  printf("pclose %d\n", f ? pclose(f) : -1);
+  close(p[0]);
 
   int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
   int irq = eventfd(0, EFD_CLOEXEC), res = eventfd(0, EFD_CLOEXEC), io = eventfd(0, EFD_CLOEXEC);
