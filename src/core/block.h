@@ -21,8 +21,15 @@
 
 namespace uepoll::core {
 
-template <class Op>
-long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op, bool restart = true) noexcept {
+// before_sleep() runs before each sleep, with no lock held (Linux's
+// kill_fasync before a pipe read or write waits).
+struct NoBeforeSleep {
+  void operator()() const noexcept {}
+};
+
+template <class Op, class BeforeSleep = NoBeforeSleep>
+long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op, bool restart = true,
+              BeforeSleep&& before_sleep = BeforeSleep{}) noexcept {
   wq.lock();
   long r = op();
   wq.unlock();
@@ -45,6 +52,7 @@ long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op, bool re
     }
     wq.add_locked(&we.entry);
     wq.unlock();
+    before_sleep();
     const int s = w->sleep_restartable(&blocked.saved());
     wq.lock();
     if (we.entry.queued()) wq.remove_locked(&we.entry);
