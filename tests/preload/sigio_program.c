@@ -2,7 +2,8 @@
  * sigio_program.c - O_ASYNC, F_SETOWN, F_SETOWN_EX and F_SETSIG on pipes
  * (Linux's kill_fasync: POLL_IN to the read end's owner after each write
  * and when the last writer closes, POLL_OUT to the write end's owner after
- * each read and when the reader closes), on an eventfd (no ->fasync: no
+ * each read and when the reader closes), on socket pairs (sk_wake_async),
+ * on an eventfd (no ->fasync: no
  * O_ASYNC, no signal), and the fcntl errors.  The signals are blocked and
  * collected with sigtimedwait: signal, si_code, si_band, si_fd.  Run plainly
  * and under uepoll-run (tests/preload/run.sh): the same output.
@@ -18,6 +19,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,6 +124,39 @@ int main(void) {
   say("close read end", close(p[0]));
   collect("reader closed");
   close(p[1]);
+
+  /* A socket pair (Linux sk_wake_async): POLL_IN to the receiver per
+   * send, POLL_OUT to a sender only after it found no room, POLL_IN to the
+   * peer of a SHUT_WR, POLL_HUP to the peer of a close. */
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0) return 1;
+  printf("pair %d %d\n", sv[0], sv[1]);
+  for (int i = 0; i < 2; ++i) {
+    say("pair F_SETOWN", fcntl(sv[i], F_SETOWN, getpid()));
+    say("pair F_SETSIG", fcntl(sv[i], F_SETSIG, SIGRTMIN + 1 + i));
+    say("pair F_SETFL O_ASYNC", fcntl(sv[i], F_SETFL, O_ASYNC | O_NONBLOCK));
+  }
+  say("send", send(sv[0], "x", 1, 0));
+  say("send", send(sv[0], "yz", 2, 0));
+  collect("pair sends");
+  say("recv", recv(sv[1], buf, sizeof buf, 0));
+  collect("pair recv with room");
+  say("receiver O_ASYNC off", fcntl(sv[1], F_SETFL, O_NONBLOCK));
+  static char big[65536];
+  long total = 0, r;
+  while ((r = send(sv[0], big, sizeof big, 0)) > 0) total += r;
+  printf("filled: %s\n", r < 0 ? strerrorname_np(errno) : "?");
+  collect("pair fill");
+  long drained = 0;
+  while ((r = recv(sv[1], big, sizeof big, 0)) > 0) drained += r;
+  printf("drained all %d\n", drained == total);
+  collect("pair drained");
+  say("receiver O_ASYNC on", fcntl(sv[1], F_SETFL, O_ASYNC | O_NONBLOCK));
+  say("shutdown SHUT_WR", shutdown(sv[0], SHUT_WR));
+  collect("pair shut_wr");
+  say("close", close(sv[0]));
+  collect("pair close");
+  close(sv[1]);
 
   /* An eventfd has no ->fasync. */
   int efd = eventfd(0, EFD_NONBLOCK);
