@@ -15,7 +15,8 @@
  *      ring is read from its read end and written to the kernel write end
  *      (packet by packet in O_DIRECT mode); each socket's receive queue is
  *      read and written through the kernel peer;
- *   3. shutdown() state, O_NONBLOCK/O_ASYNC and F_SETOWN are carried over;
+ *   3. shutdown() state, O_NONBLOCK, O_ASYNC (set on the number, for
+ *      si_fd), the owner (F_SETOWN_EX) and F_SETSIG are carried over;
  *      an end that no descriptor shows any more (closed) is closed in the
  *      kernel too, after its bytes were written (so the reader sees them,
  *      then end of file, or the writer gets EPIPE, as it did);
@@ -181,7 +182,8 @@ struct group {
   int ns, first;
   unsigned long long conn;
   int is_socket;
-  int end_u[2], fl[2], owner[2], k[2];
+  int end_u[2], fl[2], sig[2], k[2];
+  struct f_owner_ex owner[2];
 };
 
 static int in_group(const struct group *g, int i) { return g->s[i].st.conn == g->conn; }
@@ -198,9 +200,10 @@ static int inspect(struct group *g) {
   for (int side = 0; side < 2; ++side) {
     if (!g->end_u[side]) continue;
     g->fl[side] = uep_fcntl(g->end_u[side], F_GETFL);
-    g->owner[side] = uep_fcntl(g->end_u[side], F_GETOWN);
+    g->sig[side] = uep_fcntl(g->end_u[side], F_GETSIG);
+    if (uep_fcntl(g->end_u[side], F_GETOWN_EX, &g->owner[side]) < 0) g->owner[side].pid = 0;
     if (g->fl[side] < 0) g->fl[side] = 0;
-    if (g->owner[side] < 0) g->owner[side] = 0;
+    if (g->sig[side] < 0) g->sig[side] = 0;
   }
   return !blocked;
 }
@@ -254,10 +257,10 @@ static void carry_state(const struct group *g) {
       static const int how[4] = {-1, SHUT_RD, SHUT_WR, SHUT_RDWR};
       if (bits) UEP_PL_REAL(shutdown)(k, how[bits & 3]);
     }
-    if (g->owner[side]) UEP_PL_REAL(fcntl)(k, F_SETOWN, g->owner[side]);
+    if (g->owner[side].pid) UEP_PL_REAL(fcntl)(k, F_SETOWN_EX, &g->owner[side]);
+    if (g->sig[side]) UEP_PL_REAL(fcntl)(k, F_SETSIG, g->sig[side]);
     int kfl = UEP_PL_REAL(fcntl)(k, F_GETFL);  /* O_NONBLOCK from the move goes unless the program set it */
-    if (kfl >= 0)
-      UEP_PL_REAL(fcntl)(k, F_SETFL, (kfl & ~(O_NONBLOCK | O_ASYNC)) | (g->fl[side] & (O_NONBLOCK | O_ASYNC)));
+    if (kfl >= 0) UEP_PL_REAL(fcntl)(k, F_SETFL, (kfl & ~(O_NONBLOCK | O_ASYNC)) | (g->fl[side] & O_NONBLOCK));
   }
 }
 
@@ -272,6 +275,20 @@ static void place_numbers(const struct group *g) {
        * nothing; the program sees EBADF on it. */
       uep_pl_refuse("fork(): could not place a converted pipe/socket pair end (dup3 failed)");
     uep_pl_unbind(e->n);
+  }
+}
+
+/* O_ASYNC, set on a number the end now shows, so that the kernel's signals
+ * carry that number as si_fd (the first number showing the end). */
+static void carry_async(const struct group *g) {
+  for (int side = 0; side < 2; ++side) {
+    if (!g->end_u[side] || !(g->fl[side] & O_ASYNC)) continue;
+    for (int i = g->first; i < g->ns; ++i) {
+      if (!in_group(g, i) || g->s[i].st.side != side) continue;
+      const int n = g->s[i].n, fl = UEP_PL_REAL(fcntl)(n, F_GETFL);
+      if (fl >= 0) UEP_PL_REAL(fcntl)(n, F_SETFL, fl | O_ASYNC);
+      break;
+    }
   }
 }
 
@@ -295,6 +312,7 @@ static int convert_group(struct shown *s, int ns, int first, const struct uep_pl
   if (!inspect(&g) || make_kernel_object(&g) < 0) return 0;
   carry_state(&g);
   place_numbers(&g);
+  carry_async(&g);
   move_registrations(&g, regs, nregs);
   /* Step 6: the uepoll ends and the spare kernel ones (an end no number
    * shows closes here, after its bytes were written). */

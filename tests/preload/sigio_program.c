@@ -21,6 +21,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -157,6 +158,22 @@ int main(void) {
   say("close", close(sv[0]));
   collect("pair close");
   close(sv[1]);
+
+  /* Across fork (the preload makes the pipe a kernel one there): owner,
+   * signal and O_ASYNC carried, si_fd still the program's number. */
+  if (pipe(p) < 0) return 1;
+  say("F_SETOWN", fcntl(p[0], F_SETOWN, getpid()));
+  say("F_SETSIG", fcntl(p[0], F_SETSIG, SIGRTMIN + 1));
+  say("F_SETFL O_ASYNC", fcntl(p[0], F_SETFL, O_ASYNC));
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  waitpid(pid, NULL, 0);
+  say("after fork F_GETSIG", fcntl(p[0], F_GETSIG) - SIGRTMIN);
+  say("after fork F_GETFL & O_ASYNC", fcntl(p[0], F_GETFL) & O_ASYNC);
+  say("write", write(p[1], "m", 1));
+  collect("after fork");
+  close(p[0]);
+  close(p[1]);
 
   /* An eventfd has no ->fasync. */
   int efd = eventfd(0, EFD_NONBLOCK);
