@@ -22,15 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "show_kind.h"
 
-static void show_kind(const char *how, int fd) {
-  char path[64], link[128] = "";
-  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  ssize_t n = readlink(path, link, sizeof link - 1);
-  if (n >= 0) link[n] = 0;
-  printf("%s: fd %d is %s\n", how, fd, link);
-}
+extern char **environ;
 
 /* The child: adds `value` to eventfd `fd`. */
 static int child(int fd, uint64_t value) {

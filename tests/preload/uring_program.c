@@ -19,6 +19,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "show_kind.h"
+
 /* Submits `n` NOPs and waits on the epoll instance for the eventfd. */
 static void nops_and_wait(struct io_uring *ring, int ep, int efd, int n, const char *how) {
   for (int i = 0; i < n; ++i) {
@@ -42,14 +44,6 @@ static void nops_and_wait(struct io_uring *ring, int ep, int efd, int n, const c
   }
   r = epoll_wait(ep, ev, 4, 0);
   printf("%s: %d cqes, then epoll_wait %d\n", how, seen, r);
-}
-
-static void show_kind(const char *how, int fd) {
-  char path[64], link[128] = "";
-  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  ssize_t n = readlink(path, link, sizeof link - 1);
-  if (n >= 0) link[n] = 0;
-  printf("%s: fd %d is %s\n", how, fd, link);
 }
 
 int main(void) {
