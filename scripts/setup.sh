@@ -42,6 +42,8 @@ packages=(
   libuv1-dev          # examples/libuv_embed.c
   libboost-dev        # examples/asio_embed.cpp (Boost.Asio, header-only)
   liblwip-dev         # providers/lwip: the lwIP socket provider (lwIP 2.1.3)
+  liburing-dev        # tests/preload/uring_program.c: an eventfd registered with io_uring
+  libaio-dev          # tests/preload/aio_program.c: Linux AIO with IOCB_FLAG_RESFD
   # tests/realprograms/run.sh: unmodified servers and load tools under uepoll-run
   nginx-light         # web server (master + worker processes, epoll)
   redis-server        # key-value store (epoll, fork for BGSAVE)

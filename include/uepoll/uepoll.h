@@ -134,8 +134,8 @@ int uep_poll(struct pollfd *fds, nfds_t nfds, int timeout);
  * lists the differences); kernel descriptors are passed to the kernel.
  *   fcntl: F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_SETFL
  *          (O_NONBLOCK, O_APPEND, O_ASYNC, O_DIRECT for pipes, O_NOATIME),
- *          F_GETPIPE_SZ, F_SETOWN/F_GETOWN (recorded, no signal sent);
- *          other commands EINVAL.
+ *          F_GETPIPE_SZ, F_[GS]ETOWN[_EX], F_[GS]ETSIG (O_ASYNC pipes and
+ *          pairs signal the owner as kill_fasync); other commands EINVAL.
  *   ioctl: FIONBIO, FIOASYNC, FIOCLEX, FIONCLEX, FIONREAD (pipes, sockets),
  *          TIOCOUTQ (sockets); on an epoll instance EPIOCSPARAMS and
  *          EPIOCGPARAMS (busy-poll waits, below), EINVAL for others;

@@ -18,12 +18,15 @@
 #include "fd/table.h"
 
 #include <cerrno>
+#include <climits>
+#include <csignal>
 #include <cstdarg>
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 using uepoll::capi::to_c;
@@ -43,17 +46,51 @@ constexpr int kSeekMax = 4;       // SEEK_MAX (SEEK_HOLE)
 
 // Linux setfl(): the bits of SETFL_MASK change, the rest stay.  O_DIRECT
 // needs ->direct_IO or a pipe (EINVAL otherwise); O_ASYNC is kept only by
-// files with ->fasync (pipes and sockets; uepoll records it but sends no
-// SIGIO, docs/linux-deviations.md); O_NOATIME needs the inode's owner
-// (anonymous inodes belong to root); then the file's own hook.
-long setfl(File* f, int arg) {
+// files with ->fasync (pipes and sockets: fasync_helper records fd, the
+// si_fd of the signals File::kill_fasync sends); O_NOATIME needs the
+// inode's owner (anonymous inodes belong to root); then the file's own hook.
+long setfl(File* f, int fd, int arg) {
   const int old = f->status_flags();
   if ((arg & O_NOATIME) && !(old & O_NOATIME) && f->anon_inode() && geteuid() != 0) return -EPERM;
   if ((arg & O_DIRECT) && !f->direct_io()) return -EINVAL;
   if (!f->has_fasync()) arg &= ~O_ASYNC;
   const int next = (arg & kSetflMask) | (old & ~kSetflMask);
   if (long r = f->setfl_hook(old, next)) return r;
+  if ((next ^ old) & O_ASYNC) f->set_fasync_fd((next & O_ASYNC) ? fd : -1);
   f->set_status_flags(next);
+  return 0;
+}
+
+// Linux f_setown: a negative pid is a process group; a pid or group that
+// does not exist is ESRCH; INT_MIN (no group) EINVAL.
+long setown(File* f, long arg) {
+  const int who = static_cast<int>(arg);
+  if (who == INT_MIN) return -EINVAL;
+  if (who && ::kill(who, 0) < 0 && errno == ESRCH) return -ESRCH;
+  f->set_owner(who);
+  return 0;
+}
+
+// F_SETOWN_EX / F_GETOWN_EX (Linux f_setown_ex / f_getown_ex).
+long owner_ex(File* f, int cmd, unsigned long arg) {
+  auto* p = reinterpret_cast<f_owner_ex*>(arg);
+  if (cmd == F_GETOWN_EX) {
+    if (!uepoll::core::user_range_ok(p, sizeof *p)) return -EFAULT;
+    const int o = f->owner();
+    p->type = f->owner_is_thread() ? F_OWNER_TID : o < 0 ? F_OWNER_PGRP : F_OWNER_PID;
+    p->pid = o < 0 ? -o : o;
+    return 0;
+  }
+  if (!user_readable(p, sizeof *p)) return -EFAULT;
+  const f_owner_ex ex = *p;
+  if (ex.type != F_OWNER_TID && ex.type != F_OWNER_PID && ex.type != F_OWNER_PGRP) return -EINVAL;
+  if (ex.pid) {
+    const long r = ex.type == F_OWNER_TID ? ::syscall(SYS_tgkill, ::getpid(), ex.pid, 0)
+                                          : ::kill(ex.type == F_OWNER_PGRP ? -ex.pid : ex.pid, 0);
+    if (r < 0 && errno == ESRCH) return -ESRCH;
+  }
+  if (ex.type == F_OWNER_TID) f->set_owner_thread(ex.pid);
+  else f->set_owner(ex.type == F_OWNER_PGRP ? -ex.pid : ex.pid);
   return 0;
 }
 
@@ -107,17 +144,23 @@ long fcntl(int fd, int cmd, unsigned long arg) noexcept {
     case F_GETFL:
       return f->status_flags();
     case F_SETFL:
-      return setfl(f.get(), static_cast<int>(arg));
+      return setfl(f.get(), fd, static_cast<int>(arg));
     case F_GETPIPE_SZ:
     case F_SETPIPE_SZ:
       return f->pipe_size(cmd, arg);  // -EBADF on anything but a pipe
-    case F_SETOWN:
-      // Recorded for F_GETOWN; no SIGIO/SIGURG is ever sent (O_ASYNC is
-      // not delivered, docs/linux-deviations.md).  Linux accepts it on any file.
-      f->set_owner(static_cast<int>(arg));
-      return 0;
+    case F_SETOWN:  // Linux accepts an owner on any file; only fasync files signal it
+      return setown(f.get(), static_cast<long>(arg));
     case F_GETOWN:
       return f->owner();
+    case F_SETOWN_EX:
+    case F_GETOWN_EX:
+      return owner_ex(f.get(), cmd, arg);
+    case F_SETSIG:  // Linux valid_signal(): 0 .. the kernel's _NSIG (64; glibc's _NSIG is 65)
+      if (arg > 64) return -EINVAL;
+      f->set_sigio_signal(static_cast<int>(arg));
+      return 0;
+    case F_GETSIG:
+      return f->sigio_signal();
     default:
       // Record locks, leases, notify, seals, owners: not on uepoll files.
       return -EINVAL;
@@ -143,6 +186,7 @@ long ioctl(int fd, unsigned long request, void* arg) noexcept {
       const int old = f->status_flags();
       const int next = on ? (old | bit) : (old & ~bit);
       if (long r = f->setfl_hook(old, next)) return r;
+      if ((next ^ old) & O_ASYNC) f->set_fasync_fd((next & O_ASYNC) ? fd : -1);
       f->set_status_flags(next);
       return 0;
     }

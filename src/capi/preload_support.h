@@ -31,6 +31,10 @@ struct uep__stream_state {
  * pipe end or socket of a pair). */
 UEP_EXPORT int uep__stream_state(int fd, struct uep__stream_state *out);
 
+/* uepoll descriptor fd, shown to the program as number `shown`: if it has
+ * O_ASYNC, its signals carry si_fd = shown (File::kill_fasync). */
+UEP_EXPORT void uep__set_fasync_fd(int fd, int shown);
+
 /* uepoll's own kernel descriptors (core/own_fds.h): 1 if fd is one, else
  * 0; the lowest one >= from, or -1.  Lock-free, async-signal-safe (all but
  * uep__park_fd_high). */

@@ -18,6 +18,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <fcntl.h>
 
 namespace {
 
@@ -56,6 +57,11 @@ extern "C" int uep__stream_state(int fd, struct uep__stream_state* out) {
   st.blocked = has_blocked_caller(f.get()) ? 1 : 0;
   *out = st;
   return 0;
+}
+
+extern "C" void uep__set_fasync_fd(int fd, int shown) {
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  if (f && (f->status_flags() & O_ASYNC)) f->set_fasync_fd(shown);
 }
 
 extern "C" int uep__own_fd(int fd) { return uepoll::core::is_own(fd) ? 1 : 0; }

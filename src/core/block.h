@@ -23,6 +23,9 @@
 //   -EAGAIN when it passes, and -EINTR after any handler (Linux
 //   sock_intr_errno: a socket call with a timeout is never restarted).
 //
+// before_sleep() runs before each sleep, after the entry is queued and with
+// no lock held (Linux's kill_fasync before a pipe read or write waits).
+//
 // The entry lives in the waiter's memory (ScopedEntry), not on the stack:
 // a forked child reuses the stacks of the parent's other threads.
 //
@@ -39,9 +42,13 @@
 
 namespace uepoll::core {
 
-template <bool kOpLocked, class Op>
-long block_loop(WaitQueue& wq, bool nonblock, uint32_t wait_mask, const timespec* deadline, bool restart,
-                Op&& op) noexcept {
+struct NoBeforeSleep {
+  void operator()() const noexcept {}
+};
+
+template <bool kOpLocked, class Op, class BeforeSleep = NoBeforeSleep>
+long block_loop(WaitQueue& wq, bool nonblock, uint32_t wait_mask, const timespec* deadline, bool restart, Op&& op,
+                BeforeSleep&& before_sleep = BeforeSleep{}) noexcept {
   long r;
   if (kOpLocked) {
     wq.lock();
@@ -83,6 +90,7 @@ long block_loop(WaitQueue& wq, bool nonblock, uint32_t wait_mask, const timespec
         return r;
       }
     }
+    before_sleep();
     const int s = deadline ? w->sleep(deadline, &blocked.saved()) : w->sleep_restartable(&blocked.saved());
     dequeue();
     if (s == -EINTR || (s == -kErestartSys && !restart)) return -EINTR;
@@ -90,9 +98,10 @@ long block_loop(WaitQueue& wq, bool nonblock, uint32_t wait_mask, const timespec
   }
 }
 
-template <class Op>
-long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op, bool restart = true) noexcept {
-  return block_loop<true>(wq, nonblock, wait_mask, nullptr, restart, op);
+template <class Op, class BeforeSleep = NoBeforeSleep>
+long block_on(WaitQueue& wq, bool nonblock, uint32_t wait_mask, Op&& op, bool restart = true,
+              BeforeSleep&& before_sleep = BeforeSleep{}) noexcept {
+  return block_loop<true>(wq, nonblock, wait_mask, nullptr, restart, op, before_sleep);
 }
 
 template <class Op>

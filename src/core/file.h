@@ -77,10 +77,30 @@ class alignas(64) File {
   bool nonblocking() const noexcept;
   // F_SETFL / FIONBIO (the caller computes Linux's new flag word).
   void set_status_flags(int flags) noexcept;
-  // F_SETOWN / F_GETOWN (Linux's f_owner): recorded and reported only, no
-  // SIGIO/SIGURG is ever sent.  0: none.
+  // F_SETOWN / F_GETOWN (Linux's f_owner): a process id, a process group
+  // (negative) or, by F_SETOWN_EX, a thread (owner_is_thread).  0: none.
   int owner() const noexcept { return owner_.load(std::memory_order_relaxed); }
-  void set_owner(int pid) noexcept { owner_.store(pid, std::memory_order_relaxed); }
+  void set_owner(int pid) noexcept {
+    owner_.store(pid, std::memory_order_relaxed);
+    owner_tid_.store(false, std::memory_order_relaxed);
+  }
+  bool owner_is_thread() const noexcept { return owner_tid_.load(std::memory_order_relaxed); }
+  void set_owner_thread(int tid) noexcept {
+    owner_.store(tid, std::memory_order_relaxed);
+    owner_tid_.store(true, std::memory_order_relaxed);
+  }
+  // F_SETSIG / F_GETSIG (f_owner.signum): 0 is SIGIO without siginfo.
+  int sigio_signal() const noexcept { return sigio_sig_.load(std::memory_order_relaxed); }
+  void set_sigio_signal(int sig) noexcept { sigio_sig_.store(sig, std::memory_order_relaxed); }
+  // The descriptor number that turned O_ASYNC on (Linux's fasync entry's
+  // fa_fd, reported as si_fd); the preload replaces it with the number
+  // the program sees.
+  void set_fasync_fd(int fd) noexcept { fasync_fd_.store(fd, std::memory_order_relaxed); }
+  // Linux kill_fasync(&list, SIGIO, reason) for this file: with O_ASYNC set
+  // and an owner, sends the owner SIGIO, or the F_SETSIG signal with
+  // si_code = reason (POLL_IN, POLL_OUT, POLL_HUP, ...), si_band and si_fd
+  // (core/sigio.cpp).  Makes a system call: no uepoll lock may be held.
+  void kill_fasync(int reason) noexcept;
 
   // True for kinds whose poll() reads only state that stays valid until the
   // memory itself is freed (an epoll instance, an eventfd): inside a
@@ -191,6 +211,12 @@ class alignas(64) File {
 
  private:
   std::atomic<int> owner_{0};  // next to watchers: fills the padding before wq_
+  // Relaxed, like owner_: each is one fcntl's word, read whole when a
+  // signal is sent; Linux reads f_owner under its lock but a racing
+  // F_SETOWN may equally land before or after the signal.
+  std::atomic<bool> owner_tid_{false};
+  std::atomic<int> sigio_sig_{0};
+  std::atomic<int> fasync_fd_{-1};
 
  protected:
   // Object teardown after the last reference; no uepoll lock held.

@@ -81,6 +81,24 @@ void Pipe::wake_writer(uint32_t key, int nr_exclusive) noexcept {
   f->wq().unlock();
 }
 
+namespace {
+// f's owner signalled, with a reference held across the system call (a
+// handler run on its return may close the end).
+void fasync_end(const std::atomic<core::File*>& end, int reason) noexcept {
+  core::File* f;
+  {
+    core::reclaim::ReadGuard g;
+    f = end.load(std::memory_order_acquire);
+    if (!f || !(f->status_flags() & O_ASYNC) || !f->tryget()) return;
+  }
+  f->kill_fasync(reason);
+  f->put();
+}
+}  // namespace
+
+void Pipe::fasync_reader(int reason) noexcept { fasync_end(rd_, reason); }
+void Pipe::fasync_writer(int reason) noexcept { fasync_end(wr_, reason); }
+
 // ---- read end ----------------------------------------------------------------
 
 // What a read took out of the ring under mu_, copied to the caller after
@@ -246,7 +264,7 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
     still_data = !p.empty_locked();
     p.mu_.unlock();
     return ret;
-  });
+  }, true, [&p]() noexcept { p.fasync_writer(POLL_OUT); });  // Linux pipe_read, before it sleeps
   if (r > 0) {
     core::lockdep_assert_no_spin("a copy to user memory");
     plan.copy_out(dst);
@@ -260,6 +278,7 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
     wq().wake_locked(EPOLLIN | EPOLLRDNORM);
     wq().unlock();
   }
+  p.fasync_writer(POLL_OUT);
   return r;
 }
 
@@ -277,6 +296,7 @@ void PipeReader::on_release() noexcept {
     wq().wake_locked(0, 0);
     wq().unlock();
     p.wake_writer(0, 0);
+    p.fasync_writer(POLL_OUT);
   }
   p.put();
 }
@@ -391,6 +411,7 @@ bool PipeWriter::wait_writable_locked(Call& c) noexcept {
   // wait_event_interruptible_exclusive(pipe->wr_wait, pipe_writable())).
   pipe_->mu_.unlock();
   if (c.was_empty) pipe_->wake_reader(EPOLLIN | EPOLLRDNORM);
+  pipe_->fasync_reader(POLL_IN);
   const long w = core::block_on(wq(), false, EPOLLOUT | EPOLLWRNORM, [&]() -> long {
     Pipe& p = *pipe_;
     p.mu_.lock();
@@ -463,6 +484,7 @@ ssize_t PipeWriter::write_impl(const void* buf, size_t count, bool nonblock) noe
     wq().wake_locked(EPOLLOUT | EPOLLWRNORM);
     wq().unlock();
   }
+  pipe_->fasync_reader(POLL_IN);  // Linux pipe_write: after every write, whatever its result
   if (c.sigpipe) raise_sigpipe();
   return c.ret;
 }
@@ -544,6 +566,7 @@ void PipeWriter::on_release() noexcept {
     wq().lock();
     wq().wake_locked(0, 0);
     wq().unlock();
+    p.fasync_reader(POLL_IN);
   }
   p.put();
 }

@@ -135,6 +135,11 @@ class Pipe {
   // Wakes the reader's (rd_wait) or writer's (wr_wait) queue; no lock held.
   void wake_reader(uint32_t key, int nr_exclusive = 1) noexcept;
   void wake_writer(uint32_t key, int nr_exclusive = 1) noexcept;
+  // Linux kill_fasync(&pipe->fasync_readers / _writers, SIGIO, reason):
+  // the read (write) end's owner is signalled if it set O_ASYNC.  No lock
+  // may be held (a system call).
+  void fasync_reader(int reason) noexcept;
+  void fasync_writer(int reason) noexcept;
 
   core::SpinLock mu_{core::lock_class::kPipe};  // leaf (8)
   Buf inline_bufs_[kPipeSlots];                  // the default ring (reached through bufs_)

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <csignal>
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -63,6 +64,21 @@ void UnixConn::put() noexcept {
 
 void UnixConn::wake(int i, uint32_t key, int nr_exclusive) noexcept { unix_wake(file_[i], key, nr_exclusive); }
 
+void UnixConn::fasync(int i, WakeHow how, int reason) noexcept {
+  core::File* f;
+  {
+    core::reclaim::ReadGuard g;
+    f = file_[i].load(std::memory_order_acquire);
+    // sk_wake_async_rcu: nothing unless the socket has fasync entries.
+    if (!f || !(f->status_flags() & O_ASYNC)) return;
+    if (how == kWakeWaitd && waitdata_[i].load(std::memory_order_relaxed) > 0) return;
+    if (how == kWakeSpace && !nospace_[i].exchange(false, std::memory_order_relaxed)) return;
+    if (!f->tryget()) return;
+  }
+  f->kill_fasync(reason);
+  f->put();
+}
+
 // ---- UnixSocket ----------------------------------------------------------------
 
 UnixSocket::UnixSocket(UnixConn* c, int index, int status_flags) noexcept
@@ -81,6 +97,7 @@ uint32_t UnixSocket::poll(int) noexcept {
   // (state == TCP_CLOSE only after our own release: never seen by poll.)
   // "we set writable also when the other side has shut down the connection"
   if (((s.wmem + 1) << 2) <= kUnixSndBuf) mask |= EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
+  else c.nospace_[me_].store(true, std::memory_order_relaxed);  // sk_set_bit(SOCKWQ_ASYNC_NOSPACE)
   c.mu_.unlock();
   return mask;
 }
@@ -266,11 +283,15 @@ long UnixSocket::recv_scm(char* dst, size_t count, bool peek, ScmRecv* scm, bool
       // iolock_ keeps the peeked skb queued and its files in place.
       if (plan.peek_files) scm->peek(*plan.peek_files->scm);
     }
-    for (int i = 0; i < write_space_wakes; ++i) c.wake(1 - me_, kWriteSpace);
+    for (int i = 0; i < write_space_wakes; ++i) {
+      c.wake(1 - me_, kWriteSpace);
+      c.fasync(1 - me_, UnixConn::kWakeSpace, POLL_OUT);  // unix_write_space
+    }
     UnixConn::free_list(plan.done_head);
     if (r != -EAGAIN || nonblocking()) return r;
     // Sleep until there is something to take (data, an error, shutdown);
     // the next round takes it, or sleeps again if another reader was first.
+    c.waitdata_[me_].fetch_add(1, std::memory_order_relaxed);  // unix_stream_data_wait
     const long w = core::block_on(wq(), false, EPOLLIN | EPOLLRDNORM, [&]() -> long {
       c.mu_.lock();
       const UnixConn::Side& s = c.side_[me_];
@@ -278,6 +299,7 @@ long UnixSocket::recv_scm(char* dst, size_t count, bool peek, ScmRecv* scm, bool
       c.mu_.unlock();
       return ready ? 0 : -EAGAIN;
     });
+    c.waitdata_[me_].fetch_sub(1, std::memory_order_relaxed);
     if (w < 0) return w;
   }
 }
@@ -336,6 +358,7 @@ ssize_t UnixSocket::write_scm(const void* buf, size_t count, ScmPayload* scm) no
         res = -EPIPE;  // no SIGPIPE on this path (Linux: goto out_err)
       } else if (!(s.wmem + 1 < kUnixSndBuf)) {
         res = -EAGAIN;
+        c.nospace_[me_].store(true, std::memory_order_relaxed);  // sock_alloc_send_pskb
       }
       c.mu_.unlock();
       return res;
@@ -372,6 +395,7 @@ ssize_t UnixSocket::write_scm(const void* buf, size_t count, ScmPayload* scm) no
     other.tail = skb;
     c.mu_.unlock();
     c.wake(peer, kReadable);  // other->sk_data_ready(other)
+    c.fasync(peer, UnixConn::kWakeWaitd, POLL_IN);
     sent += size;
   }
   return sent ? static_cast<ssize_t>(sent) : err;
@@ -392,6 +416,8 @@ int UnixSocket::shutdown(int how) noexcept {
   c.side_[1 - me_].shutdown |= peer_mode;
   c.mu_.unlock();
   c.wake(1 - me_, 0, 0);  // other->sk_state_change(other)
+  if (peer_mode == UnixConn::kShutdownMask) c.fasync(1 - me_, UnixConn::kWakeWaitd, POLL_HUP);
+  else if (peer_mode & UnixConn::kRcvShutdown) c.fasync(1 - me_, UnixConn::kWakeWaitd, POLL_IN);
   return 0;
 }
 
@@ -425,7 +451,11 @@ void UnixSocket::on_release() noexcept {
   }
   c.mu_.unlock();
   c.wake(peer, 0, 0);  // skpair->sk_state_change(skpair)
-  for (int i = 0; i < write_space_wakes; ++i) c.wake(peer, kWriteSpace);
+  c.fasync(peer, UnixConn::kWakeWaitd, POLL_HUP);
+  for (int i = 0; i < write_space_wakes; ++i) {
+    c.wake(peer, kWriteSpace);
+    c.fasync(peer, UnixConn::kWakeSpace, POLL_OUT);
+  }
   UnixConn::free_list(purge);
   c.put();
 }

@@ -84,6 +84,13 @@ class UnixConn {
   void put() noexcept;
   // Wakes socket i's queue; no lock held.  nr_exclusive 0 = all.
   void wake(int i, uint32_t key, int nr_exclusive = 1) noexcept;
+  // Linux sk_wake_async(sk_i, how, reason): socket i's owner signalled if
+  // it set O_ASYNC (File::kill_fasync).  kWakeWaitd: not while a reader
+  // sleeps in recv on it (SOCKWQ_ASYNC_WAITDATA); kWakeSpace: only if a
+  // send or poll found no room since (SOCKWQ_ASYNC_NOSPACE, cleared).  No
+  // lock held (a system call).
+  enum WakeHow { kWakeWaitd, kWakeSpace };
+  void fasync(int i, WakeHow how, int reason) noexcept;
   // Frees a list of skbs and releases the files they carry (no lock held).
   static void free_list(Skb* s) noexcept;
 
@@ -91,6 +98,12 @@ class UnixConn {
   Side side_[2] UEP_GUARDED_BY(mu_);
   std::atomic<int> refs_{2};   // one per socket
   std::atomic<core::File*> file_[2] = {nullptr, nullptr};  // cleared on release
+  // SOCKWQ_ASYNC_WAITDATA: readers of socket i asleep in recv.  Relaxed: a
+  // signal racing a reader falling asleep may or may not be sent, as on Linux.
+  std::atomic<int> waitdata_[2] = {0, 0};
+  // SOCKWQ_ASYNC_NOSPACE of socket i (set by a send without room or a poll
+  // that found it unwritable; taken by the next write-space signal).
+  std::atomic<bool> nospace_[2] = {false, false};
   struct ucred peercred_ = {};  // SO_PEERCRED of both ends: the creator's pid, euid, egid (immutable)
 };
 

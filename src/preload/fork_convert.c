@@ -15,7 +15,8 @@
  *      ring is read from its read end and written to the kernel write end
  *      (packet by packet in O_DIRECT mode); each socket's receive queue is
  *      read and written through the kernel peer;
- *   3. shutdown() state, O_NONBLOCK/O_ASYNC and F_SETOWN are carried over;
+ *   3. shutdown() state, O_NONBLOCK, O_ASYNC (set on the number, for
+ *      si_fd), the owner (F_SETOWN_EX) and F_SETSIG are carried over;
  *      an end that no descriptor shows any more (closed) is closed in the
  *      kernel too, after its bytes were written (so the reader sees them,
  *      then end of file, or the writer gets EPIPE, as it did);
@@ -69,14 +70,6 @@ struct shown {
   int done; /* converted (or skipped) with its group */
 };
 
-/* One registration of a uepoll pipe end or socket in a uepoll instance
- * (uep_fdinfo line). */
-struct reg {
-  int ue;  /* the instance's uepoll descriptor */
-  int tfd; /* the registered uepoll descriptor */
-  unsigned long long conn; /* its pipe or pair (uep__stream_state) */
-  struct epoll_event ev;
-};
 
 static int write_all(int fd, const char *p, size_t len) {
   while (len) {
@@ -93,7 +86,7 @@ static int write_all(int fd, const char *p, size_t len) {
 
 /* Makes room for one more element in a doubling array: the array (moved or
  * not, *cap updated), or NULL when out of memory (arr still valid). */
-static void *grow_for_one(void *arr, int *cap, int used, size_t elem) {
+void *uep_pl_grow_for_one(void *arr, int *cap, int used, size_t elem) {
   if (used < *cap) return arr;
   int ncap = *cap ? *cap * 2 : 16;
   void *t = realloc(arr, (size_t)ncap * elem);
@@ -241,10 +234,18 @@ static int move_messages(int u, long n, int k) {
   return rc;
 }
 
-/* Every registration of a uepoll pipe end or socket in the uepoll instances
- * the program shows; *count set, malloc'd array (NULL if none). */
-static struct reg *collect_registrations(int hw, int *count) {
-  struct reg *regs = NULL;
+/* The object of a registered uepoll pipe end or socket (its connection), or
+ * 0 for any other descriptor. */
+static unsigned long long stream_key(int tfd) {
+  struct uep__stream_state st;
+  return uep__stream_state(tfd, &st) < 0 ? 0 : st.conn;
+}
+
+/* Every registration in the uepoll instances the program shows of a uepoll
+ * descriptor that key() names (nonzero: its object); *count set, malloc'd
+ * array (NULL if none). */
+struct uep_pl_reg *uep_pl_collect_registrations(int hw, int *count, unsigned long long (*key)(int tfd)) {
+  struct uep_pl_reg *regs = NULL;
   int nregs = 0, cap = 0;
   char *text = NULL;
   long text_cap = 0;
@@ -266,14 +267,14 @@ static struct reg *collect_registrations(int hw, int *count) {
       unsigned events;
       unsigned long long data;
       if (sscanf(line, "tfd: %d events: %x data: %llx", &tfd, &events, &data) != 3) continue;
-      struct uep__stream_state st;
-      if (tfd < UEP_FD_BASE || uep__stream_state(tfd, &st) < 0) continue; /* kernel fd, or no pipe/pair */
-      struct reg *r = grow_for_one(regs, &cap, nregs, sizeof *regs);
+      const unsigned long long conn = tfd < UEP_FD_BASE ? 0 : key(tfd); /* kernel fd, or another object */
+      if (!conn) continue;
+      struct uep_pl_reg *r = uep_pl_grow_for_one(regs, &cap, nregs, sizeof *regs);
       if (!r) break;
       regs = r;
       regs[nregs].ue = ue;
       regs[nregs].tfd = tfd;
-      regs[nregs].conn = st.conn;
+      regs[nregs].conn = conn;
       regs[nregs].ev.events = events;
       regs[nregs].ev.data.u64 = data;
       ++nregs;
@@ -300,7 +301,8 @@ struct group {
   unsigned long long conn;
   int is_socket;
   int sock_type; /* a pair's: SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET */
-  int end_u[2], fl[2], owner[2], k[2];
+  int end_u[2], fl[2], sig[2], k[2];
+  struct f_owner_ex owner[2];
 };
 
 static int in_group(const struct group *g, int i) { return g->s[i].st.conn == g->conn; }
@@ -317,9 +319,10 @@ static int inspect(struct group *g) {
   for (int side = 0; side < 2; ++side) {
     if (!g->end_u[side]) continue;
     g->fl[side] = uep_fcntl(g->end_u[side], F_GETFL);
-    g->owner[side] = uep_fcntl(g->end_u[side], F_GETOWN);
+    g->sig[side] = uep_fcntl(g->end_u[side], F_GETSIG);
+    if (uep_fcntl(g->end_u[side], F_GETOWN_EX, &g->owner[side]) < 0) g->owner[side].pid = 0;
     if (g->fl[side] < 0) g->fl[side] = 0;
-    if (g->owner[side] < 0) g->owner[side] = 0;
+    if (g->sig[side] < 0) g->sig[side] = 0;
   }
   return !blocked;
 }
@@ -416,10 +419,10 @@ static void carry_state(const struct group *g) {
       if (uep_getsockopt(g->end_u[side], SOL_SOCKET, SO_PASSCRED, &on, &len) == 0 && on)
         UEP_PL_REAL(setsockopt)(k, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
     }
-    if (g->owner[side]) UEP_PL_REAL(fcntl)(k, F_SETOWN, g->owner[side]);
+    if (g->owner[side].pid) UEP_PL_REAL(fcntl)(k, F_SETOWN_EX, &g->owner[side]);
+    if (g->sig[side]) UEP_PL_REAL(fcntl)(k, F_SETSIG, g->sig[side]);
     int kfl = UEP_PL_REAL(fcntl)(k, F_GETFL);  /* O_NONBLOCK from the move goes unless the program set it */
-    if (kfl >= 0)
-      UEP_PL_REAL(fcntl)(k, F_SETFL, (kfl & ~(O_NONBLOCK | O_ASYNC)) | (g->fl[side] & (O_NONBLOCK | O_ASYNC)));
+    if (kfl >= 0) UEP_PL_REAL(fcntl)(k, F_SETFL, (kfl & ~(O_NONBLOCK | O_ASYNC)) | (g->fl[side] & O_NONBLOCK));
   }
 }
 
@@ -437,8 +440,22 @@ static void place_numbers(const struct group *g) {
   }
 }
 
+/* O_ASYNC, set on a number the end now shows, so that the kernel's signals
+ * carry that number as si_fd (the first number showing the end). */
+static void carry_async(const struct group *g) {
+  for (int side = 0; side < 2; ++side) {
+    if (!g->end_u[side] || !(g->fl[side] & O_ASYNC)) continue;
+    for (int i = g->first; i < g->ns; ++i) {
+      if (!in_group(g, i) || g->s[i].st.side != side) continue;
+      const int n = g->s[i].n, fl = UEP_PL_REAL(fcntl)(n, F_GETFL);
+      if (fl >= 0) UEP_PL_REAL(fcntl)(n, F_SETFL, fl | O_ASYNC);
+      break;
+    }
+  }
+}
+
 /* Step 5: registrations of the uepoll ends move to the kernel numbers. */
-static void move_registrations(const struct group *g, const struct reg *regs, int nregs) {
+static void move_registrations(const struct group *g, const struct uep_pl_reg *regs, int nregs) {
   for (int j = 0; j < nregs; ++j) {
     if (regs[j].conn != g->conn) continue;
     uep_epoll_ctl(regs[j].ue, EPOLL_CTL_DEL, regs[j].tfd, NULL);
@@ -452,7 +469,7 @@ static void move_registrations(const struct group *g, const struct reg *regs, in
 
 /* Converts the pipe or pair that s[first] shows (steps 1-6 above).
  * Returns 1 if converted, 0 if left as a uepoll object. */
-static int convert_group(struct shown *s, int ns, int first, const struct reg *regs, int nregs) {
+static int convert_group(struct shown *s, int ns, int first, const struct uep_pl_reg *regs, int nregs) {
   /* Converted meanwhile, when one of its ends was in flight in a pair
    * converted before it (move_queued_socket). */
   if (uep_pl_map(s[first].n) != s[first].u) {
@@ -469,6 +486,7 @@ static int convert_group(struct shown *s, int ns, int first, const struct reg *r
   if (made < 0) return 0;
   carry_state(&g);
   place_numbers(&g);
+  carry_async(&g);
   move_registrations(&g, regs, nregs);
   /* Step 6: the uepoll ends and the spare kernel ones (an end no number
    * shows closes here, after its bytes were written). */
@@ -490,7 +508,7 @@ static void convert_streams_of(int only) {
     if (kind != UEP_PL_PIPE && kind != UEP_PL_SOCKET) continue;
     int u = uep_pl_map(n);
     if (!u) continue;
-    struct shown *t = grow_for_one(s, &cap, ns, sizeof *s);
+    struct shown *t = uep_pl_grow_for_one(s, &cap, ns, sizeof *s);
     if (!t) break;
     s = t;
     UEP_PL_ENTER();
@@ -509,7 +527,7 @@ static void convert_streams_of(int only) {
   }
   UEP_PL_ENTER();
   int nregs = 0;
-  struct reg *regs = collect_registrations(hw, &nregs);
+  struct uep_pl_reg *regs = uep_pl_collect_registrations(hw, &nregs, stream_key);
   int converted = 0;
   for (int i = 0; i < ns; ++i) {
     if (s[i].done || is_active(s[i].st.conn)) continue;
@@ -549,14 +567,39 @@ pid_t fork(void) {
  * under the preload vfork is fork (which POSIX allows). */
 pid_t vfork(void) { return fork(); }
 
+/* popen() and system() spawn their child inside libc (posix_spawn's
+ * internal entry): the child inherits what fork would show it, so the same
+ * conversions come first. */
+FILE *popen(const char *command, const char *mode) {
+  if (!uep_pl_inside()) {
+    convert_streams();
+    uep_pl_convert_inherited_eventfds();
+  }
+  return UEP_PL_REAL(popen)(command, mode);
+}
+
+int system(const char *command) {
+  if (!uep_pl_inside() && command) {
+    convert_streams();
+    uep_pl_convert_inherited_eventfds();
+  }
+  return UEP_PL_REAL(system)(command);
+}
+
 int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-  if (!uep_pl_inside()) convert_streams();
+  if (!uep_pl_inside()) {
+    convert_streams();
+    uep_pl_convert_inherited_eventfds(); /* the child shares them (eventfd_convert.c) */
+  }
   return UEP_PL_REAL(posix_spawn)(pid, path, actions, attr, argv, envp);
 }
 
 int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
                  const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-  if (!uep_pl_inside()) convert_streams();
+  if (!uep_pl_inside()) {
+    convert_streams();
+    uep_pl_convert_inherited_eventfds(); /* the child shares them (eventfd_convert.c) */
+  }
   return UEP_PL_REAL(posix_spawnp)(pid, file, actions, attr, argv, envp);
 }

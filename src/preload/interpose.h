@@ -5,6 +5,9 @@
 
 #include "preload/preload.h"
 
+#include <stddef.h>
+#include <sys/epoll.h>
+
 /* Depth of uepoll calls on this thread: > 0 while an interposer runs
  * uepoll, so that the kernel objects uepoll makes for itself (its waiters'
  * eventfds and epolls, kernel timerfds, fstat templates) are not turned into
@@ -29,6 +32,28 @@ int uep_pl_template(int fd);
 /* fork_convert.c: makes the uepoll pipe or socket pair shown as n a kernel
  * one, under the same numbers. */
 void uep_pl_convert_stream(int n);
+/* fork_convert.c: one registration of a uepoll descriptor in a uepoll
+ * instance (a uep_fdinfo line), and all of those whose descriptor key()
+ * names (nonzero: its object), from the instances the program shows below
+ * number hw (*count set, malloc'd array, NULL if none). */
+struct uep_pl_reg {
+  int ue;                  /* the instance's uepoll descriptor */
+  int tfd;                 /* the registered uepoll descriptor */
+  unsigned long long conn; /* its object, as key() named it */
+  struct epoll_event ev;
+};
+struct uep_pl_reg *uep_pl_collect_registrations(int hw, int *count, unsigned long long (*key)(int tfd));
+/* Room for one more element in a doubling array (realloc; NULL when out of
+ * memory, arr still valid). */
+void *uep_pl_grow_for_one(void *arr, int *cap, int used, size_t elem);
+/* eventfd_convert.c: makes the uepoll eventfd shown as n (and every number
+ * showing the same eventfd) a kernel eventfd, under the same numbers: 0, or
+ * -1 when n shows no uepoll eventfd or no kernel one could be made.  The
+ * hooks: the calls that hand an eventfd to the kernel to signal. */
+int uep_pl_convert_eventfd(int n);
+void uep_pl_convert_inherited_eventfds(void);
+void uep_pl_kernel_signals_syscall(long nr, const long *a);
+void uep_pl_kernel_signals_ioctl(unsigned long request, void *arg);
 int uep_pl_fstatfs(int fd, struct statfs *st);
 int uep_pl_fstatfs64(int fd, struct statfs64 *st);
 int uep_pl_show(int u, int kind);

@@ -20,6 +20,8 @@
 
 #include <uepoll/uepoll.h>
 
+#include "capi/preload_support.h"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -447,6 +449,7 @@ static int do_fcntl(int fd, int cmd, unsigned long arg, int (*real)(int, int, ..
     r = show_dup(fd, uep_fcntl(u, cmd, 0UL), (int)arg);
   } else {
     r = uep_fcntl(u, cmd, arg);
+    if (r == 0 && cmd == F_SETFL && (arg & O_ASYNC)) uep__set_fasync_fd(u, fd); /* si_fd: the program's number */
   }
   UEP_PL_LEAVE();
   uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
@@ -481,6 +484,15 @@ int ioctl(int fd, unsigned long request, ...) {
   va_start(ap, request);
   void *arg = va_arg(ap, void *);
   va_end(ap);
+  /* KVM's irqfd and ioeventfd: the eventfd becomes a kernel one (eventfd_convert.c). */
+  if (!uep_pl_inside() && !uep_pl_map(fd)) uep_pl_kernel_signals_ioctl(request, arg);
+  if (request == FIOASYNC && uep_pl_map(fd)) {
+    UEP_PL_ENTER();
+    const int u = uep_pl_map(fd), r = uep_ioctl(u, request, arg);
+    if (r == 0) uep__set_fasync_fd(u, fd); /* si_fd: the program's number */
+    UEP_PL_LEAVE();
+    return r;
+  }
   UEP_PL_FORWARD2(fd, ioctl, (u, request, arg), ioctl, (fd, request, arg));
 }
 

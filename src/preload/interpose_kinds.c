@@ -202,6 +202,11 @@ int futimens(int fd, const struct timespec t[2]) { ON_TEMPLATE(int, -1, fd, UEP_
 static int empty_at(int dirfd, const char *path, int flags) {
   return uep_pl_map(dirfd) && (!path || ((flags & AT_EMPTY_PATH) && !*path));
 }
+int faccessat(int dirfd, const char *path, int mode, int flags) {
+  const char *volatile p = path; /* glibc declares it nonnull; NULL gets the kernel's EFAULT */
+  if (!p || !empty_at(dirfd, p, flags)) return UEP_PL_REAL(faccessat)(dirfd, path, mode, flags);
+  ON_TEMPLATE(int, -1, dirfd, UEP_PL_REAL(faccessat)(fd_, path, mode, flags));
+}
 int fchmodat(int dirfd, const char *path, mode_t mode, int flags) {
   if (!empty_at(dirfd, path, flags)) return UEP_PL_REAL(fchmodat)(dirfd, path, mode, flags);
   ON_TEMPLATE(int, -1, dirfd, UEP_PL_REAL(fchmodat)(fd_, path, mode, flags));

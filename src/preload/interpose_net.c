@@ -1,6 +1,6 @@
 /*
  * interpose_net.c - libuepoll-preload.so's interposers for poll/select,
- * the socket calls, syscall(2), and the calls uepoll does not implement on
+ * the socket calls, and the calls uepoll does not implement on
  * its descriptors (owned by src/preload/; see interpose_fd.c for the rules).
  *
  * Calls uepoll cannot serve on a uepoll descriptor get Linux's answer when
@@ -11,6 +11,7 @@
  * splice and its kind: interpose_splice.c); fstatfs is answered for a
  * kernel object of the type (interpose_kinds.c).  Anything else reaches the
  * kernel with the placeholder descriptor (fdmap.h), which answers EBADF.
+ * syscall(2) is interpose_syscall.c's.
  * socket, bind, listen, accept, accept4 and connect on a provider's socket
  * are interpose_sock.c's.
  *
@@ -356,62 +357,6 @@ void closefrom(int lowfd) {
   const unsigned first = lowfd < 0 ? 0 : (unsigned)lowfd; /* glibc: a negative lowfd is 0 */
   close_mapped(first, ~0u);
   if (uep_pl_close_range_sparing(first, ~0u, 0) < 0) UEP_PL_REAL(closefrom)(lowfd);
-}
-
-/* ---- syscall(2) -------------------------------------------------------------------- */
-/* The epoll family and the object constructors by number go to the
- * interposers above; everything else to libc's syscall(). */
-static long ret_long(long r) { return r; }
-
-long syscall(long nr, ...) {
-  va_list ap;
-  va_start(ap, nr);
-  long a[6];
-  for (int i = 0; i < 6; ++i) a[i] = va_arg(ap, long);
-  va_end(ap);
-  switch (nr) {
-#ifdef SYS_epoll_create /* the legacy calls: absent on aarch64 and other new ABIs */
-    case SYS_epoll_create: return ret_long(epoll_create((int)a[0]));
-#endif
-    case SYS_epoll_create1: return ret_long(epoll_create1((int)a[0]));
-    case SYS_epoll_ctl: return ret_long(epoll_ctl((int)a[0], (int)a[1], (int)a[2], (struct epoll_event *)a[3]));
-#ifdef SYS_epoll_wait
-    case SYS_epoll_wait: return ret_long(epoll_wait((int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3]));
-#endif
-    case SYS_epoll_pwait:
-      return ret_long(epoll_pwait((int)a[0], (struct epoll_event *)a[1], (int)a[2], (int)a[3], (const sigset_t *)a[4]));
-#ifdef SYS_epoll_pwait2
-    case SYS_epoll_pwait2:
-      return ret_long(epoll_pwait2((int)a[0], (struct epoll_event *)a[1], (int)a[2], (const struct timespec *)a[3],
-                                   (const sigset_t *)a[4]));
-#endif
-    case SYS_eventfd2: return ret_long(eventfd((unsigned)a[0], (int)a[1]));
-#ifdef SYS_eventfd
-    case SYS_eventfd: return ret_long(eventfd((unsigned)a[0], 0));
-#endif
-    case SYS_pipe2: return ret_long(pipe2((int *)a[0], (int)a[1]));
-#ifdef SYS_pipe
-    case SYS_pipe: return ret_long(pipe((int *)a[0]));
-#endif
-    case SYS_timerfd_create: return ret_long(timerfd_create((int)a[0], (int)a[1]));
-    case SYS_close_range: return ret_long(close_range((unsigned)a[0], (unsigned)a[1], (int)a[2]));
-    case SYS_close:
-      if (uep_pl_own((int)a[0])) return errno = EBADF, -1L; /* interpose_own.c */
-      /* fall through */
-    case SYS_read:
-    case SYS_write:
-    case SYS_dup:
-      if (uep_pl_map((int)a[0])) {
-        if (nr == SYS_close) return close((int)a[0]);
-        if (nr == SYS_read) return read((int)a[0], (void *)a[1], (size_t)a[2]);
-        if (nr == SYS_write) return write((int)a[0], (const void *)a[1], (size_t)a[2]);
-        return dup((int)a[0]);
-      }
-      break;
-    default:
-      break;
-  }
-  return UEP_PL_REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* ---- fork ---------------------------------------------------------------------------- */

@@ -27,7 +27,8 @@ void *uep_pl_resolve_optional(const char *name);
 /* Counters (stats.h). */
 enum {
   UEP_PL_CTL, UEP_PL_WAIT, UEP_PL_WAKEUP, UEP_PL_UEPOLL_CALL, UEP_PL_FORWARDED,
-  UEP_PL_CONVERTED /* pipes/pairs turned into kernel ones before fork (fork_convert.c) */
+  UEP_PL_CONVERTED, /* pipes/pairs turned into kernel ones before fork (fork_convert.c) */
+  UEP_PL_EVENTFD_CONVERTED /* eventfds turned into kernel ones (eventfd_convert.c) */
 };
 void uep_pl_count(int which, uint64_t n);
 void uep_pl_count_created(int kind);

@@ -77,6 +77,7 @@ void write_stats() {
   line("forwarded_to_kernel", s.forwarded.load());
   line("refused", s.refused.load());
   line("converted_at_fork", s.converted.load());
+  line("eventfds_made_kernel", s.eventfds_kernel.load());
   const int fd = UEP_REAL(open)(name.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return;
   ssize_t unused = UEP_REAL(write)(fd, out.data(), out.size());
@@ -109,6 +110,7 @@ void uep_pl_count(int which, uint64_t n) {
     case UEP_PL_WAKEUP: count(stats().wakeups); count(stats().events, n); break;
     case UEP_PL_UEPOLL_CALL: count(stats().uepoll_calls, n); break;
     case UEP_PL_CONVERTED: count(stats().converted, n); break;
+    case UEP_PL_EVENTFD_CONVERTED: count(stats().eventfds_kernel, n); break;
     default: count(stats().forwarded, n); break;
   }
 }

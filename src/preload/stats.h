@@ -21,6 +21,7 @@ struct Stats {
   std::atomic<uint64_t> forwarded{0};     // interposed calls passed to the kernel
   std::atomic<uint64_t> refused{0};       // calls refused with a warning
   std::atomic<uint64_t> converted{0};     // pipes/pairs made kernel ones before fork
+  std::atomic<uint64_t> eventfds_kernel{0};  // eventfds made kernel ones (handed to the kernel, spawn)
 };
 
 Stats& stats() noexcept;

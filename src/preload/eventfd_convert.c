@@ -1,0 +1,243 @@
+/*
+ * eventfd_convert.c - a uepoll eventfd handed to a kernel interface that
+ * signals it becomes a kernel eventfd first (owned by src/preload/).
+ *
+ * io_uring (IORING_REGISTER_EVENTFD, IORING_REGISTER_EVENTFD_ASYNC), Linux
+ * AIO (an iocb with IOCB_FLAG_RESFD and aio_resfd) and KVM (KVM_IRQFD,
+ * KVM_IOEVENTFD) are given an eventfd's number and signal it from the
+ * kernel.  Given a uepoll eventfd they would see the placeholder (EBADF, or
+ * EINVAL), and the program's watchers would never hear the kernel.  So
+ * before such a call reaches the kernel, the eventfd it names is turned
+ * into a kernel eventfd under the same numbers, as fork_convert.c does for
+ * pipes:
+ *
+ *   1. the count is taken from the uepoll eventfd (a non-blocking read for
+ *      a counter; a semaphore's count is copied from its fdinfo), and a
+ *      kernel eventfd is made with it, EFD_SEMAPHORE and O_NONBLOCK as the
+ *      uepoll one had;
+ *   2. it is dup3()'d onto every number showing that eventfd (FD_CLOEXEC
+ *      per number);
+ *   3. each registration of the eventfd in the program's uepoll instances
+ *      is made again on the kernel descriptor, same events and data;
+ *   4. the uepoll descriptors are closed.
+ * From then on it is a kernel eventfd, watched by uepoll instances like any
+ * other kernel descriptor.  posix_spawn[p]() does the same for every uepoll
+ * eventfd the child would inherit (not close-on-exec), and
+ * posix_spawn_file_actions_adddup2() for its source, so that the spawned
+ * program shares the eventfd as on Linux.
+ *
+ * Reached through: liburing's exported io_uring_register_eventfd[_async]
+ * and io_uring_register (liburing makes its system calls inline, so these
+ * symbols are the only way in), syscall(SYS_io_uring_register, ...) and
+ * syscall(SYS_io_submit, ...) (libaio's io_submit calls syscall()), and
+ * ioctl().  What cannot be reached is listed in README.md.
+ *
+ * Not atomic with respect to other threads using the eventfd during the
+ * call (a write that lands between the count's take and the dup3 is lost;
+ * a thread blocked reading it keeps waiting on the former object).  Locks:
+ * none of its own; uepoll's calls take theirs.
+ */
+#define _GNU_SOURCE
+#include "preload/preload.h"
+
+#include <uepoll/uepoll.h>
+
+#include "preload/interpose.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/aio_abi.h>
+#include <linux/kvm.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* io_uring_register(2) opcodes (Linux: include/uapi/linux/io_uring.h). */
+enum { kRegisterEventfd = 4, kRegisterEventfdAsync = 7 };
+
+/* The eventfd's id (eventfd-id in its fdinfo) + 1, its count and
+ * semaphore mode; 0 if u is no uepoll eventfd. */
+static unsigned long long eventfd_info(int u, unsigned long long *count, int *semaphore) {
+  char text[256];
+  if (uep_fdinfo(u, text, sizeof text) < 0) return 0;
+  const char *c = strstr(text, "eventfd-count:"), *i = strstr(text, "eventfd-id:"),
+             *s = strstr(text, "eventfd-semaphore:");
+  unsigned long long cnt = 0;
+  int id = 0, sem = 0;
+  if (!c || !i || !s || sscanf(c, "eventfd-count: %llx", &cnt) != 1 || sscanf(i, "eventfd-id: %d", &id) != 1 ||
+      sscanf(s, "eventfd-semaphore: %d", &sem) != 1)
+    return 0;
+  if (count) *count = cnt;
+  if (semaphore) *semaphore = sem;
+  return (unsigned long long)(unsigned)id + 1;
+}
+
+static unsigned long long eventfd_key(int tfd) { return eventfd_info(tfd, NULL, NULL); }
+
+/* Step 1: the count, taken from uepoll descriptor u (a counter's by a
+ * non-blocking read, which empties it; a semaphore's snapshot). */
+static unsigned long long take_count(int u, unsigned long long snapshot, int semaphore, int fl) {
+  if (semaphore || snapshot == 0) return snapshot;
+  if (!(fl & O_NONBLOCK)) uep_fcntl(u, F_SETFL, fl | O_NONBLOCK);
+  uint64_t v = 0;
+  if (uep_read(u, &v, sizeof v) != (ssize_t)sizeof v) v = 0;
+  if (!(fl & O_NONBLOCK)) uep_fcntl(u, F_SETFL, fl);
+  return v;
+}
+
+/* Steps 3 and 4 for the numbers shown[0..ns) of one eventfd (key). */
+static void move_eventfd(const int *shown, const int *us, int ns, unsigned long long key) {
+  int nregs = 0;
+  struct uep_pl_reg *regs = uep_pl_collect_registrations(uep_pl_high_water(), &nregs, eventfd_key);
+  for (int j = 0; j < nregs; ++j) {
+    if (regs[j].conn != key) continue;
+    uep_epoll_ctl(regs[j].ue, EPOLL_CTL_DEL, regs[j].tfd, NULL);
+    int n = -1;
+    for (int i = 0; i < ns && n < 0; ++i)
+      if (us[i] == regs[j].tfd) n = shown[i];
+    struct epoll_event ev = regs[j].ev;
+    if (n < 0 || uep_epoll_ctl(regs[j].ue, EPOLL_CTL_ADD, n, &ev) < 0)
+      uep_pl_refuse("eventfd handed to the kernel: a registration could not be moved to its kernel "
+                    "descriptor (registered under a number since closed, or out of memory)");
+  }
+  free(regs);
+  for (int i = 0; i < ns; ++i) uep_close(us[i]);
+}
+
+/* The numbers showing the eventfd `key` (malloc'd, with their uepoll
+ * descriptors in *us_out); *ns_out set. */
+static int *numbers_of(unsigned long long key, int **us_out, int *ns_out) {
+  int *shown = NULL, *us = NULL, ns = 0, cap = 0, ucap = 0;
+  const int hw = uep_pl_high_water();
+  for (int m = 0; m < hw; ++m) {
+    if (uep_pl_kind(m) != UEP_PL_EVENTFD) continue;
+    const int um = uep_pl_map(m);
+    if (!um || eventfd_key(um) != key) continue;
+    int *t = uep_pl_grow_for_one(shown, &cap, ns, sizeof *shown);
+    int *tu = t ? uep_pl_grow_for_one(us, &ucap, ns, sizeof *us) : NULL;
+    if (t) shown = t;
+    if (!tu) break;
+    us = tu;
+    shown[ns] = m;
+    us[ns++] = um;
+  }
+  *us_out = us;
+  *ns_out = ns;
+  return shown;
+}
+
+static int convert_locked(int n) {
+  const int u = uep_pl_map(n);
+  unsigned long long snapshot = 0;
+  int semaphore = 0;
+  const unsigned long long key = u && uep_pl_kind(n) == UEP_PL_EVENTFD ? eventfd_info(u, &snapshot, &semaphore) : 0;
+  if (!key) return -1;
+  int *us = NULL, ns = 0;
+  int *shown = numbers_of(key, &us, &ns);
+  int fl = uep_fcntl(u, F_GETFL);
+  if (fl < 0) fl = 0;
+  int k = ns ? UEP_PL_REAL(eventfd)(0, EFD_CLOEXEC | (semaphore ? EFD_SEMAPHORE : 0) | (fl & O_NONBLOCK)) : -1;
+  if (k < 0) {
+    free(shown);
+    free(us);
+    return -1;
+  }
+  const uint64_t count = take_count(u, snapshot, semaphore, fl);
+  if (count && UEP_PL_REAL(write)(k, &count, sizeof count) != (ssize_t)sizeof count)
+    uep_pl_refuse("eventfd handed to the kernel: its count could not be carried to the kernel eventfd");
+  for (int i = 0; i < ns; ++i) {
+    const int fdfl = uep_fcntl(us[i], F_GETFD);
+    if (UEP_PL_REAL(dup3)(k, shown[i], fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
+      uep_pl_refuse("eventfd handed to the kernel: could not place the kernel eventfd (dup3 failed)");
+    uep_pl_unbind(shown[i]);
+  }
+  UEP_PL_REAL(close)(k);
+  move_eventfd(shown, us, ns, key);
+  uep_pl_count(UEP_PL_EVENTFD_CONVERTED, 1);
+  free(shown);
+  free(us);
+  return 0;
+}
+
+int uep_pl_convert_eventfd(int n) {
+  if (uep_pl_inside() || n < 0 || uep_pl_kind(n) != UEP_PL_EVENTFD || !uep_pl_map(n)) return -1;
+  UEP_PL_ENTER();
+  const int r = convert_locked(n);
+  UEP_PL_LEAVE();
+  return r;
+}
+
+void uep_pl_convert_inherited_eventfds(void) {
+  if (uep_pl_inside()) return;
+  const int hw = uep_pl_high_water();
+  for (int n = 0; n < hw; ++n) {
+    const int u = uep_pl_kind(n) == UEP_PL_EVENTFD ? uep_pl_map(n) : 0;
+    if (!u) continue;
+    UEP_PL_ENTER();
+    const int fdfl = uep_fcntl(u, F_GETFD);
+    UEP_PL_LEAVE();
+    if (fdfl >= 0 && !(fdfl & FD_CLOEXEC)) uep_pl_convert_eventfd(n);
+  }
+}
+
+/* ---- the calls that hand an eventfd to the kernel ------------------------------------ */
+static void register_arg(unsigned opcode, const void *arg) {
+  if ((opcode == kRegisterEventfd || opcode == kRegisterEventfdAsync) && arg) uep_pl_convert_eventfd(*(const int *)arg);
+}
+
+/* syscall(2): io_uring_register(fd, opcode, arg, nr) and io_submit(ctx, nr,
+ * iocbpp), before the kernel sees them. */
+void uep_pl_kernel_signals_syscall(long nr, const long *a) {
+  if (nr == SYS_io_uring_register) {
+    register_arg((unsigned)a[1], (const void *)a[2]);
+  } else if (nr == SYS_io_submit && a[1] > 0 && a[2]) {
+    struct iocb *const *cbs = (struct iocb *const *)a[2];
+    for (long i = 0; i < a[1]; ++i)
+      if (cbs[i] && (cbs[i]->aio_flags & IOCB_FLAG_RESFD)) uep_pl_convert_eventfd((int)cbs[i]->aio_resfd);
+  }
+}
+
+/* ioctl(2) on a kernel descriptor: KVM's irqfd (and its resample eventfd)
+ * and ioeventfd. */
+void uep_pl_kernel_signals_ioctl(unsigned long request, void *arg) {
+  if (!arg) return;
+  if (request == KVM_IRQFD) {
+    const struct kvm_irqfd *q = arg;
+    uep_pl_convert_eventfd((int)q->fd);
+    if (q->flags & KVM_IRQFD_FLAG_RESAMPLE) uep_pl_convert_eventfd((int)q->resamplefd);
+  } else if (request == KVM_IOEVENTFD) {
+    uep_pl_convert_eventfd(((const struct kvm_ioeventfd *)arg)->fd);
+  }
+}
+
+/* liburing (its own symbols: it makes the system calls inline). */
+struct io_uring;
+int io_uring_register_eventfd(struct io_uring *ring, int fd);
+int io_uring_register_eventfd_async(struct io_uring *ring, int fd);
+int io_uring_register(unsigned fd, unsigned opcode, const void *arg, unsigned nr_args);
+
+int io_uring_register_eventfd(struct io_uring *ring, int fd) {
+  uep_pl_convert_eventfd(fd);
+  return UEP_PL_REAL(io_uring_register_eventfd)(ring, fd);
+}
+
+int io_uring_register_eventfd_async(struct io_uring *ring, int fd) {
+  uep_pl_convert_eventfd(fd);
+  return UEP_PL_REAL(io_uring_register_eventfd_async)(ring, fd);
+}
+
+int io_uring_register(unsigned fd, unsigned opcode, const void *arg, unsigned nr_args) {
+  register_arg(opcode, arg);
+  return UEP_PL_REAL(io_uring_register)(fd, opcode, arg, nr_args);
+}
+
+/* A spawned child given a uepoll eventfd by a file action shares it. */
+int posix_spawn_file_actions_adddup2(posix_spawn_file_actions_t *actions, int fd, int newfd) {
+  uep_pl_convert_eventfd(fd);
+  return UEP_PL_REAL(posix_spawn_file_actions_adddup2)(actions, fd, newfd);
+}

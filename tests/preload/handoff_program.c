@@ -1,0 +1,104 @@
+/*
+ * handoff_program.c - eventfds handed on: to a child by posix_spawn (a
+ * file action's dup2, and inheritance of a descriptor without
+ * close-on-exec), and to KVM's irqfd and ioeventfd ioctls.  Run plainly and
+ * under uepoll-run (tests/preload/run.sh): the same output, where the
+ * preload makes those uepoll objects kernel ones first
+ * (src/preload/eventfd_convert.c, fork_convert.c).  The ioctls go to /dev/null (ENOTTY, no
+ * KVM needed); the descriptor's kind afterwards is what is compared.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/kvm.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "show_kind.h"
+
+extern char **environ;
+
+/* The child: adds `value` to eventfd `fd`. */
+static int child(int fd, uint64_t value) {
+  ssize_t w = write(fd, &value, sizeof value);
+  return w == (ssize_t)sizeof value ? 0 : 1;
+}
+
+static void spawn_and_wait(int ep, int efd, posix_spawn_file_actions_t *fa, const char *fdarg, const char *how) {
+  char *argv[] = {"handoff_program", "child", (char *)fdarg, NULL};
+  pid_t pid;
+  int r = posix_spawn(&pid, "/proc/self/exe", fa, NULL, argv, environ);
+  int st = 0;
+  if (r == 0) waitpid(pid, &st, 0);
+  printf("%s: spawn %d child exit %d\n", how, r, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  struct epoll_event ev;
+  r = epoll_wait(ep, &ev, 1, 5000);
+  printf("%s: epoll_wait %d data %llu\n", how, r, r > 0 ? (unsigned long long)ev.data.u64 : 0ULL);
+  uint64_t v = 0;
+  const ssize_t got = read(efd, &v, sizeof v);
+  printf("%s: read %zd count %llu\n", how, got, (unsigned long long)v);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "child") == 0) return child(atoi(argv[2]), 5);
+  setvbuf(stdout, NULL, _IONBF, 0);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); /* close-on-exec: given by the file action */
+  int inh = eventfd(2, EFD_NONBLOCK);               /* inherited, count 2 carried */
+  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 1};
+  epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev);
+  ev.data.u64 = 2;
+  epoll_ctl(ep, EPOLL_CTL_ADD, inh, &ev);
+  uint64_t v;
+  printf("efd %d inh %d read %zd\n", efd, inh, read(inh, &v, sizeof v)); /* empties the initial 2 */
+
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  printf("adddup2 %d\n", posix_spawn_file_actions_adddup2(&fa, efd, 9));
+  spawn_and_wait(ep, efd, &fa, "9", "file action");
+  posix_spawn_file_actions_destroy(&fa);
+
+  char num[16];
+  snprintf(num, sizeof num, "%d", inh);
+  spawn_and_wait(ep, inh, NULL, num, "inherited");
+
+  /* system() and popen() spawn inside libc: their shell inherits a pipe. */
+  int p[2];
+  if (pipe(p) < 0) return 1;
+  char cmd[64], buf[16] = "";
+  snprintf(cmd, sizeof cmd, "echo system >&%d", p[1]);
+  printf("system %d\n", system(cmd));
+  ssize_t n = read(p[0], buf, sizeof buf - 1);
+  printf("system: read %zd %.*s", n, n > 0 ? (int)n : 0, buf);
+  close(p[0]);
+  close(p[1]);
+  if (pipe(p) < 0) return 1;
+  printf("write %zd\n", write(p[1], "popen\n", 6));
+  close(p[1]);
+  snprintf(cmd, sizeof cmd, "cat <&%d", p[0]);
+  FILE *f = popen(cmd, "r");
+  printf("popen: %s", f && fgets(buf, sizeof buf, f) ? buf : "(nothing)\n");
+  printf("pclose %d\n", f ? pclose(f) : -1);
+  close(p[0]);
+
+  int dn = open("/dev/null", O_RDWR | O_CLOEXEC);
+  int irq = eventfd(0, EFD_CLOEXEC), res = eventfd(0, EFD_CLOEXEC), io = eventfd(0, EFD_CLOEXEC);
+  struct kvm_irqfd q = {.fd = (uint32_t)irq, .flags = KVM_IRQFD_FLAG_RESAMPLE, .resamplefd = (uint32_t)res};
+  int r = ioctl(dn, KVM_IRQFD, &q);
+  printf("KVM_IRQFD %d %s\n", r, r < 0 ? strerror(errno) : "");
+  struct kvm_ioeventfd qe = {.fd = io};
+  r = ioctl(dn, KVM_IOEVENTFD, &qe);
+  printf("KVM_IOEVENTFD %d %s\n", r, r < 0 ? strerror(errno) : "");
+  show_kind("irqfd", irq);
+  show_kind("resamplefd", res);
+  show_kind("ioeventfd", io);
+  return 0;
+}

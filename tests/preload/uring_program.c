@@ -1,0 +1,97 @@
+/*
+ * uring_program.c - an eventfd registered with io_uring (liburing's
+ * io_uring_register_eventfd, its io_uring_register, and
+ * syscall(SYS_io_uring_register)) is signalled by the kernel's completions,
+ * and an epoll instance watching it sees them.  Run plainly and under
+ * uepoll-run (tests/preload/run.sh): the same output, where the preload
+ * makes each uepoll eventfd a kernel one as it is registered
+ * (src/preload/eventfd_convert.c).  Exits 77 (skipped) when this kernel or
+ * sandbox refuses io_uring_setup.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <liburing.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "show_kind.h"
+
+/* Submits `n` NOPs and waits on the epoll instance for the eventfd. */
+static void nops_and_wait(struct io_uring *ring, int ep, int efd, int n, const char *how) {
+  for (int i = 0; i < n; ++i) {
+    struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+    io_uring_prep_nop(sqe);
+    sqe->user_data = (uint64_t)(100 + i);
+  }
+  printf("%s: submit %d\n", how, io_uring_submit(ring));
+  struct epoll_event ev[4];
+  int r = epoll_wait(ep, ev, 4, 5000);
+  printf("%s: epoll_wait %d data %llu\n", how, r, r > 0 ? (unsigned long long)ev[0].data.u64 : 0ULL);
+  uint64_t v = 0;
+  ssize_t got = read(efd, &v, sizeof v);
+  printf("%s: read %zd count>=1 %s\n", how, got, v >= 1 ? "yes" : "no");
+  struct io_uring_cqe *cqe;
+  int seen = 0;
+  while (io_uring_peek_cqe(ring, &cqe) == 0) {
+    printf("%s: cqe %llu res %d\n", how, (unsigned long long)cqe->user_data, cqe->res);
+    io_uring_cqe_seen(ring, cqe);
+    ++seen;
+  }
+  r = epoll_wait(ep, ev, 4, 0);
+  printf("%s: %d cqes, then epoll_wait %d\n", how, seen, r);
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IONBF, 0);
+  struct io_uring ring;
+  int r = io_uring_queue_init(8, &ring, 0);
+  if (r < 0) {
+    printf("SKIP: io_uring_setup is refused here (%s)\n", strerror(-r));
+    return 77;
+  }
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  int efd[3];
+  for (int i = 0; i < 3; ++i) {
+    /* Registered in the instance before io_uring sees it: the registration
+     * (events and data) must follow the eventfd. */
+    efd[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = 40 + (uint64_t)i};
+    epoll_ctl(ep, EPOLL_CTL_ADD, efd[i], &ev);
+  }
+  printf("ep %d efds %d %d %d\n", ep, efd[0], efd[1], efd[2]);
+
+  uint64_t one = 1; /* a count to carry over: the first read below sees it too */
+  printf("write before %zd\n", write(efd[0], &one, sizeof one));
+  printf("register_eventfd %d\n", io_uring_register_eventfd(&ring, efd[0]));
+  show_kind("liburing", efd[0]);
+  nops_and_wait(&ring, ep, efd[0], 3, "liburing");
+  printf("unregister %d\n", io_uring_unregister_eventfd(&ring));
+
+  r = io_uring_register(ring.ring_fd, IORING_REGISTER_EVENTFD, &efd[1], 1);
+  printf("io_uring_register %d\n", r);
+  nops_and_wait(&ring, ep, efd[1], 2, "io_uring_register");
+  printf("unregister %d\n", io_uring_unregister_eventfd(&ring));
+
+  long s = syscall(SYS_io_uring_register, ring.ring_fd, IORING_REGISTER_EVENTFD, &efd[2], 1);
+  printf("syscall %ld\n", s);
+  nops_and_wait(&ring, ep, efd[2], 1, "syscall");
+  printf("unregister %d\n", io_uring_unregister_eventfd(&ring));
+
+  /* _ASYNC signals only completions that ran asynchronously: only the
+   * registration and the descriptor's kind are compared. */
+  int efd4 = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  printf("register_eventfd_async %d\n", io_uring_register_eventfd_async(&ring, efd4));
+  show_kind("async", efd4);
+  printf("unregister %d\n", io_uring_unregister_eventfd(&ring));
+
+  /* Bad input: a closed number, as Linux (EBADF from the kernel). */
+  int bad = efd4 + 10;
+  printf("register closed fd %d\n", io_uring_register_eventfd(&ring, bad));
+  io_uring_queue_exit(&ring);
+  return 0;
+}
