@@ -38,7 +38,6 @@ using uepoll::core::user_readable;
 
 // Linux include/linux/fcntl.h SETFL_MASK (O_NDELAY == O_NONBLOCK).
 constexpr int kSetflMask = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC;
-constexpr int kUioMaxIov = 1024;  // UIO_MAXIOV
 constexpr int kSeekMax = 4;       // SEEK_MAX (SEEK_HOLE)
 
 // Linux setfl(): the bits of SETFL_MASK change, the rest stay.  O_DIRECT
@@ -70,22 +69,6 @@ long dupfd(File* f, unsigned long arg, bool cloexec) {
     return fd;
   }
   return uepoll::fd::cloexec_if(fd, cloexec);
-}
-
-// ---- readv / writev -----------------------------------------------------------
-// Linux import_iovec: more than UIO_MAXIOV segments or a negative length is
-// EINVAL, an unreadable array EFAULT; the total is clamped to MAX_RW_COUNT.
-long check_iov(const struct iovec* iov, int iovcnt, size_t* total) {
-  if (iovcnt < 0 || iovcnt > kUioMaxIov) return -EINVAL;
-  if (iovcnt && !user_readable(iov, sizeof *iov * static_cast<size_t>(iovcnt))) return -EFAULT;
-  size_t sum = 0;
-  for (int i = 0; i < iovcnt; ++i) {
-    if (static_cast<ssize_t>(iov[i].iov_len) < 0) return -EINVAL;
-    sum += iov[i].iov_len;
-    if (sum > uepoll::capi::kMaxRwCount) sum = uepoll::capi::kMaxRwCount;
-  }
-  *total = sum;
-  return 0;
 }
 
 }  // namespace
@@ -197,7 +180,7 @@ long readv(int fd, const struct iovec* iov, int iovcnt) noexcept {
   if (!f) return -EBADF;
   if (long r = f->rw_check(false)) return r;
   size_t total = 0;
-  if (long r = check_iov(iov, iovcnt, &total)) return r;
+  if (long r = uepoll::capi::check_iov(iov, iovcnt, &total)) return r;
   if (total == 0) return 0;
   return f->read_iter(iov, iovcnt, total);
 }
@@ -208,7 +191,7 @@ long writev(int fd, const struct iovec* iov, int iovcnt) noexcept {
   if (!f) return -EBADF;
   if (long r = f->rw_check(true)) return r;
   size_t total = 0;
-  if (long r = check_iov(iov, iovcnt, &total)) return r;
+  if (long r = uepoll::capi::check_iov(iov, iovcnt, &total)) return r;
   if (total == 0) return 0;
   return f->write_iter(iov, iovcnt, total);
 }
