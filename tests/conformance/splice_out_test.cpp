@@ -5,6 +5,8 @@
 // values, errno, the bytes moved, what stays queued, and readiness.
 #include "splice_calls.h"
 
+#include <atomic>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -272,6 +274,65 @@ TEST(SpliceOut, SendfileSources) {
   EXPECT_LINUX_SEQ(r, {"sendfile(pipe,socket,100) = 12", "sendfile(file,socket) = -1 EINVAL",
                        "sendfile(kernel pipe,socket,100) = 4", "sendfile(pipe,kernel pipe) = -1 EINVAL",
                        "sendfile(socket,file,&990,100) = 10", "sendfile(eventfd,file) = -1 EINVAL"});
+}
+
+// A splice out of a pipe into a kernel pipe that takes part of each chunk,
+// racing a reader of the same pipe: every byte written arrives once, at
+// the reader or through the splice.
+TEST(SpliceOut, RacingReaderLosesNothing) {
+  UEPOLL_SKIP_UNDER_TSAN("threads on kernel descriptors");
+  auto r = conf::differential([](T& t) {
+    const Calls c{t.is_linux()};
+    const uepoll_test::Api& api = t.api;
+    auto [rd, wr] = t.pipe();
+    int kp[2];
+    if (::pipe(kp) < 0) return;
+    constexpr size_t kTotal = 2 << 20;
+    std::thread writer([&, wr = wr] {
+      std::vector<char> chunk(5000, 'w');
+      for (size_t sent = 0; sent < kTotal;) {
+        const size_t n = kTotal - sent < chunk.size() ? kTotal - sent : chunk.size();
+        const ssize_t w = api.write(wr, chunk.data(), n);
+        if (w <= 0) break;
+        sent += static_cast<size_t>(w);
+      }
+      api.close(wr);
+    });
+    std::atomic<size_t> read_bytes{0}, drained{0};
+    std::thread reader([&, rd = rd] {
+      std::vector<char> buf(3000);
+      for (;;) {
+        const ssize_t n = api.read(rd, buf.data(), buf.size());
+        if (n <= 0) break;
+        read_bytes += static_cast<size_t>(n);
+      }
+    });
+    std::thread drain([&] {
+      std::vector<char> buf(65536);
+      for (;;) {
+        const ssize_t n = ::read(kp[0], buf.data(), buf.size());
+        if (n <= 0) break;
+        drained += static_cast<size_t>(n);
+      }
+    });
+    size_t spliced = 0;
+    for (;;) {
+      const ssize_t n = c.splice(rd, nullptr, kp[1], nullptr, 10000, SPLICE_F_NONBLOCK);
+      if (n == 0) break;
+      if (n > 0) spliced += static_cast<size_t>(n);
+      else if (errno != EAGAIN) break;
+      else std::this_thread::yield();
+    }
+    writer.join();
+    reader.join();
+    ::close(kp[1]);
+    drain.join();
+    ::close(kp[0]);
+    t.forget(wr);
+    t.log("bytes arrived " + std::to_string(read_bytes + drained) + ", spliced = drained " +
+          (spliced == drained ? "yes" : "no"));
+  });
+  EXPECT_LINUX_SEQ(r, {"bytes arrived 2097152, spliced = drained yes"});
 }
 
 }  // namespace
