@@ -142,7 +142,7 @@ long do_tee(int fd_in, int fd_out, size_t len, unsigned flags) {
 }
 
 long do_vmsplice(int fd, const struct iovec* iov, unsigned long nr_segs, unsigned flags) {
-  if (!uepoll::fd::in_range(fd)) return from_kernel(::vmsplice(fd, iov, nr_segs, flags));
+  if (uepoll::fd::Target::is_kernel(fd)) return from_kernel(::vmsplice(fd, iov, nr_segs, flags));
   if (flags & ~kSpliceAll) return -EINVAL;
   Target t(fd);
   if (!t.file()) return -EBADF;

@@ -16,6 +16,10 @@ class Target {
   explicit Target(int fd) noexcept : fd_(fd), uepoll_(in_range(fd)) {
     if (uepoll_) file_ = FileRef(lookup(fd));
   }
+  // The same choice without a pin, for calls that install or remove
+  // descriptors themselves (close, dup, epoll_ctl's pairings): true for
+  // the kernel's numbers.
+  static bool is_kernel(int fd) noexcept { return !in_range(fd); }
   // True for two kernel numbers: the whole call is the kernel's.
   static bool both_kernel(int a, int b) noexcept { return !in_range(a) && !in_range(b); }
   // The kernel's descriptor: the call goes to the kernel.
@@ -24,6 +28,7 @@ class Target {
   bool closed() const noexcept { return uepoll_ && !file_; }
   // The pinned file of a uepoll descriptor, or nullptr.
   core::File* file() const noexcept { return file_.get(); }
+  core::File* get() const noexcept { return file_.get(); }
   core::File* operator->() const noexcept { return file_.get(); }
   int fd() const noexcept { return fd_; }
   // Hands the pin to the caller.
