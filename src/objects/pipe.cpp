@@ -245,18 +245,18 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
   for (bool again = false;; again = true) {
     if (again) backoff.pause();
     r = core::block_on(wq(), nonblocking(), EPOLLIN | EPOLLRDNORM | EPOLLHUP, [&]() -> long {
-    plan.reset();
-    p.mu_.lock();
-    if (p.held_) {
+      plan.reset();
+      p.mu_.lock();
+      if (p.held_) {
+        p.mu_.unlock();
+        return Pipe::kHeld;
+      }
+      ++attempts;
+      long ret = p.take_locked(count, fault, &plan, &wake_writer);
+      if (ret == 0 && p.empty_locked()) ret = p.writers_ ? -EAGAIN : 0;
+      still_data = !p.empty_locked();
       p.mu_.unlock();
-      return Pipe::kHeld;
-    }
-    ++attempts;
-    long ret = p.take_locked(count, fault, &plan, &wake_writer);
-    if (ret == 0 && p.empty_locked()) ret = p.writers_ ? -EAGAIN : 0;
-    still_data = !p.empty_locked();
-    p.mu_.unlock();
-    return ret;
+      return ret;
     });
     if (r != Pipe::kHeld) break;
   }

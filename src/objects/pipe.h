@@ -27,7 +27,10 @@
 // buffer under the lock, a larger read takes whole pages out of the ring
 // under the lock and copies them to the caller after.  Wakeups are issued after mu_ is released, each under the
 // target end's own wq lock (wake_locked), as Linux wakes after
-// mutex_unlock().  A peer end is reached through an atomic pointer cleared
+// mutex_unlock().  A splice out of the pipe sets held_ (under mu_) from
+// its copy to its commit; reads and other splices out that find it set
+// back off (core::Backoff) and retry, as Linux's pipe mutex holds them
+// (pipe_splice.cpp).  A peer end is reached through an atomic pointer cleared
 // by its on_release(); wakers read it inside a reclaim::ReadGuard, so the
 // peer's memory cannot be freed under them.
 //
