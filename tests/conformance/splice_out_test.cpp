@@ -280,7 +280,6 @@ TEST(SpliceOut, SendfileSources) {
 // racing a reader of the same pipe: every byte written arrives once, at
 // the reader or through the splice.
 TEST(SpliceOut, RacingReaderLosesNothing) {
-  UEPOLL_SKIP_UNDER_TSAN("threads on kernel descriptors");
   auto r = conf::differential([](T& t) {
     const Calls c{t.is_linux()};
     const uepoll_test::Api& api = t.api;
