@@ -174,22 +174,29 @@ int uep_select(int nfds, fd_set *readfds, fd_set *writefds, fd_set *exceptfds,
 int uep_pselect(int nfds, fd_set *readfds, fd_set *writefds,
                 fd_set *exceptfds, const struct timespec *timeout,
                 const sigset_t *sigmask);
-/* splice, sendfile, copy_file_range with a uepoll descriptor on a side
- * (two kernel descriptors go to the kernel).  Linux's checks in Linux's
- * order (EINVAL for flags, EBADF, ESPIPE for an offset on a pipe, EFAULT,
- * EBADF for the wrong direction, EINVAL without a pipe).  What uepoll
- * moves: splice from a kernel descriptor into a uepoll pipe and sendfile
- * from a kernel file into a uepoll pipe or socket pair, by copying through
- * a buffer of at most 64 KiB, with Linux's counts (at most what the pipe's
- * free buffers hold, a page each), SPLICE_F_NONBLOCK or the pipe's
- * O_NONBLOCK (EAGAIN), EPIPE and SIGPIPE without readers, and the offset
- * or file position advanced by the bytes moved.  Any other splice with a
- * uepoll descriptor (out of a uepoll pipe or socket): EOPNOTSUPP.
+/* splice, tee, vmsplice, sendfile, copy_file_range with a uepoll
+ * descriptor on a side (two kernel descriptors go to the kernel).  Linux's
+ * checks in Linux's order (EINVAL for flags, EBADF, ESPIPE for an offset
+ * on a pipe, EFAULT, EBADF for the wrong direction, EINVAL without a pipe
+ * or with a file that cannot be spliced, EINVAL for splicing a pipe to
+ * itself).  What moves: splice between a uepoll pipe or socket pair and a
+ * kernel file, pipe or socket in either direction, and between two uepoll
+ * objects; tee between uepoll pipes and between a uepoll and a kernel
+ * pipe; vmsplice into and out of a uepoll pipe (SPLICE_F_GIFT ignored:
+ * the pages are copied); sendfile from a kernel file or a uepoll socket
+ * into a uepoll pipe, a uepoll socket or a kernel descriptor.  Bytes go
+ * through one buffer of 64 KiB per call; Linux's counts (into a pipe: at
+ * most what its free buffers hold, a page each; out of a pipe: what the
+ * destination takes, the rest stays queued), SPLICE_F_NONBLOCK and
+ * O_NONBLOCK as Linux adds them (EAGAIN), EPIPE and SIGPIPE without
+ * readers, offsets and file positions advanced by the bytes moved.
  * copy_file_range: EISDIR or EINVAL, as Linux says for a file that is not
- * regular.  Blocking: as a write to the pipe or socket.  Offsets are
- * loff_t (int64_t). */
+ * regular.  Offsets are loff_t (int64_t). */
 ssize_t uep_splice(int fd_in, int64_t *off_in, int fd_out, int64_t *off_out,
                    size_t len, unsigned int flags);
+ssize_t uep_tee(int fd_in, int fd_out, size_t len, unsigned int flags);
+ssize_t uep_vmsplice(int fd, const struct iovec *iov, size_t nr_segs,
+                     unsigned int flags);
 ssize_t uep_sendfile(int out_fd, int in_fd, off_t *offset, size_t count);
 ssize_t uep_copy_file_range(int fd_in, int64_t *off_in, int fd_out,
                             int64_t *off_out, size_t len, unsigned int flags);

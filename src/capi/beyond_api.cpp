@@ -15,6 +15,7 @@
 #include "epoll/fdinfo.h"
 #include "epoll/instance.h"
 #include "fd/table.h"
+#include "fd/target.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -61,12 +62,12 @@ namespace uepoll::detail {
 // file (FIONBIO, FIOCLEX, ...) are uep_ioctl's (capi/fd_surface_api.cpp),
 // which hands the rest to the file's ioctl.  0 or -errno.
 long epoll_ioctl(int fd, unsigned long req, void* arg) noexcept {
-  if (!uepoll::fd::in_range(fd)) {
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) {
     int r = ::ioctl(fd, req, arg);
     return r < 0 ? -errno : r;
   }
-  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  if (f.closed()) return -EBADF;
   if (!f->is_epoll()) return -ENOTTY;  // no unlocked_ioctl, or -ENOIOCTLCMD
   return f->ioctl(req, arg);  // Instance::ioctl
 }
@@ -76,7 +77,7 @@ long epoll_ctl_batch(int epfd, struct uep_ctl_cmd* cmds, int ncmds) noexcept {
   const size_t bytes = sizeof(struct uep_ctl_cmd) * static_cast<size_t>(ncmds);
   if (ncmds > 0 && (!uepoll::core::user_readable(cmds, bytes) || uepoll::core::writable_prefix(cmds, bytes) < bytes))
     return -EFAULT;
-  if (!uepoll::fd::in_range(epfd)) {  // a kernel instance: one epoll_ctl(2) each
+  if (uepoll::fd::Target::is_kernel(epfd)) {  // a kernel instance: one epoll_ctl(2) each
     if (::fcntl(epfd, F_GETFD) < 0) return -EBADF;
     for (int i = 0; i < ncmds; ++i) {
       struct epoll_event ev = cmds[i].event;
@@ -117,7 +118,8 @@ long epoll_ctl_batch(int epfd, struct uep_ctl_cmd* cmds, int ncmds) noexcept {
 
 long fdinfo(int fd, char* buf, unsigned long len) noexcept {
   std::string text;
-  if (!uepoll::fd::in_range(fd)) {
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) {
     char path[64];
     std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
     FILE* f = fd >= 0 ? std::fopen(path, "re") : nullptr;
@@ -127,8 +129,7 @@ long fdinfo(int fd, char* buf, unsigned long len) noexcept {
     while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) text.append(chunk, n);
     std::fclose(f);
   } else {
-    uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
-    if (!f) return -EBADF;
+    if (f.closed()) return -EBADF;
     text = uepoll::epoll::fdinfo_text(f.get(), uepoll::fd::get_cloexec(fd));
   }
   if (buf && len) {

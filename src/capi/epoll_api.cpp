@@ -18,6 +18,7 @@
 #include "epoll/instance.h"
 #include "epoll/kernel_watch.h"
 #include "fd/table.h"
+#include "fd/target.h"
 
 #include <cerrno>
 #include <cstdint>
@@ -51,7 +52,7 @@ int create(int flags) {
   const bool has_event = uepoll::capi::ctl_has_event(op);
   FileRef ref;
   uepoll::core::File* tf = nullptr;
-  if (uepoll::fd::in_range(fd)) {
+  if (!uepoll::fd::Target::is_kernel(fd)) {
     if (op == EPOLL_CTL_ADD) {
       ref = FileRef(uepoll::fd::lookup_guarded(fd));  // the caller's guard
       tf = ref.get();
@@ -161,7 +162,7 @@ namespace uepoll::detail {
 long epoll_create1(int flags) noexcept { return create(flags); }
 
 long epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) noexcept {
-  if (!uepoll::fd::in_range(epfd) && uepoll::fd::in_range(fd) && epfd >= 0) {
+  if (uepoll::fd::Target::is_kernel(epfd) && !uepoll::fd::Target::is_kernel(fd) && epfd >= 0) {
     // A kernel instance cannot see a uepoll file (the other way round goes
     // through uep_epoll_kernel_fd): Linux's checks up to "is an epoll",
     // then EPERM, as for a file without ->poll.
@@ -171,7 +172,7 @@ long epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) noexcept {
     if (!tf) return -EBADF;
     return uepoll::epoll::KernelWatch::is_kernel_epoll(epfd) ? -EPERM : -EINVAL;
   }
-  if (!uepoll::fd::in_range(epfd)) {
+  if (uepoll::fd::Target::is_kernel(epfd)) {
     int r = ::epoll_ctl(epfd, op, fd, event);
     return r < 0 ? -errno : r;
   }
@@ -179,7 +180,7 @@ long epoll_ctl(int epfd, int op, int fd, struct epoll_event* event) noexcept {
 }
 
 long epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeout, const sigset_t* sigmask) noexcept {
-  if (!uepoll::fd::in_range(epfd)) {
+  if (uepoll::fd::Target::is_kernel(epfd)) {
     int r = ::epoll_pwait(epfd, events, maxevents, timeout, sigmask);
     return r < 0 ? -errno : r;
   }
@@ -191,7 +192,7 @@ long epoll_pwait(int epfd, struct epoll_event* events, int maxevents, int timeou
 
 long epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const struct timespec* timeout,
                   const sigset_t* sigmask) noexcept {
-  if (!uepoll::fd::in_range(epfd)) {
+  if (uepoll::fd::Target::is_kernel(epfd)) {
     int r = ::epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
     return r < 0 ? -errno : r;
   }
@@ -215,7 +216,7 @@ long epoll_pwait2(int epfd, struct epoll_event* events, int maxevents, const str
 }
 
 long epoll_kernel_fd(int epfd) noexcept {
-  if (!uepoll::fd::in_range(epfd)) return epfd < 0 || ::fcntl(epfd, F_GETFD) < 0 ? -EBADF : -EINVAL;
+  if (uepoll::fd::Target::is_kernel(epfd)) return epfd < 0 || ::fcntl(epfd, F_GETFD) < 0 ? -EBADF : -EINVAL;
   FileRef ep(uepoll::fd::lookup(epfd));  // a reference: on_release cannot run meanwhile
   if (!ep) return -EBADF;
   if (!ep->is_epoll()) return -EINVAL;

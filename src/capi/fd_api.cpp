@@ -16,6 +16,7 @@
 #include "core/waiter.h"
 #include "fd/poll.h"
 #include "fd/table.h"
+#include "fd/target.h"
 
 #include <cerrno>
 #include <climits>
@@ -45,12 +46,12 @@ using uepoll::capi::kMaxRwCount;
 namespace uepoll::detail {
 
 long read(int fd, void* buf, size_t count) noexcept {
-  if (!uepoll::fd::in_range(fd)) {
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) {
     ssize_t r = ::read(fd, buf, count);
     return r < 0 ? -errno : r;
   }
-  FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  if (f.closed()) return -EBADF;
   if (long r = f->rw_check(false)) return r;
   if (!user_range_ok(buf, count)) return -EFAULT;
   if (count > kMaxRwCount) count = kMaxRwCount;
@@ -58,12 +59,12 @@ long read(int fd, void* buf, size_t count) noexcept {
 }
 
 long write(int fd, const void* buf, size_t count) noexcept {
-  if (!uepoll::fd::in_range(fd)) {
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) {
     ssize_t r = ::write(fd, buf, count);
     return r < 0 ? -errno : r;
   }
-  FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  if (f.closed()) return -EBADF;
   if (long r = f->rw_check(true)) return r;
   if (!user_range_ok(buf, count)) return -EFAULT;
   if (count > kMaxRwCount) count = kMaxRwCount;
@@ -96,7 +97,7 @@ long close_in_handler(int fd) noexcept {
 }  // namespace
 
 long close(int fd) noexcept {
-  if (!uepoll::fd::in_range(fd)) return ::close(fd) < 0 ? -errno : 0;
+  if (uepoll::fd::Target::is_kernel(fd)) return ::close(fd) < 0 ? -errno : 0;
   if (uepoll::core::thread_in_uepoll()) return close_in_handler(fd);
   uepoll::core::File* f = uepoll::fd::remove(fd);
   if (!f) return -EBADF;
@@ -105,7 +106,7 @@ long close(int fd) noexcept {
 }
 
 long dup(int oldfd) noexcept {
-  if (!uepoll::fd::in_range(oldfd)) {
+  if (uepoll::fd::Target::is_kernel(oldfd)) {
     int r = ::dup(oldfd);
     return r < 0 ? -errno : r;
   }
@@ -147,9 +148,9 @@ long ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* tmo, const si
 }
 
 long shutdown(int sockfd, int how) noexcept {
-  if (!uepoll::fd::in_range(sockfd)) return ::shutdown(sockfd, how) < 0 ? -errno : 0;
-  FileRef f(uepoll::fd::lookup(sockfd));
-  if (!f) return -EBADF;
+  uepoll::fd::Target f(sockfd);
+  if (f.kernel()) return ::shutdown(sockfd, how) < 0 ? -errno : 0;
+  if (f.closed()) return -EBADF;
   if (!f->is_socket()) return -ENOTSOCK;  // sockfd_lookup_light
   return f->shutdown(how);
 }
@@ -166,7 +167,7 @@ int uep_poll(struct pollfd* fds, nfds_t nfds, int timeout) { return to_c(uepoll:
 int uep_shutdown(int sockfd, int how) { return to_c(uepoll::detail::shutdown(sockfd, how)); }
 
 int uep_is_uepoll_fd(int fd) {
-  if (!uepoll::fd::in_range(fd)) return 0;
+  if (uepoll::fd::Target::is_kernel(fd)) return 0;
   FileRef f(uepoll::fd::lookup(fd));
   return f ? 1 : 0;
 }

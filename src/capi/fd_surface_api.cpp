@@ -16,6 +16,7 @@
 #include "capi/rw_check.h"
 #include "core/user_memory.h"
 #include "fd/table.h"
+#include "fd/target.h"
 
 #include <cerrno>
 #include <climits>
@@ -41,7 +42,6 @@ using uepoll::core::user_readable;
 
 // Linux include/linux/fcntl.h SETFL_MASK (O_NDELAY == O_NONBLOCK).
 constexpr int kSetflMask = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC;
-constexpr int kUioMaxIov = 1024;  // UIO_MAXIOV
 constexpr int kSeekMax = 4;       // SEEK_MAX (SEEK_HOLE)
 
 // Linux setfl(): the bits of SETFL_MASK change, the rest stay.  O_DIRECT
@@ -109,30 +109,14 @@ long dupfd(File* f, unsigned long arg, bool cloexec) {
   return uepoll::fd::cloexec_if(fd, cloexec);
 }
 
-// ---- readv / writev -----------------------------------------------------------
-// Linux import_iovec: more than UIO_MAXIOV segments or a negative length is
-// EINVAL, an unreadable array EFAULT; the total is clamped to MAX_RW_COUNT.
-long check_iov(const struct iovec* iov, int iovcnt, size_t* total) {
-  if (iovcnt < 0 || iovcnt > kUioMaxIov) return -EINVAL;
-  if (iovcnt && !user_readable(iov, sizeof *iov * static_cast<size_t>(iovcnt))) return -EFAULT;
-  size_t sum = 0;
-  for (int i = 0; i < iovcnt; ++i) {
-    if (static_cast<ssize_t>(iov[i].iov_len) < 0) return -EINVAL;
-    sum += iov[i].iov_len;
-    if (sum > uepoll::capi::kMaxRwCount) sum = uepoll::capi::kMaxRwCount;
-  }
-  *total = sum;
-  return 0;
-}
-
 }  // namespace
 
 namespace uepoll::detail {
 
 long fcntl(int fd, int cmd, unsigned long arg) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::fcntl(fd, cmd, arg));
-  FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::fcntl(fd, cmd, arg));
+  if (f.closed()) return -EBADF;
   switch (cmd) {
     case F_DUPFD:
     case F_DUPFD_CLOEXEC:
@@ -168,9 +152,9 @@ long fcntl(int fd, int cmd, unsigned long arg) noexcept {
 }
 
 long ioctl(int fd, unsigned long request, void* arg) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::ioctl(fd, request, arg));
-  FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::ioctl(fd, request, arg));
+  if (f.closed()) return -EBADF;
   // Linux do_vfs_ioctl: the generic requests first, for every file.
   switch (request) {
     case FIOCLEX:
@@ -200,7 +184,7 @@ long dup3(int oldfd, int newfd, int flags) noexcept {
   // Linux ksys_dup3: flags, oldfd == newfd, newfd's range (EBADF), oldfd.
   if (flags & ~O_CLOEXEC) return -EINVAL;
   if (oldfd == newfd) return -EINVAL;
-  const bool old_u = uepoll::fd::in_range(oldfd), new_u = uepoll::fd::in_range(newfd);
+  const bool old_u = !uepoll::fd::Target::is_kernel(oldfd), new_u = !uepoll::fd::Target::is_kernel(newfd);
   if (!old_u && !new_u) {
     int r = ::dup3(oldfd, newfd, flags);
     return r < 0 ? -errno : r;
@@ -225,7 +209,7 @@ long dup3(int oldfd, int newfd, int flags) noexcept {
 long dup2(int oldfd, int newfd) noexcept {
   if (oldfd == newfd) {
     // Linux ksys_dup2: oldfd must be open; returns it.
-    if (!uepoll::fd::in_range(oldfd)) {
+    if (uepoll::fd::Target::is_kernel(oldfd)) {
       int r = ::dup2(oldfd, newfd);
       return r < 0 ? -errno : r;
     }
@@ -236,29 +220,29 @@ long dup2(int oldfd, int newfd) noexcept {
 }
 
 long readv(int fd, const struct iovec* iov, int iovcnt) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::readv(fd, iov, iovcnt));
-  FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::readv(fd, iov, iovcnt));
+  if (f.closed()) return -EBADF;
   if (long r = f->rw_check(false)) return r;
   size_t total = 0;
-  if (long r = check_iov(iov, iovcnt, &total)) return r;
+  if (long r = uepoll::capi::check_iov(iov, iovcnt, &total)) return r;
   if (total == 0) return 0;
   return f->read_iter(iov, iovcnt, total);
 }
 
 long writev(int fd, const struct iovec* iov, int iovcnt) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::writev(fd, iov, iovcnt));
-  FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::writev(fd, iov, iovcnt));
+  if (f.closed()) return -EBADF;
   if (long r = f->rw_check(true)) return r;
   size_t total = 0;
-  if (long r = check_iov(iov, iovcnt, &total)) return r;
+  if (long r = uepoll::capi::check_iov(iov, iovcnt, &total)) return r;
   if (total == 0) return 0;
   return f->write_iter(iov, iovcnt, total);
 }
 
 long pread(int fd, void* buf, size_t count, off_t offset) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::pread(fd, buf, count, offset));
+  if (uepoll::fd::Target::is_kernel(fd)) return uepoll::capi::from_kernel(::pread(fd, buf, count, offset));
   // Linux ksys_pread64: a negative offset is EINVAL before the descriptor;
   // no uepoll file has FMODE_PREAD: ESPIPE.
   if (offset < 0) return -EINVAL;
@@ -267,25 +251,25 @@ long pread(int fd, void* buf, size_t count, off_t offset) noexcept {
 }
 
 long pwrite(int fd, const void* buf, size_t count, off_t offset) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::pwrite(fd, buf, count, offset));
+  if (uepoll::fd::Target::is_kernel(fd)) return uepoll::capi::from_kernel(::pwrite(fd, buf, count, offset));
   if (offset < 0) return -EINVAL;
   FileRef f(uepoll::fd::lookup(fd));
   return f ? -ESPIPE : -EBADF;
 }
 
 off_t lseek(int fd, off_t offset, int whence) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::lseek(fd, offset, whence));
-  FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::lseek(fd, offset, whence));
+  if (f.closed()) return -EBADF;
   if (whence < 0 || whence > kSeekMax) return -EINVAL;
   // Pipes and sockets: no_llseek; anonymous inodes: noop_llseek (position 0).
   return f->anon_inode() ? 0 : -ESPIPE;
 }
 
 long fstat(int fd, struct stat* st) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::fstat(fd, st));
-  FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::fstat(fd, st));
+  if (f.closed()) return -EBADF;
   if (!user_readable(st, sizeof *st)) return -EFAULT;  // cp_new_stat's copy_to_user
   struct stat tmp;
   if (long r = f->fstat(&tmp)) return r;

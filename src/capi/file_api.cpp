@@ -12,6 +12,7 @@
 #include "core/alloc.h"
 #include "core/user_memory.h"
 #include "fd/table.h"
+#include "fd/target.h"
 #include "objects/user_file_table.h"
 
 #include <uepoll/file.h>
@@ -89,7 +90,7 @@ void uep_file_set_error(struct uep_file* handle, int err) {
 }
 
 struct uep_file* uep_file_get(int fd, const struct uep_file_operations* ops, void** ctx) {
-  if (!uepoll::fd::in_range(fd)) {
+  if (uepoll::fd::Target::is_kernel(fd)) {
     errno = ::fcntl(fd, F_GETFD) < 0 ? EBADF : ENOTSOCK;
     return nullptr;
   }

@@ -8,6 +8,7 @@
 #include "capi/edge.h"
 #include "core/user_memory.h"
 #include "fd/table.h"
+#include "fd/target.h"
 #include "objects/eventfd.h"
 #include "objects/pipe.h"
 #include "objects/socketpair.h"
@@ -130,26 +131,26 @@ long timerfd_create(int clockid, int flags) noexcept {
 }
 
 long timerfd_settime(int fd, int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept {
-  if (!uepoll::fd::in_range(fd)) return ::timerfd_settime(fd, flags, new_value, old_value) < 0 ? -errno : 0;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return ::timerfd_settime(fd, flags, new_value, old_value) < 0 ? -errno : 0;
   // Linux: get_itimerspec64 (EFAULT), then flags / itimerspec64_valid
   // (EINVAL), then the descriptor (EBADF, EINVAL if not a timerfd).
   if (!user_ok(new_value, sizeof *new_value)) return -EFAULT;
   if ((flags & ~(TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET)) || !timespec_valid(new_value->it_value) ||
       !timespec_valid(new_value->it_interval))
     return -EINVAL;
-  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  if (f.closed()) return -EBADF;
   auto* t = uepoll::objects::as_timerfd(f.get());
   if (!t) return -EINVAL;
   return t->settime(flags, new_value, old_value);
 }
 
 long timerfd_gettime(int fd, struct itimerspec* curr_value) noexcept {
-  if (!uepoll::fd::in_range(fd)) return ::timerfd_gettime(fd, curr_value) < 0 ? -errno : 0;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return ::timerfd_gettime(fd, curr_value) < 0 ? -errno : 0;
   // Linux: EBADF, EINVAL (not a timerfd), then put_itimerspec64 (EFAULT) --
   // the kernel timerfd we forward to makes the last check.
-  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  if (f.closed()) return -EBADF;
   auto* t = uepoll::objects::as_timerfd(f.get());
   if (!t) return -EINVAL;
   return t->gettime(curr_value);

@@ -15,6 +15,7 @@
 #include "capi/edge.h"
 #include "core/user_memory.h"
 #include "fd/table.h"
+#include "fd/target.h"
 
 #include <cerrno>
 #include <cstring>
@@ -30,11 +31,9 @@ using uepoll::core::user_readable;
 constexpr int kUioMaxIov = 1024;  // UIO_MAXIOV
 
 // sockfd_lookup: EBADF, then ENOTSOCK for any other uepoll file.
-long socket_of(int fd, FileRef* out) {
-  FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
-  if (!f->is_socket()) return -ENOTSOCK;
-  *out = std::move(f);
+long socket_of(const uepoll::fd::Target& t) {
+  if (t.closed()) return -EBADF;
+  if (!t->is_socket()) return -ENOTSOCK;
   return 0;
 }
 
@@ -83,51 +82,51 @@ long recv_into(uepoll::core::File* f, void* buf, size_t len, int flags, struct m
 namespace uepoll::detail {
 
 long bind(int fd, const struct sockaddr* addr, socklen_t len) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::bind(fd, addr, len));
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;  // __sys_bind: sockfd_lookup_light first
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::bind(fd, addr, len));
+  if (long r = socket_of(f)) return r;
   if (long r = check_addr(addr, len)) return r;
   return f->bind(addr, len);
 }
 
 long listen(int fd, int backlog) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::listen(fd, backlog));
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::listen(fd, backlog));
+  if (long r = socket_of(f)) return r;
   return f->listen(backlog);
 }
 
 long accept4(int fd, struct sockaddr* addr, socklen_t* len, int flags) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::accept4(fd, addr, len, flags));
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::accept4(fd, addr, len, flags));
   if (flags & ~(SOCK_CLOEXEC | SOCK_NONBLOCK)) return -EINVAL;  // __sys_accept4, before the descriptor
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;
+  if (long r = socket_of(f)) return r;
   if (addr && !user_readable(len, sizeof *len)) return -EFAULT;
   return f->accept4(addr, len, flags);
 }
 
 long connect(int fd, const struct sockaddr* addr, socklen_t len) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::connect(fd, addr, len));
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::connect(fd, addr, len));
   // __sys_connect: the descriptor, the address copy, then sock_from_file.
-  FileRef f(uepoll::fd::lookup(fd));
-  if (!f) return -EBADF;
+  if (f.closed()) return -EBADF;
   if (long r = check_addr(addr, len)) return r;
   if (!f->is_socket()) return -ENOTSOCK;
   return f->connect(addr, len);
 }
 
 long sendmsg(int fd, const struct msghdr* msg, int flags) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::sendmsg(fd, msg, flags));
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::sendmsg(fd, msg, flags));
+  if (long r = socket_of(f)) return r;
   if (long r = check_msghdr(msg)) return r;
   return f->sendmsg(msg, flags);
 }
 
 long send(int fd, const void* buf, size_t len, int flags) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::send(fd, buf, len, flags));
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::send(fd, buf, len, flags));
+  if (long r = socket_of(f)) return r;
   struct iovec iov = {const_cast<void*>(buf), len};
   struct msghdr m = {};
   m.msg_iov = &iov;
@@ -136,25 +135,25 @@ long send(int fd, const void* buf, size_t len, int flags) noexcept {
 }
 
 long recvmsg(int fd, struct msghdr* msg, int flags) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::recvmsg(fd, msg, flags));
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::recvmsg(fd, msg, flags));
+  if (long r = socket_of(f)) return r;
   if (long r = check_msghdr(msg)) return r;
   return f->recvmsg(msg, flags);
 }
 
 long recv(int fd, void* buf, size_t len, int flags) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::recv(fd, buf, len, flags));
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::recv(fd, buf, len, flags));
+  if (long r = socket_of(f)) return r;
   struct msghdr m = {};
   return recv_into(f.get(), buf, len, flags, &m);
 }
 
 long recvfrom(int fd, void* buf, size_t len, int flags, struct sockaddr* addr, socklen_t* alen) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::recvfrom(fd, buf, len, flags, addr, alen));
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::recvfrom(fd, buf, len, flags, addr, alen));
+  if (long r = socket_of(f)) return r;
   const bool want_name = addr && alen && user_readable(alen, sizeof *alen);
   struct msghdr m = {};
   m.msg_name = want_name ? addr : nullptr;
@@ -168,30 +167,30 @@ long recvfrom(int fd, void* buf, size_t len, int flags, struct sockaddr* addr, s
 }
 
 long getsockopt(int fd, int level, int optname, void* optval, socklen_t* optlen) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::getsockopt(fd, level, optname, optval, optlen));
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::getsockopt(fd, level, optname, optval, optlen));
+  if (long r = socket_of(f)) return r;
   return f->getsockopt(level, optname, optval, optlen);
 }
 
 long setsockopt(int fd, int level, int optname, const void* optval, socklen_t optlen) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::setsockopt(fd, level, optname, optval, optlen));
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::setsockopt(fd, level, optname, optval, optlen));
+  if (long r = socket_of(f)) return r;
   return f->setsockopt(level, optname, optval, optlen);
 }
 
 long getsockname(int fd, struct sockaddr* addr, socklen_t* len) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::getsockname(fd, addr, len));
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::getsockname(fd, addr, len));
+  if (long r = socket_of(f)) return r;
   return f->getsockname(addr, len);
 }
 
 long getpeername(int fd, struct sockaddr* addr, socklen_t* len) noexcept {
-  if (!uepoll::fd::in_range(fd)) return uepoll::capi::from_kernel(::getpeername(fd, addr, len));
-  FileRef f;
-  if (long r = socket_of(fd, &f)) return r;
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::getpeername(fd, addr, len));
+  if (long r = socket_of(f)) return r;
   return f->getpeername(addr, len);
 }
 
@@ -213,7 +212,7 @@ ssize_t uep_send(int fd, const void* buf, size_t len, int flags) {
 }
 ssize_t uep_recv(int fd, void* buf, size_t len, int flags) { return to_c_ssize(uepoll::detail::recv(fd, buf, len, flags)); }
 ssize_t uep_sendto(int fd, const void* buf, size_t len, int flags, const struct sockaddr* addr, socklen_t alen) {
-  if (!uepoll::fd::in_range(fd)) return ::sendto(fd, buf, len, flags, addr, alen);
+  if (uepoll::fd::Target::is_kernel(fd)) return ::sendto(fd, buf, len, flags, addr, alen);
   struct iovec iov = {const_cast<void*>(buf), len};
   struct msghdr m = {};
   m.msg_name = const_cast<struct sockaddr*>(addr);
@@ -223,7 +222,7 @@ ssize_t uep_sendto(int fd, const void* buf, size_t len, int flags, const struct 
   return to_c_ssize(uepoll::detail::sendmsg(fd, &m, flags));
 }
 ssize_t uep_recvfrom(int fd, void* buf, size_t len, int flags, struct sockaddr* addr, socklen_t* alen) {
-  if (!uepoll::fd::in_range(fd)) return ::recvfrom(fd, buf, len, flags, addr, alen);
+  if (uepoll::fd::Target::is_kernel(fd)) return ::recvfrom(fd, buf, len, flags, addr, alen);
   return to_c_ssize(uepoll::detail::recvfrom(fd, buf, len, flags, addr, alen));
 }
 ssize_t uep_sendmsg(int fd, const struct msghdr* msg, int flags) {

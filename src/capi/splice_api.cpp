@@ -1,18 +1,22 @@
-// splice_api.cpp - uep_splice, uep_sendfile, uep_copy_file_range: Linux
-// 6.18's argument checks in its order (fs/splice.c SYSCALL splice,
-// __do_splice, do_splice; fs/read_write.c do_sendfile, copy_file_range),
-// then objects/pipe_splice.cpp for what uepoll moves: a kernel descriptor
-// into a uepoll pipe (splice, sendfile) or, for sendfile, into a uepoll
-// socket.  Two kernel descriptors go to the kernel.  Locks: none here.
+// splice_api.cpp - uep_splice, uep_tee, uep_vmsplice, uep_sendfile,
+// uep_copy_file_range: Linux 6.18's argument checks in its order
+// (fs/splice.c SYSCALL splice, __do_splice, do_splice, do_tee, vmsplice;
+// fs/read_write.c do_sendfile, copy_file_range), then the files' splice
+// operations (core::File::splice_read, splice_from_kernel, tee, vmsplice,
+// splice_sink; a kernel descriptor on the other side is a
+// core::KernelSink).  Two kernel descriptors go to the kernel.  Locks:
+// none here.
 #include <uepoll/uepoll.h>
 
 #include "capi/edge.h"
+#include "capi/rw_check.h"
+#include "core/splice.h"
 #include "core/user_memory.h"
-#include "fd/table.h"
-#include "objects/pipe.h"
+#include "fd/target.h"
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <fcntl.h>
 #include <sys/sendfile.h>
@@ -21,8 +25,9 @@
 
 using uepoll::capi::from_kernel;
 using uepoll::capi::to_c_ssize;
-using uepoll::core::FileKind;
-using uepoll::fd::FileRef;
+using uepoll::core::KernelSink;
+using uepoll::core::SpliceSink;
+using uepoll::fd::Target;
 
 namespace {
 
@@ -31,109 +36,158 @@ static_assert(std::is_same_v<int64_t, loff_t>, "uepoll.h declares loff_t offsets
 constexpr unsigned kSpliceAll = SPLICE_F_MOVE | SPLICE_F_NONBLOCK | SPLICE_F_MORE | SPLICE_F_GIFT;
 
 // One side of the call: a kernel descriptor (its F_GETFL and fstat) or a
-// uepoll file (referenced).
+// pinned uepoll file.
 struct Side {
-  int fd = -1;
-  FileRef file;
-  int flags = 0;       // status flags
-  mode_t type = 0;     // S_IFMT of a kernel descriptor
+  explicit Side(int n) : t(n) {}
+  Target t;
+  int flags = 0;    // status flags
+  mode_t type = 0;  // S_IFMT of a kernel descriptor
   bool is_pipe = false;
-
-  // Linux fdget: -EBADF when not open.
-  long open(int n) {
-    fd = n;
-    if (uepoll::fd::in_range(n)) {
-      file = FileRef(uepoll::fd::lookup(n));
-      if (!file) return -EBADF;
-      flags = file->status_flags();
-      is_pipe = file->kind() == FileKind::kPipeRead || file->kind() == FileKind::kPipeWrite;
-      return 0;
+  // Linux fdget: false (EBADF) when not open.
+  bool open() {
+    if (core_file()) {
+      flags = t->status_flags();
+      is_pipe = t->is_pipe();
+      return true;
     }
-    flags = n < 0 ? -1 : ::fcntl(n, F_GETFL);
-    if (flags < 0) return -EBADF;
+    if (t.closed() || t.fd() < 0) return false;
+    flags = ::fcntl(t.fd(), F_GETFL);
+    if (flags < 0) return false;
     struct stat st;
-    if (::fstat(n, &st) == 0) type = st.st_mode & S_IFMT;
+    if (::fstat(t.fd(), &st) == 0) type = st.st_mode & S_IFMT;
     is_pipe = S_ISFIFO(type);
-    return 0;
+    return true;
   }
-  bool readable() const { return (flags & O_ACCMODE) != O_WRONLY; }   // FMODE_READ
-  bool writable() const { return (flags & O_ACCMODE) != O_RDONLY; }   // FMODE_WRITE
-  // FMODE_PREAD: a kernel file that can be read at an offset.
-  bool preadable() const { return !file && ::lseek(fd, 0, SEEK_CUR) >= 0; }
-  // Has ->splice_read: every kernel file with a type (anonymous inodes, as
-  // eventfd or epoll, have none).
-  bool kernel_source() const { return !file && type != 0; }
+  uepoll::core::File* core_file() const { return t.file(); }
+  bool readable() const { return (flags & O_ACCMODE) != O_WRONLY; }  // FMODE_READ
+  bool writable() const { return (flags & O_ACCMODE) != O_RDONLY; }  // FMODE_WRITE
+  // FMODE_PREAD / FMODE_PWRITE: a kernel file with a position.
+  bool positioned() const { return !core_file() && ::lseek(t.fd(), 0, SEEK_CUR) >= 0; }
+  // Has ->splice_read / ->splice_write: every kernel file with a type
+  // (anonymous inodes, as eventfd or epoll, have neither).
+  bool kernel_spliceable() const { return !core_file() && type != 0; }
 };
 
-const void* pipe_of(const uepoll::core::File* f) {
-  if (f->kind() == FileKind::kPipeRead) return static_cast<const uepoll::objects::PipeReader*>(f)->pipe();
-  return static_cast<const uepoll::objects::PipeWriter*>(f)->pipe();
+bool copy_off(const loff_t* user, long long* out) {
+  if (!uepoll::core::user_readable(user, sizeof *user)) return false;
+  std::memcpy(out, user, sizeof *out);
+  return true;
+}
+
+// Moves up to len bytes from `in` (at *in_pos when set) to `out` (at
+// *out_pos when set): the source file's splice_read into the destination,
+// or a kernel source into the destination file.
+long move(Side& in, long long* in_pos, Side& out, long long* out_pos, size_t len, bool nonblock) {
+  if (in.core_file()) {
+    KernelSink ks(out.t.fd(), out_pos, out.is_pipe, nullptr);
+    SpliceSink* sink = out.core_file() ? out.core_file()->splice_sink() : &ks;
+    if (!sink || (!out.core_file() && !out.kernel_spliceable())) return -EINVAL;  // no ->splice_write
+    return in.core_file()->splice_read(*sink, len, nonblock);
+  }
+  if (!in.kernel_spliceable()) return -EINVAL;  // no ->splice_read
+  return out.core_file()->splice_from_kernel(in.t.fd(), in_pos, len, nonblock);
 }
 
 long do_splice(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned flags) {
-  if (!uepoll::fd::in_range(fd_in) && !uepoll::fd::in_range(fd_out))
-    return from_kernel(::splice(fd_in, off_in, fd_out, off_out, len, flags));
+  if (Target::both_kernel(fd_in, fd_out)) return from_kernel(::splice(fd_in, off_in, fd_out, off_out, len, flags));
   if (len == 0) return 0;
   if (flags & ~kSpliceAll) return -EINVAL;
-  Side in, out;
-  if (long e = in.open(fd_in)) return e;
-  if (long e = out.open(fd_out)) return e;
+  Side in(fd_in), out(fd_out);
+  if (!in.open() || !out.open()) return -EBADF;
   // __do_splice: offsets on pipes, then the copies of the offsets.
   if (in.is_pipe && off_in) return -ESPIPE;
   if (out.is_pipe && off_out) return -ESPIPE;
-  if (off_in && !uepoll::core::user_readable(off_in, sizeof *off_in)) return -EFAULT;
-  if (off_out && !uepoll::core::user_readable(off_out, sizeof *off_out)) return -EFAULT;
+  long long pin = 0, pout = 0;
+  if (off_out && !copy_off(off_out, &pout)) return -EFAULT;
+  if (off_in && !copy_off(off_in, &pin)) return -EFAULT;
   // do_splice.
   if (!in.readable() || !out.writable()) return -EBADF;
-  if (!in.is_pipe && !out.is_pipe) return -EINVAL;
-  if (in.is_pipe && out.is_pipe && in.file && out.file && pipe_of(in.file.get()) == pipe_of(out.file.get()))
-    return -EINVAL;  // "Splicing to self would be fun, but..."
-  if (!out.file || out.file->kind() != FileKind::kPipeWrite || in.file) return -EOPNOTSUPP;  // not moved by uepoll
-  bool nonblock = (flags & SPLICE_F_NONBLOCK) || (out.flags & O_NONBLOCK);
-  if (in.is_pipe) {
-    nonblock |= (in.flags & O_NONBLOCK) != 0;  // splice_pipe_to_pipe
-    return uepoll::objects::pipe_splice_from_kernel(out.file.get(), fd_in, nullptr, len, nonblock);
-  }
-  if (off_in && !in.preadable()) return -EINVAL;
-  if (!in.kernel_source()) return -EINVAL;  // no ->splice_read
-  long long pos = off_in ? *off_in : 0;
-  const long r = uepoll::objects::pipe_splice_from_kernel(out.file.get(), fd_in, off_in ? &pos : nullptr, len, nonblock);
-  if (off_in && r > 0) *off_in = pos;
-  return r;
-}
-
-long do_sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
-  if (!uepoll::fd::in_range(out_fd) && !uepoll::fd::in_range(in_fd))
-    return from_kernel(::sendfile(out_fd, in_fd, offset, count));
-  if (offset && !uepoll::core::user_readable(offset, sizeof *offset)) return -EFAULT;
-  Side in, out;
-  if (long e = in.open(in_fd)) return e;
-  if (!in.readable()) return -EBADF;
-  if (offset && !in.preadable()) return -ESPIPE;
-  if (offset && *offset < 0) return -EINVAL;  // rw_verify_area
-  if (long e = out.open(out_fd)) return e;
-  if (!out.writable()) return -EBADF;
-  if (in.file || !in.kernel_source()) return -EINVAL;  // no ->splice_read
-  long long pos = offset ? *offset : 0;
-  long r;
-  if (out.file->kind() == FileKind::kPipeWrite) {
-    r = uepoll::objects::pipe_splice_from_kernel(out.file.get(), in_fd, offset ? &pos : nullptr, count,
-                                                 (out.flags & O_NONBLOCK) != 0);
-  } else if (out.file->kind() == FileKind::kSocket) {
-    r = uepoll::objects::file_send_from_kernel(out.file.get(), in_fd, offset ? &pos : nullptr, count);
+  bool nonblock = (flags & SPLICE_F_NONBLOCK) != 0;
+  if (in.is_pipe && out.is_pipe) {
+    if (in.core_file() && out.core_file() && in.core_file()->pipe_id() == out.core_file()->pipe_id())
+      return -EINVAL;  // "Splicing to self would be fun, but..."
+    nonblock |= ((in.flags | out.flags) & O_NONBLOCK) != 0;
+  } else if (in.is_pipe) {
+    if (off_out && !out.positioned()) return -EINVAL;
+    if (out.flags & O_APPEND) return -EINVAL;
+    if (off_out && pout < 0) return -EINVAL;  // rw_verify_area
+    nonblock |= (in.flags & O_NONBLOCK) != 0;
+  } else if (out.is_pipe) {
+    if (off_in && !in.positioned()) return -EINVAL;
+    if (off_in && pin < 0) return -EINVAL;
+    nonblock |= (out.flags & O_NONBLOCK) != 0;
   } else {
     return -EINVAL;
   }
+  const long r = move(in, off_in ? &pin : nullptr, out, off_out ? &pout : nullptr, len, nonblock);
+  if (r >= 0 && off_out) std::memcpy(off_out, &pout, sizeof pout);
+  if (r >= 0 && off_in) std::memcpy(off_in, &pin, sizeof pin);
+  return r;
+}
+
+long do_tee(int fd_in, int fd_out, size_t len, unsigned flags) {
+  if (Target::both_kernel(fd_in, fd_out)) return from_kernel(::tee(fd_in, fd_out, len, flags));
+  if (flags & ~kSpliceAll) return -EINVAL;
+  if (len == 0) return 0;
+  Side in(fd_in), out(fd_out);
+  if (!in.open() || !out.open()) return -EBADF;
+  if (!in.readable() || !out.writable()) return -EBADF;
+  if (!in.is_pipe || !out.is_pipe) return -EINVAL;
+  if (in.core_file() && out.core_file() && in.core_file()->pipe_id() == out.core_file()->pipe_id()) return -EINVAL;
+  const bool nonblock = (flags & SPLICE_F_NONBLOCK) || ((in.flags | out.flags) & O_NONBLOCK);
+  KernelSink ks(fd_out, nullptr, true, nullptr);
+  SpliceSink* sink = out.core_file() ? out.core_file()->splice_sink() : &ks;
+  if (in.core_file()) return in.core_file()->tee(*sink, len, nonblock);
+  return uepoll::core::tee_kernel_pipe(fd_in, *sink, len, nonblock);
+}
+
+long do_vmsplice(int fd, const struct iovec* iov, unsigned long nr_segs, unsigned flags) {
+  if (uepoll::fd::Target::is_kernel(fd)) return from_kernel(::vmsplice(fd, iov, nr_segs, flags));
+  if (flags & ~kSpliceAll) return -EINVAL;
+  Target t(fd);
+  if (!t.file()) return -EBADF;
+  // vmsplice_type: FMODE_WRITE moves into the pipe, else FMODE_READ out.
+  const int mode = t->status_flags() & O_ACCMODE;
+  if (mode != O_WRONLY && mode != O_RDWR && mode != O_RDONLY) return -EBADF;
+  size_t total = 0;
+  if (const long e = uepoll::capi::check_iov(iov, nr_segs > 1024 ? -1L : static_cast<long>(nr_segs), &total))
+    return e;
+  if (total == 0) return 0;
+  if (!t->is_pipe()) return -EBADF;  // get_pipe_info
+  // SPLICE_F_GIFT: the pages are copied; nothing to give.
+  return t->vmsplice(iov, static_cast<int>(nr_segs), total, (flags & SPLICE_F_NONBLOCK) != 0);
+}
+
+long do_sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
+  if (Target::both_kernel(out_fd, in_fd)) return from_kernel(::sendfile(out_fd, in_fd, offset, count));
+  off_t off = 0;
+  if (offset && !uepoll::core::user_readable(offset, sizeof *offset)) return -EFAULT;
+  if (offset) std::memcpy(&off, offset, sizeof off);
+  Side in(in_fd);
+  if (!in.open() || !in.readable()) return -EBADF;
+  if (offset && !in.positioned()) return -ESPIPE;
+  if (offset && off < 0) return -EINVAL;  // rw_verify_area
+  if (count > uepoll::capi::kMaxRwCount) count = uepoll::capi::kMaxRwCount;
+  Side out(out_fd);
+  if (!out.open() || !out.writable()) return -EBADF;
+  // do_splice_direct (not a pipe: O_APPEND is EINVAL) or splice_file_to_pipe.
+  if (!out.is_pipe && (out.flags & O_APPEND)) return -EINVAL;
+  if (in.is_pipe) return -EINVAL;  // a pipe has no ->splice_read
+  // splice_direct_to_actor: only a regular file or a block device.
+  if (!out.is_pipe && (in.core_file() || (!S_ISREG(in.type) && !S_ISBLK(in.type)))) return -EINVAL;
+  if (count == 0 && !out.is_pipe) return 0;
+  long long pos = off;
+  const bool nonblock = out.is_pipe && (out.flags & O_NONBLOCK);
+  const long r = move(in, offset ? &pos : nullptr, out, nullptr, count, nonblock);
   if (offset && r > 0) *offset = static_cast<off_t>(pos);
   return r;
 }
 
 long do_copy_file_range(int fd_in, loff_t* off_in, int fd_out, loff_t* off_out, size_t len, unsigned flags) {
-  if (!uepoll::fd::in_range(fd_in) && !uepoll::fd::in_range(fd_out))
+  if (Target::both_kernel(fd_in, fd_out))
     return from_kernel(::copy_file_range(fd_in, off_in, fd_out, off_out, len, flags));
-  Side in, out;
-  if (long e = in.open(fd_in)) return e;
-  if (long e = out.open(fd_out)) return e;
+  Side in(fd_in), out(fd_out);
+  if (!in.open() || !out.open()) return -EBADF;
   if (off_in && !uepoll::core::user_readable(off_in, sizeof *off_in)) return -EFAULT;
   if (off_out && !uepoll::core::user_readable(off_out, sizeof *off_out)) return -EFAULT;
   // vfs_copy_file_range: flags, then generic_file_rw_checks: a directory,
@@ -149,6 +203,12 @@ extern "C" {
 
 ssize_t uep_splice(int fd_in, int64_t* off_in, int fd_out, int64_t* off_out, size_t len, unsigned int flags) {
   return to_c_ssize(do_splice(fd_in, off_in, fd_out, off_out, len, flags));
+}
+ssize_t uep_tee(int fd_in, int fd_out, size_t len, unsigned int flags) {
+  return to_c_ssize(do_tee(fd_in, fd_out, len, flags));
+}
+ssize_t uep_vmsplice(int fd, const struct iovec* iov, size_t nr_segs, unsigned int flags) {
+  return to_c_ssize(do_vmsplice(fd, iov, nr_segs, flags));
 }
 ssize_t uep_sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
   return to_c_ssize(do_sendfile(out_fd, in_fd, offset, count));

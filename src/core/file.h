@@ -30,6 +30,8 @@ struct pollfd;
 
 namespace uepoll::core {
 
+class SpliceSink;
+
 // kUser: a user-defined file (uep_file_open / uep_file_create,
 // objects/user_file*.h).  Only the objects themselves look at the kind
 // (src/objects, and is_epoll() for the epoll layer); everything that
@@ -174,6 +176,29 @@ class alignas(64) File {
   virtual int sleep_fds(struct pollfd* /*out*/) noexcept { return 0; }
   // A pipe end or a socket of a pair: fills *out and returns true.
   virtual bool stream_state(StreamState* /*out*/) noexcept { return false; }
+
+  // Splice, tee, vmsplice, sendfile (fs/splice.c; core/splice.h).  The C
+  // API checks the arguments in Linux's order, then asks these.  Moves go
+  // through one bounce buffer of core::kSpliceChunk bytes.
+  // get_pipe_info: a pipe end (ESPIPE for an offset, "one side must be a
+  // pipe"), and the pipe both ends share (splicing to self is EINVAL).
+  virtual bool is_pipe() const noexcept { return false; }
+  virtual const void* pipe_id() const noexcept { return nullptr; }
+  // ->splice_write: this file as a destination (a pipe's write end, a
+  // socket), or nullptr (Linux: EINVAL).
+  virtual SpliceSink* splice_sink() noexcept { return nullptr; }
+  // ->splice_read, or the pipe side of a splice out of a pipe: moves up to
+  // len bytes (> 0) into `to`; nonblock: SPLICE_F_NONBLOCK or an O_NONBLOCK
+  // the call adds.  Bytes `to` does not take stay here.  -EINVAL.
+  virtual long splice_read(SpliceSink& to, size_t len, bool nonblock) noexcept;
+  // splice from a kernel descriptor (a kernel pipe, file or socket; at
+  // *pos when pos is set) into this file, and sendfile.  -EINVAL.
+  virtual long splice_from_kernel(int fd, long long* pos, size_t len, bool nonblock) noexcept;
+  // tee out of this pipe into `to` (a pipe), consuming nothing.  -EINVAL.
+  virtual long tee(SpliceSink& to, size_t len, bool nonblock) noexcept;
+  // vmsplice: into this pipe from the vector (write end) or out of it into
+  // the vector (read end); total > 0, the vector readable.  -EBADF.
+  virtual long vmsplice(const struct iovec* iov, int iovcnt, size_t total, bool nonblock) noexcept;
 
   // Socket operations (sock_from_file: is_socket()).  Every default is
   // -ENOTSOCK; the C API checks is_socket() first in Linux's order.

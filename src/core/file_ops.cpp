@@ -56,6 +56,10 @@ ssize_t File::write(const void*, size_t) noexcept { return -EINVAL; }
 long File::ioctl(unsigned long, void*) noexcept { return -ENOTTY; }
 long File::fstat(struct stat* st) noexcept { return stat_template(StatKind::kAnon, st); }
 long File::pipe_size(int, unsigned long) noexcept { return -EBADF; }
+long File::splice_read(SpliceSink&, size_t, bool) noexcept { return -EINVAL; }
+long File::splice_from_kernel(int, long long*, size_t, bool) noexcept { return -EINVAL; }
+long File::tee(SpliceSink&, size_t, bool) noexcept { return -EINVAL; }
+long File::vmsplice(const struct iovec*, int, size_t, bool) noexcept { return -EBADF; }
 int File::shutdown(int) noexcept { return -ENOTSOCK; }
 long File::bind(const struct sockaddr*, socklen_t) noexcept { return -ENOTSOCK; }
 long File::listen(int) noexcept { return -ENOTSOCK; }

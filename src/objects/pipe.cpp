@@ -6,6 +6,7 @@
 #include "objects/pipe.h"
 
 #include "core/alloc.h"
+#include "core/backoff.h"
 #include "core/block.h"
 #include "core/call_flags.h"
 #include "core/deferred.h"
@@ -255,16 +256,28 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
   if (slots > kPipeSlots) (void)plan.reserve(slots);  // without it: fewer buffers per read
   // Preconditions of the op: wq() held (block_on); takes mu_ (leaf).  An
   // attempt that returns -EAGAIN consumed nothing.
-  const long r = core::block_on(wq(), nonblocking(), EPOLLIN | EPOLLRDNORM | EPOLLHUP, [&]() -> long {
-    ++attempts;
-    plan.reset();
-    p.mu_.lock();
-    long ret = p.take_locked(count, fault, &plan, &wake_writer);
-    if (ret == 0 && p.empty_locked()) ret = p.writers_ ? -EAGAIN : 0;
-    still_data = !p.empty_locked();
-    p.mu_.unlock();
-    return ret;
-  }, true, [&p]() noexcept { p.fasync_writer(POLL_OUT); });  // Linux pipe_read, before it sleeps
+  // While a splice out holds the readers off (pipe_splice.cpp), an attempt
+  // returns Pipe::kHeld and the read backs off and tries again.
+  core::Backoff backoff;
+  long r = 0;
+  for (bool again = false;; again = true) {
+    if (again) backoff.pause();
+    r = core::block_on(wq(), nonblocking(), EPOLLIN | EPOLLRDNORM | EPOLLHUP, [&]() -> long {
+      plan.reset();
+      p.mu_.lock();
+      if (p.held_) {
+        p.mu_.unlock();
+        return Pipe::kHeld;
+      }
+      ++attempts;
+      long ret = p.take_locked(count, fault, &plan, &wake_writer);
+      if (ret == 0 && p.empty_locked()) ret = p.writers_ ? -EAGAIN : 0;
+      still_data = !p.empty_locked();
+      p.mu_.unlock();
+      return ret;
+    }, true, [&p]() noexcept { p.fasync_writer(POLL_OUT); });  // Linux pipe_read, before it sleeps
+    if (r != Pipe::kHeld) break;
+  }
   if (r > 0) {
     core::lockdep_assert_no_spin("a copy to user memory");
     plan.copy_out(dst);

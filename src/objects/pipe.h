@@ -27,7 +27,10 @@
 // buffer under the lock, a larger read takes whole pages out of the ring
 // under the lock and copies them to the caller after.  Wakeups are issued after mu_ is released, each under the
 // target end's own wq lock (wake_locked), as Linux wakes after
-// mutex_unlock().  A peer end is reached through an atomic pointer cleared
+// mutex_unlock().  A splice out of the pipe sets held_ (under mu_) from
+// its copy to its commit; reads and other splices out that find it set
+// back off (core::Backoff) and retry, as Linux's pipe mutex holds them
+// (pipe_splice.cpp).  A peer end is reached through an atomic pointer cleared
 // by its on_release(); wakers read it inside a reclaim::ReadGuard, so the
 // peer's memory cannot be freed under them.
 //
@@ -64,6 +67,7 @@
 #pragma once
 
 #include "core/file.h"
+#include "core/splice.h"
 #include "core/spinlock.h"
 
 #include <atomic>
@@ -92,8 +96,6 @@ class Pipe {
   friend int make_pipe(int flags, int out[2]) noexcept;
   friend int pipe_queued_bytes(Pipe* p) noexcept;
   friend long pipe_size_fcntl(core::File* end, int cmd, unsigned long arg) noexcept;
-  friend long pipe_splice_from_kernel(core::File* out, int in_fd, long long* pos, size_t len,
-                                      bool nonblock) noexcept;
 
   enum : uint8_t { kCanMerge = 1, kPacket = 2 };
   struct Buf {
@@ -127,6 +129,15 @@ class Pipe {
   struct ReadPlan;
   // Consumes up to count bytes into plan (Linux pipe_read's loop).
   long take_locked(size_t count, bool fault, ReadPlan* plan, bool* wake_writer) noexcept UEP_REQUIRES(mu_);
+  // Splice out of the pipe (pipe_splice.cpp).  kHeld: what a read's attempt
+  // returns while a splice holds the readers off (it backs off and retries).
+  static constexpr long kHeld = -EDEADLK;
+  // Copies up to n bytes from the oldest buffer on into dst, consuming
+  // nothing (one packet at most in O_DIRECT mode).  Returns the count.
+  size_t peek_locked(char* dst, size_t n) const noexcept UEP_REQUIRES(mu_);
+  // Consumes n bytes that peek_locked saw; pages released go to to_free
+  // (room for kSpliceChunk / kPipePage + 1), their count to *nfree.
+  void consume_locked(size_t n, char** to_free, int* nfree, bool* wake_writer) noexcept UEP_REQUIRES(mu_);
   // Caches one of the pages a read took out of the ring, frees the others.
   void recycle_pages(char** pages, int n) noexcept UEP_EXCLUDES(mu_);
 
@@ -154,6 +165,9 @@ class Pipe {
   int readers_ UEP_GUARDED_BY(mu_) = 1;
   int writers_ UEP_GUARDED_BY(mu_) = 1;
   bool poll_usage_ UEP_GUARDED_BY(mu_) = false;
+  // A splice out of the pipe is between its copy and its commit: reads and
+  // other splices out wait (Linux holds pipe->mutex across ->splice_write).
+  bool held_ UEP_GUARDED_BY(mu_) = false;
   std::atomic<int> refs_{2};  // one per end; acq_rel on the last put
   // The two ends; each cleared by that end's on_release().  Read inside a
   // reclaim::ReadGuard (acquire pairs with the release store of creation).
@@ -184,15 +198,27 @@ class PipeReader final : public core::File {
   long pipe_size(int cmd, unsigned long arg) noexcept override;
   bool stream_state(core::StreamState* out) noexcept override;
   Pipe* pipe() const noexcept { return pipe_; }
+  // Splice out of the pipe (pipe_splice.cpp; Linux splice_from_pipe_next,
+  // splice_pipe_to_pipe, link_pipe, vmsplice_to_user): waits for data
+  // (0 without writers, -EAGAIN when nonblock), then moves chunks of what
+  // is queued until len, an empty pipe or a sink that took less; the bytes
+  // a sink did not take stay queued.  tee copies without consuming.
+  bool is_pipe() const noexcept override { return true; }
+  const void* pipe_id() const noexcept override { return pipe_; }
+  long splice_read(core::SpliceSink& to, size_t len, bool nonblock) noexcept override;
+  long tee(core::SpliceSink& to, size_t len, bool nonblock) noexcept override;
+  long vmsplice(const struct iovec* iov, int iovcnt, size_t total, bool nonblock) noexcept override;
 
  protected:
   void on_release() noexcept override;
 
  private:
+  // Waits until the pipe has data (1), or 0 / -EAGAIN / -EINTR.
+  long wait_data(bool nonblock) noexcept;
   Pipe* const pipe_;
 };
 
-class PipeWriter final : public core::File {
+class PipeWriter final : public core::File, public core::SpliceSink {
  public:
   PipeWriter(Pipe* p, int status_flags) noexcept;
   uint32_t poll(int depth) noexcept override;
@@ -216,14 +242,31 @@ class PipeWriter final : public core::File {
   long pipe_size(int cmd, unsigned long arg) noexcept override;
   bool stream_state(core::StreamState* out) noexcept override;
   Pipe* pipe() const noexcept { return pipe_; }
+  // Splice into the pipe (pipe_splice.cpp).  As a sink: wait_room is
+  // Linux's wait_for_space (-EPIPE and SIGPIPE without readers, then room
+  // or -EAGAIN / sleep), push a write that takes what fits.
+  // splice_from_kernel: splice or sendfile from a kernel descriptor (Linux
+  // splice_file_to_pipe): waits for room, then moves at most what the free
+  // buffers hold, as the page cache fills them (a regular file at position
+  // p: free * 4096 - p % 4096 bytes), in chunks through the bounce buffer.
+  // A seekable fd is read with pread at *pos (nullptr: at its file
+  // position, then advanced by the bytes moved), so nothing read is lost;
+  // any other is read with read() and what it gave is written (waiting for
+  // room if a writer raced in).  Returns the bytes moved (0 at end of file)
+  // or the first error.  vmsplice: waits for room, then takes what fits.
+  bool is_pipe() const noexcept override { return true; }
+  const void* pipe_id() const noexcept override { return pipe_; }
+  core::SpliceSink* splice_sink() noexcept override { return this; }
+  long wait_room(bool nonblock) noexcept override;
+  ssize_t push(const char* buf, size_t n) noexcept override { return write_impl(buf, n, true); }
+  long splice_from_kernel(int fd, long long* pos, size_t len, bool nonblock) noexcept override;
+  long vmsplice(const struct iovec* iov, int iovcnt, size_t total, bool nonblock) noexcept override;
 
  protected:
   void on_release() noexcept override;
 
  private:
   struct Call;
-  friend long pipe_splice_from_kernel(core::File* out, int in_fd, long long* pos, size_t len,
-                                      bool nonblock) noexcept;
   // The write proper; buf may be user memory (staged outside mu_).
   ssize_t write_impl(const void* buf, size_t count, bool nonblock) noexcept;
   // Preconditions: p.mu_ held.  Fills pages until done, full or failed.
@@ -253,28 +296,6 @@ int make_pipe(int flags, int out[2]) noexcept;
 // this pipe: -EBUSY (the ring's lock is held below it).  Allocates (the
 // new ring) with no lock held.
 long pipe_size_fcntl(core::File* end, int cmd, unsigned long arg) noexcept;
-
-// splice(in_fd -> out) and sendfile(out, in_fd) into a uepoll pipe's write
-// end `out` from a kernel descriptor (Linux splice_file_to_pipe): waits for
-// a free buffer (-EAGAIN when `nonblock`; -EPIPE and SIGPIPE without
-// readers; -EINTR after a handler, restarted after SA_RESTART), then moves
-// at most what the free buffers hold, as the page cache fills them (a
-// regular file at position p: free * 4096 - p % 4096 bytes), in chunks of
-// 64 KiB through a bounce buffer.  A seekable in_fd is read with pread at
-// *pos (pos nullptr: at its file position, which is then advanced by the
-// bytes moved), so nothing read is lost; any other is read with read()
-// and written blocking.  Returns the bytes moved (0 at end of file) or the
-// first error (-errno of the read, as Linux).  Allocates the bounce buffer
-// (-ENOMEM); no lock held across system calls.
-long pipe_splice_from_kernel(core::File* out, int in_fd, long long* pos, size_t len, bool nonblock) noexcept;
-
-// sendfile(out, in_fd) into a uepoll file that is not a pipe (a socket
-// pair end): in_fd read with pread at *pos (nullptr: its file position,
-// advanced by the bytes moved), each chunk of up to 64 KiB written with
-// out's own write (blocking unless O_NONBLOCK), until len bytes, a short
-// write or the end of the file.  -EINVAL for an in_fd that cannot be read
-// at an offset.  Returns the bytes moved or the first error.
-long file_send_from_kernel(core::File* out, int in_fd, long long* pos, size_t len) noexcept;
 
 // FIONREAD on either end (Linux pipe_ioctl): bytes queued in the ring.
 // Takes the ring's mu_ (leaf).

@@ -7,6 +7,7 @@
 
 #include "core/alloc.h"
 #include "core/block.h"
+#include "core/call_flags.h"
 #include "core/lockdep.h"
 #include "core/reclaim.h"
 #include "fd/table.h"
@@ -326,6 +327,50 @@ UnixConn::Skb* UnixSocket::new_skb(uint32_t size, ScmPayload* scm, bool first, b
     maybe_add_creds(skb->scm, passcred);
   }
   return skb;
+}
+
+long UnixSocket::splice_read(core::SpliceSink& to, size_t len, bool nonblock) noexcept {
+  UnixConn& c = *conn_;
+  core::SpliceBounce bounce;
+  if (!bounce.data()) return -ENOMEM;
+  const size_t want = len < core::kSpliceChunk ? len : core::kSpliceChunk;
+  // splice_file_to_pipe: wait_for_space first.
+  if (const long e = to.wait_room(nonblock)) return e;
+  core::CallFlagsScope dontwait(nonblock, false);  // unix_stream_splice_read: MSG_DONTWAIT
+  for (;;) {
+    ReadPlan plan, done;
+    int write_space_wakes = 0;
+    long r;
+    bool peeked = false;
+    // unix_stream_splice_read has no control buffer: the read stops at the
+    // same boundaries as recv, and the files it takes are closed.
+    struct msghdr none = {};
+    ScmRecv peek_scm(&none, MSG_PEEK), scm(&none, 0);
+    bool peek_stop = false, stop = false;
+    {
+      core::MutexLock io(iolock_);
+      r = take(want, false, true, &plan, &write_space_wakes, &peek_scm, &peek_stop);
+      if (r > 0) {
+        peeked = true;
+        plan.copy_out(bounce.data());
+        r = to.push(bounce.data(), static_cast<size_t>(r));
+        if (r > 0) (void)take(static_cast<size_t>(r), false, false, &done, &write_space_wakes, &scm, &stop);
+      }
+    }
+    for (int i = 0; i < write_space_wakes; ++i) c.wake(1 - me_, kWriteSpace);
+    UnixConn::free_list(done.done_head);
+    peek_scm.finish(false);
+    scm.finish(false);
+    if (r != -EAGAIN || peeked || nonblocking()) return r;
+    const long w = core::block_on(wq(), false, EPOLLIN | EPOLLRDNORM, [&]() -> long {
+      c.mu_.lock();
+      const UnixConn::Side& s = c.side_[me_];
+      const bool ready = s.head || s.err || (s.shutdown & UnixConn::kRcvShutdown);
+      c.mu_.unlock();
+      return ready ? 0 : -EAGAIN;
+    });
+    if (w < 0) return w;
+  }
 }
 
 ssize_t UnixSocket::write_scm(const void* buf, size_t count, ScmPayload* scm) noexcept {

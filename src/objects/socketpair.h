@@ -34,6 +34,7 @@
 #pragma once
 
 #include "core/file.h"
+#include "core/splice.h"
 #include "core/mutex.h"
 #include "core/spinlock.h"
 #include "objects/unix_common.h"
@@ -107,7 +108,7 @@ class UnixConn {
   struct ucred peercred_ = {};  // SO_PEERCRED of both ends: the creator's pid, euid, egid (immutable)
 };
 
-class UnixSocket final : public core::File {
+class UnixSocket final : public core::File, public core::SpliceSink {
  public:
   UnixSocket(UnixConn* c, int index, int status_flags) noexcept;
 
@@ -160,6 +161,20 @@ class UnixSocket final : public core::File {
   bool has_fasync() const noexcept override { return true; }
   void show_fdinfo(std::string& out) noexcept override;
   bool stream_state(core::StreamState* out) noexcept override;
+  // Splice (Linux sock_splice_write, unix_stream_splice_read).  As a sink:
+  // no room to wait for, push() is write() (its O_NONBLOCK, SIGPIPE).
+  // splice_read into a pipe: waits as a MSG_PEEK receive (MSG_DONTWAIT for
+  // nonblock), then, holding iolock_, copies up to len bytes (one bounce
+  // buffer) and consumes what the pipe took.  splice_from_kernel
+  // (socketpair_splice.cpp): sendfile from a file at *pos or its position
+  // (each chunk written with write()), or a splice from a kernel pipe or
+  // socket (one read of at most one skb's bytes, written with write()).
+  core::SpliceSink* splice_sink() noexcept override { return this; }
+  long wait_room(bool) noexcept override { return 0; }
+  ssize_t push(const char* buf, size_t n) noexcept override { return write(buf, n); }
+  const void* pipe_id() const noexcept override { return nullptr; }
+  long splice_read(core::SpliceSink& to, size_t len, bool nonblock) noexcept override;
+  long splice_from_kernel(int fd, long long* pos, size_t len, bool nonblock) noexcept override;
   // getsockopt(SO_ERROR): the pending error, consumed (sock_error()).
   int take_error() noexcept;
   // ioctl SIOCINQ (FIONREAD): unread bytes queued; SIOCOUTQ (TIOCOUTQ):

@@ -3,12 +3,11 @@
  * sendfile, copy_file_range, tee and vmsplice (owned by src/preload/; see
  * interpose_fd.c for the rules).
  *
- * With a uepoll descriptor on either side, splice, sendfile and
- * copy_file_range go to uepoll (uep_splice...; uepoll.h says what they
- * move), each shown descriptor translated to its uepoll one and the other
- * passed as the kernel's.  What uepoll does not move (a splice out of a
- * uepoll pipe or socket pair; tee; vmsplice) fails with EINVAL and a
- * one-line warning naming the call.
+ * With a uepoll descriptor on either side, splice, tee, vmsplice,
+ * sendfile and copy_file_range go to uepoll (uep_splice...; uepoll.h says
+ * what they move), each shown descriptor translated to its uepoll one and
+ * the other passed as the kernel's.  Every answer, errors included, is
+ * Linux's: no warning.
  *
  * Locks: none.
  */
@@ -19,21 +18,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
-#include <string.h>
 #include <sys/sendfile.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
 #include "preload/interpose.h"
-
-static ssize_t refuse(const char *call) {
-  char msg[160];
-  snprintf(msg, sizeof msg, "%s() on a uepoll descriptor: not supported (EINVAL)", call);
-  uep_pl_refuse(msg);
-  errno = EINVAL;
-  return -1;
-}
 
 /* The uepoll descriptor shown as n, or n itself (a kernel descriptor). */
 static int as_uepoll(int n) {
@@ -41,42 +30,39 @@ static int as_uepoll(int n) {
   return u ? u : n;
 }
 
-/* Runs a uepoll call (expr) inside the section, keeping its errno; a call
- * uepoll does not serve (EOPNOTSUPP) becomes the warning. */
-#define UEP_PL_SPLICE_CALL(name, expr)           \
-  do {                                           \
-    UEP_PL_ENTER();                              \
-    ssize_t r_ = (expr);                         \
-    int e_ = errno;                              \
-    UEP_PL_LEAVE();                              \
-    uep_pl_count(UEP_PL_UEPOLL_CALL, 1);         \
-    if (r_ < 0 && e_ == EOPNOTSUPP) return refuse(name); \
-    errno = e_;                                  \
-    return r_;                                   \
+/* Runs a uepoll call (expr) inside the section, keeping its errno. */
+#define UEP_PL_SPLICE_CALL(expr)         \
+  do {                                   \
+    UEP_PL_ENTER();                      \
+    ssize_t r_ = (expr);                 \
+    int e_ = errno;                      \
+    UEP_PL_LEAVE();                      \
+    uep_pl_count(UEP_PL_UEPOLL_CALL, 1); \
+    errno = e_;                          \
+    return r_;                           \
   } while (0)
 
 ssize_t splice(int in, off64_t *oin, int out, off64_t *oout, size_t n, unsigned int flags) {
   if (!uep_pl_map(out) && !uep_pl_map(in)) return UEP_PL_REAL(splice)(in, oin, out, oout, n, flags);
-  UEP_PL_SPLICE_CALL("splice", uep_splice(as_uepoll(in), (int64_t *)oin, as_uepoll(out), (int64_t *)oout, n, flags));
+  UEP_PL_SPLICE_CALL(uep_splice(as_uepoll(in), (int64_t *)oin, as_uepoll(out), (int64_t *)oout, n, flags));
 }
 ssize_t sendfile(int out, int in, off_t *off, size_t n) {
   if (!uep_pl_map(out) && !uep_pl_map(in)) return UEP_PL_REAL(sendfile)(out, in, off, n);
-  UEP_PL_SPLICE_CALL("sendfile", uep_sendfile(as_uepoll(out), as_uepoll(in), off, n));
+  UEP_PL_SPLICE_CALL(uep_sendfile(as_uepoll(out), as_uepoll(in), off, n));
 }
 ssize_t sendfile64(int out, int in, off64_t *off, size_t n) {
   if (!uep_pl_map(out) && !uep_pl_map(in)) return UEP_PL_REAL(sendfile64)(out, in, off, n);
-  UEP_PL_SPLICE_CALL("sendfile", uep_sendfile(as_uepoll(out), as_uepoll(in), (off_t *)off, n));
+  UEP_PL_SPLICE_CALL(uep_sendfile(as_uepoll(out), as_uepoll(in), (off_t *)off, n));
 }
 ssize_t copy_file_range(int in, off64_t *oin, int out, off64_t *oout, size_t n, unsigned int flags) {
   if (!uep_pl_map(out) && !uep_pl_map(in)) return UEP_PL_REAL(copy_file_range)(in, oin, out, oout, n, flags);
-  UEP_PL_SPLICE_CALL("copy_file_range",
-                     uep_copy_file_range(as_uepoll(in), (int64_t *)oin, as_uepoll(out), (int64_t *)oout, n, flags));
+  UEP_PL_SPLICE_CALL(uep_copy_file_range(as_uepoll(in), (int64_t *)oin, as_uepoll(out), (int64_t *)oout, n, flags));
 }
 ssize_t tee(int in, int out, size_t n, unsigned int flags) {
-  if (uep_pl_map(out) || uep_pl_map(in)) return refuse("tee");
-  return UEP_PL_REAL(tee)(in, out, n, flags);
+  if (!uep_pl_map(out) && !uep_pl_map(in)) return UEP_PL_REAL(tee)(in, out, n, flags);
+  UEP_PL_SPLICE_CALL(uep_tee(as_uepoll(in), as_uepoll(out), n, flags));
 }
 ssize_t vmsplice(int fd, const struct iovec *iov, size_t n, unsigned int flags) {
-  if (uep_pl_map(fd)) return refuse("vmsplice");
-  return UEP_PL_REAL(vmsplice)(fd, iov, n, flags);
+  if (!uep_pl_map(fd)) return UEP_PL_REAL(vmsplice)(fd, iov, n, flags);
+  UEP_PL_SPLICE_CALL(uep_vmsplice(as_uepoll(fd), iov, n, flags));
 }

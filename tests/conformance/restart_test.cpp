@@ -7,6 +7,7 @@
 // asleep (its /proc state is S), then makes the call able to finish.
 // Runs on Linux and uepoll; the traces must match.
 #include "harness.h"
+#include "splice_calls.h"
 
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -182,6 +183,54 @@ TEST(Restart, DatagramPairs) {
                        "dgram recv [no SA_RESTART] = -1 EINTR handler ran",
                        "dgram send (full) [no SA_RESTART] = -1 EINTR handler ran",
                        "seqpacket recv [SA_RESTART] = 3 handler ran"});
+}
+
+// Blocking splice, tee and vmsplice sleep as reads and writes do: after a
+// handler with SA_RESTART they go on, without it they return EINTR.
+TEST(Restart, BlockingSplice) {
+  UEPOLL_SKIP_UNDER_TSAN("signals a thread blocked on a kernel descriptor");
+  auto r = conf::differential([](T& t) {
+    const splice_conf::Calls c{t.is_linux()};
+    const uepoll_test::Api& api = t.api;
+    const int f = splice_conf::temp_file(100);
+    if (f < 0) return;
+    for (bool restart : {true, false}) {
+      auto [rd, wr] = t.pipe();
+      auto [rd2, wr2] = t.pipe();
+      char buf[4096];
+      interrupted(
+          t, restart, "splice pipe->file", [&] { return c.splice(rd, nullptr, f, nullptr, 10, 0); },
+          [&] { (void)api.write(wr, "x", 1); });
+      if (!restart) t.read(rd, 1);
+      interrupted(
+          t, restart, "tee", [&] { return c.tee(rd, wr2, 10, 0); }, [&] { (void)api.write(wr, "y", 1); });
+      t.read(rd, 16);
+      if (restart) t.read(rd2, 16);
+      struct iovec v = {buf, sizeof buf};
+      interrupted(
+          t, restart, "vmsplice out", [&] { return c.vmsplice(rd, &v, 1, 0); }, [&] { (void)api.write(wr, "z", 1); });
+      if (!restart) t.read(rd, 1);
+      std::vector<char> big(65536, 'b');
+      t.write(wr, big.data(), big.size());
+      int64_t off = 0;
+      interrupted(
+          t, restart, "splice file->full pipe", [&] { return c.splice(f, &off, wr, nullptr, 10, 0); },
+          [&] { (void)api.read(rd, buf, sizeof buf); });
+      auto [s0, s1] = t.unix_stream();
+      t.read(rd, 65536);
+      interrupted(
+          t, restart, "splice socket->pipe", [&] { return c.splice(s0, nullptr, wr, nullptr, 10, 0); },
+          [&] { (void)api.write(s1, "s", 1); });
+      for (int fd : {rd, wr, rd2, wr2, s0, s1}) t.close(fd);
+    }
+    ::close(f);
+  });
+  EXPECT_LINUX_SEQ(r, {"splice pipe->file [SA_RESTART] = 1 handler ran", "tee [SA_RESTART] = 1 handler ran",
+                       "vmsplice out [SA_RESTART] = 1 handler ran",
+                       "splice file->full pipe [SA_RESTART] = 10 handler ran",
+                       "splice socket->pipe [SA_RESTART] = 1 handler ran",
+                       "splice pipe->file [no SA_RESTART] = -1 EINTR handler ran",
+                       "tee [no SA_RESTART] = -1 EINTR handler ran"});
 }
 
 }  // namespace

@@ -5,47 +5,13 @@
 // hold, one page each, from a file offset inside a page), offsets and file
 // positions, EAGAIN on a full pipe, EPIPE without readers.  Runs on Linux
 // and uepoll (uep_splice...); the traces must match.
-#include "harness.h"
-
-#include <sys/sendfile.h>
-#include <sys/socket.h>
-
-#include <cstdlib>
+#include "splice_calls.h"
 
 namespace {
 
 using conf::T;
-
-const bool sigpipe_ignored = [] {
-  signal(SIGPIPE, SIG_IGN);
-  return true;
-}();
-
-// A file of n bytes ('a' + i % 26), unlinked, opened O_RDWR.
-int temp_file(size_t n) {
-  char path[] = "/tmp/uepoll-splice-XXXXXX";
-  const int fd = mkstemp(path);
-  if (fd < 0) return -1;
-  unlink(path);
-  std::string data(n, 0);
-  for (size_t i = 0; i < n; ++i) data[i] = static_cast<char>('a' + i % 26);
-  if (::write(fd, data.data(), n) != static_cast<ssize_t>(n)) return -1;
-  ::lseek(fd, 0, SEEK_SET);
-  return fd;
-}
-
-struct Calls {
-  bool linux;
-  ssize_t splice(int a, int64_t* oa, int b, int64_t* ob, size_t n, unsigned f) const {
-    return linux ? ::splice(a, oa, b, ob, n, f) : ::uep_splice(a, oa, b, ob, n, f);
-  }
-  ssize_t sendfile(int o, int i, off_t* off, size_t n) const {
-    return linux ? ::sendfile(o, i, off, n) : ::uep_sendfile(o, i, off, n);
-  }
-  ssize_t copy_file_range(int a, int64_t* oa, int b, int64_t* ob, size_t n, unsigned f) const {
-    return linux ? ::copy_file_range(a, oa, b, ob, n, f) : ::uep_copy_file_range(a, oa, b, ob, n, f);
-  }
-};
+using splice_conf::Calls;
+using splice_conf::temp_file;
 
 TEST(Splice, IntoPipesAndSockets) {
   auto r = conf::differential([](T& t) {

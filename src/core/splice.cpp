@@ -1,0 +1,68 @@
+// splice.cpp - KernelSink and SpliceBounce (see splice.h).  Locks: none;
+// system calls on the sink's kernel descriptor only.
+#include "core/splice.h"
+
+#include "core/alloc.h"
+
+#include <cerrno>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace uepoll::core {
+
+SpliceBounce::SpliceBounce() noexcept : buf_(static_cast<char*>(raw_alloc(kSpliceChunk))) {}
+SpliceBounce::~SpliceBounce() { raw_free(buf_); }
+
+long KernelSink::wait_room(bool nonblock) noexcept {
+  if (!is_pipe_) return 0;
+  struct pollfd p = {fd_, POLLOUT, 0};
+  for (;;) {
+    const int r = ::poll(&p, 1, nonblock ? 0 : -1);
+    if (r < 0) return -errno;  // EINTR
+    if (r > 0) return 0;       // room, or POLLERR: the write reports EPIPE
+    return -EAGAIN;
+  }
+}
+
+ssize_t KernelSink::push(const char* buf, size_t n) noexcept {
+  if (is_pipe_) {
+    // Linux moves what fits into a pipe and does not wait for more room.
+    struct iovec v = {const_cast<char*>(buf), n};
+    const ssize_t r = ::pwritev2(fd_, &v, 1, -1, RWF_NOWAIT);
+    if (r >= 0 || (errno != EOPNOTSUPP && errno != EINVAL)) return r < 0 ? -errno : r;
+    // A kernel without RWF_NOWAIT on pipes: at most the free room.
+    int queued = 0;
+    const int size = ::fcntl(fd_, F_GETPIPE_SZ);
+    if (size > 0 && ::ioctl(fd_, FIONREAD, &queued) == 0 && static_cast<size_t>(size - queued) < n)
+      n = static_cast<size_t>(size - queued);
+    if (n == 0) return -EAGAIN;
+  }
+  const ssize_t r = pos_ ? ::pwrite(fd_, buf, n, *pos_) : ::write(fd_, buf, n);
+  if (r < 0) return -errno;
+  if (pos_) *pos_ += r;
+  return r;
+}
+
+long tee_kernel_pipe(int fd, SpliceSink& to, size_t len, bool nonblock) noexcept {
+  int scratch[2];
+  if (::pipe2(scratch, O_CLOEXEC) < 0) return -errno;
+  long r = ::tee(fd, scratch[1], len < kSpliceChunk ? len : kSpliceChunk, nonblock ? SPLICE_F_NONBLOCK : 0);
+  if (r < 0) r = -errno;
+  if (r > 0) {
+    const long e = to.wait_room(nonblock);
+    if (e) r = e;
+  }
+  if (r > 0) {
+    SpliceBounce bounce;
+    const ssize_t n = bounce.data() ? ::read(scratch[0], bounce.data(), static_cast<size_t>(r)) : -1;
+    r = !bounce.data() ? -ENOMEM : n < 0 ? -errno : n ? to.push(bounce.data(), static_cast<size_t>(n)) : 0;
+  }
+  ::close(scratch[0]);
+  ::close(scratch[1]);
+  return r;
+}
+
+}  // namespace uepoll::core

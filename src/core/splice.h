@@ -1,0 +1,80 @@
+// splice.h - the two ends of a splice, tee or vmsplice (Linux fs/splice.c)
+// as the file operations see them: SpliceSink, where bytes taken out of a
+// file go (a uepoll pipe's write end or socket, or a kernel descriptor:
+// KernelSink), and the bounded bounce buffer every move goes through.
+//
+// What it owns: KernelSink's system calls on a kernel descriptor.  Locks:
+// none (a KernelSink is called with no uepoll SpinLock held; a socket's
+// splice_read holds its iolock_, level 5.5, across push()).
+#pragma once
+
+#include <cstddef>
+#include <sys/types.h>
+
+namespace uepoll::core {
+
+// The most one step of a move carries (one bounce buffer per call, freed
+// before it returns): memory stays bounded whatever `len` asks.
+inline constexpr size_t kSpliceChunk = 65536;
+
+// A splice destination: ->splice_write of Linux's file (a pipe's write
+// end, a socket), or a kernel descriptor.
+class SpliceSink {
+ public:
+  // Linux opipe_prep / wait_for_space for a pipe: 0 when it has room,
+  // -EAGAIN (nonblock), -EPIPE and SIGPIPE without readers, -EINTR; 0 at
+  // once for a sink that is not a pipe.
+  virtual long wait_room(bool nonblock) noexcept = 0;
+  // Writes buf[0..n) (our memory, n > 0): the bytes taken, or -errno.  A
+  // pipe takes what fits and never waits (Linux moves what fits after
+  // opipe_prep); any other sink writes as its own write() does (blocking
+  // unless O_NONBLOCK), so it may take fewer (O_NONBLOCK, a signal).
+  virtual ssize_t push(const char* buf, size_t n) noexcept = 0;
+  // The pipe this sink writes (get_pipe_info), nullptr for any other.
+  virtual const void* pipe_id() const noexcept = 0;
+
+ protected:
+  ~SpliceSink() = default;
+};
+
+// A kernel descriptor as the destination: a kernel pipe (waited on with
+// poll, written without waiting with RWF_NOWAIT or at most its free room),
+// a regular file (at *pos when pos is set, advanced by what was written;
+// else at its file position), a socket or anything else (write()).
+class KernelSink final : public SpliceSink {
+ public:
+  // is_pipe: S_ISFIFO of the descriptor.  pos: nullptr or a position.
+  KernelSink(int fd, long long* pos, bool is_pipe, const void* id) noexcept
+      : fd_(fd), pos_(pos), is_pipe_(is_pipe), id_(id) {}
+  long wait_room(bool nonblock) noexcept override;
+  ssize_t push(const char* buf, size_t n) noexcept override;
+  const void* pipe_id() const noexcept override { return is_pipe_ ? id_ : nullptr; }
+
+ private:
+  int fd_;
+  long long* pos_;
+  bool is_pipe_;
+  const void* id_;
+};
+
+// tee from a kernel pipe into `to` (a uepoll pipe's write end): the
+// kernel's tee into a scratch kernel pipe (waiting for data unless
+// nonblock), then to.wait_room, then what the scratch holds is put; the
+// kernel pipe keeps everything.  Returns the bytes put or -errno.
+long tee_kernel_pipe(int fd, SpliceSink& to, size_t len, bool nonblock) noexcept;
+
+// A bounce buffer of kSpliceChunk bytes from core::raw_alloc, freed by the
+// destructor; data() is nullptr when out of memory.
+class SpliceBounce {
+ public:
+  SpliceBounce() noexcept;
+  ~SpliceBounce();
+  SpliceBounce(const SpliceBounce&) = delete;
+  SpliceBounce& operator=(const SpliceBounce&) = delete;
+  char* data() const noexcept { return buf_; }
+
+ private:
+  char* buf_;
+};
+
+}  // namespace uepoll::core

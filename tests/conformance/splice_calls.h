@@ -1,0 +1,61 @@
+// splice_calls.h - what the splice scenarios share (splice_test.cpp,
+// splice_out_test.cpp): the calls on Linux or uepoll, a temporary file,
+// and a read that logs the bytes it got.  Owned by the conformance suite.
+#pragma once
+
+#include "harness.h"
+
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace splice_conf {
+
+inline const bool sigpipe_ignored = [] {
+  signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
+
+// A file of n bytes ('a' + i % 26), unlinked, opened O_RDWR | extra.
+inline int temp_file(size_t n, int extra = 0) {
+  char path[] = "/tmp/uepoll-splice-XXXXXX";
+  const int fd = mkostemp(path, extra);
+  if (fd < 0) return -1;
+  unlink(path);
+  std::string data(n, 0);
+  for (size_t i = 0; i < n; ++i) data[i] = static_cast<char>('a' + i % 26);
+  if (n && ::write(fd, data.data(), n) != static_cast<ssize_t>(n)) return -1;
+  ::lseek(fd, 0, SEEK_SET);
+  return fd;
+}
+
+struct Calls {
+  bool linux;
+  ssize_t splice(int a, int64_t* oa, int b, int64_t* ob, size_t n, unsigned f) const {
+    return linux ? ::splice(a, oa, b, ob, n, f) : ::uep_splice(a, oa, b, ob, n, f);
+  }
+  ssize_t tee(int a, int b, size_t n, unsigned f) const { return linux ? ::tee(a, b, n, f) : ::uep_tee(a, b, n, f); }
+  ssize_t vmsplice(int fd, const struct iovec* iov, size_t n, unsigned f) const {
+    return linux ? ::vmsplice(fd, iov, n, f) : ::uep_vmsplice(fd, iov, n, f);
+  }
+  ssize_t sendfile(int o, int i, off_t* off, size_t n) const {
+    return linux ? ::sendfile(o, i, off, n) : ::uep_sendfile(o, i, off, n);
+  }
+  ssize_t copy_file_range(int a, int64_t* oa, int b, int64_t* ob, size_t n, unsigned f) const {
+    return linux ? ::copy_file_range(a, oa, b, ob, n, f) : ::uep_copy_file_range(a, oa, b, ob, n, f);
+  }
+};
+
+// Reads up to n bytes from fd through the scenario's API (a uepoll or a
+// kernel descriptor) and logs the count and the bytes.
+inline void read_logged(conf::T& t, int fd, size_t n, const std::string& what) {
+  std::string buf(n, 0);
+  errno = 0;
+  const ssize_t r = t.api.read(fd, buf.data(), n);
+  t.log("read " + what + " = " + t.res(r) + (r > 0 ? " \"" + buf.substr(0, static_cast<size_t>(r)) + "\"" : ""));
+}
+
+}  // namespace splice_conf
