@@ -187,12 +187,14 @@ long TableFile::recv_all(struct msghdr* msg, size_t total, const timespec* dl, c
   const size_t n = cur.size();
   size_t seg = 0, done = 0;
   struct msghdr m = *msg;
+  const size_t control_space = msg->msg_controllen;
   for (;;) {
     const long r = wait(kReadWake, false, dl, [&] {
       if (done && err_.load(std::memory_order_relaxed)) return static_cast<long>(-EIO);  // stop; the error stays
       if (const int e = sock_error()) return static_cast<long>(-e);
       m.msg_iov = cur.data() + seg;
       m.msg_iovlen = n - seg;
+      m.msg_controllen = control_space;  // the caller's whole buffer: no control data came yet
       return run([&] { return static_cast<long>(ops_.recvmsg(ctx_, &m, &c)); });
     }, done == 0);
     if (r < 0) {
@@ -213,6 +215,9 @@ long TableFile::recv_all(struct msghdr* msg, size_t total, const timespec* dl, c
     }
     while (seg < n && !cur[seg].iov_len) ++seg;
     if (r == 0 || done >= total || seg >= n) break;  // the end of the stream, or full
+    // A receive that brought control data ends here (Linux's AF_UNIX stream
+    // read stops after bytes that carried files), so the buffer holds it.
+    if (m.msg_controllen || (m.msg_flags & MSG_CTRUNC)) break;
   }
   return static_cast<long>(done);
 }
