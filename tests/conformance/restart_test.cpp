@@ -195,8 +195,8 @@ TEST(Restart, BlockingSplice) {
     const int f = splice_conf::temp_file(100);
     if (f < 0) return;
     for (bool restart : {true, false}) {
-      auto [rd, wr] = t.pipe();
-      auto [rd2, wr2] = t.pipe();
+      const auto p1 = t.pipe(), p2 = t.pipe();  // no structured bindings: the lambdas capture them
+      const int rd = p1.first, wr = p1.second, rd2 = p2.first, wr2 = p2.second;
       char buf[4096];
       interrupted(
           t, restart, "splice pipe->file", [&] { return c.splice(rd, nullptr, f, nullptr, 10, 0); },
@@ -216,7 +216,8 @@ TEST(Restart, BlockingSplice) {
       interrupted(
           t, restart, "splice file->full pipe", [&] { return c.splice(f, &off, wr, nullptr, 10, 0); },
           [&] { (void)api.read(rd, buf, sizeof buf); });
-      auto [s0, s1] = t.unix_stream();
+      const auto socks = t.unix_stream();
+      const int s0 = socks.first, s1 = socks.second;
       t.read(rd, 65536);
       interrupted(
           t, restart, "splice socket->pipe", [&] { return c.splice(s0, nullptr, wr, nullptr, 10, 0); },

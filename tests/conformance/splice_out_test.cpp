@@ -89,8 +89,10 @@ TEST(SpliceOut, BetweenPipesAndSockets) {
     const Calls c{t.is_linux()};
     auto log = [&](const std::string& what, ssize_t n) { t.log(what + " = " + t.res(n)); };
     auto [rd1, wr1] = t.pipe2(O_NONBLOCK);
-    auto [rd2, wr2] = t.pipe2(O_NONBLOCK);
-    auto [s0, s1] = t.unix_stream(SOCK_NONBLOCK);
+    const auto p2 = t.pipe2(O_NONBLOCK);
+    const int rd2 = p2.first, wr2 = p2.second;  // captured by a lambda below: no structured binding (clang 14)
+    const auto socks = t.unix_stream(SOCK_NONBLOCK);
+    const int s0 = socks.first, s1 = socks.second;
     t.write(wr1, "pipe to pipe", 12);
     log("splice(pipe,pipe,5)", c.splice(rd1, nullptr, wr2, nullptr, 5, 0));
     read_logged(t, rd2, 64, "second pipe");
@@ -243,7 +245,8 @@ TEST(SpliceOut, SendfileSources) {
     int kp[2];
     if (f < 0 || out < 0 || ::pipe2(kp, O_NONBLOCK) < 0) return;
     auto [rd, wr] = t.pipe2(O_NONBLOCK);
-    auto [s0, s1] = t.unix_stream(SOCK_NONBLOCK);
+    const auto socks = t.unix_stream(SOCK_NONBLOCK);
+    const int s0 = socks.first, s1 = socks.second;  // captured by a lambda below: no structured binding (clang 14)
     t.write(s1, "socket bytes", 12);
     log("sendfile(pipe,socket,100)", c.sendfile(wr, s0, nullptr, 100));
     read_logged(t, rd, 64, "pipe");
