@@ -19,6 +19,8 @@
 #include "fd/target.h"
 
 #include <cerrno>
+#include <cstddef>
+#include <cstring>
 #include <climits>
 #include <csignal>
 #include <cstdarg>
@@ -82,15 +84,20 @@ long owner_ex(File* f, int cmd, unsigned long arg) {
     return 0;
   }
   if (!user_readable(p, sizeof *p)) return -EFAULT;
-  const f_owner_ex ex = *p;
-  if (ex.type != F_OWNER_TID && ex.type != F_OWNER_PID && ex.type != F_OWNER_PGRP) return -EINVAL;
-  if (ex.pid) {
-    const long r = ex.type == F_OWNER_TID ? ::syscall(SYS_tgkill, ::getpid(), ex.pid, 0)
-                                          : ::kill(ex.type == F_OWNER_PGRP ? -ex.pid : ex.pid, 0);
+  // The type as the int the caller wrote: any value may arrive, and a load
+  // of an out-of-range enum would be undefined.
+  int type;
+  pid_t pid;
+  std::memcpy(&type, reinterpret_cast<const char*>(p) + offsetof(f_owner_ex, type), sizeof type);
+  std::memcpy(&pid, reinterpret_cast<const char*>(p) + offsetof(f_owner_ex, pid), sizeof pid);
+  if (type != F_OWNER_TID && type != F_OWNER_PID && type != F_OWNER_PGRP) return -EINVAL;
+  if (pid) {
+    const long r = type == F_OWNER_TID ? ::syscall(SYS_tgkill, ::getpid(), pid, 0)
+                                       : ::kill(type == F_OWNER_PGRP ? -pid : pid, 0);
     if (r < 0 && errno == ESRCH) return -ESRCH;
   }
-  if (ex.type == F_OWNER_TID) f->set_owner_thread(ex.pid);
-  else f->set_owner(ex.type == F_OWNER_PGRP ? -ex.pid : ex.pid);
+  if (type == F_OWNER_TID) f->set_owner_thread(pid);
+  else f->set_owner(type == F_OWNER_PGRP ? -pid : pid);
   return 0;
 }
 

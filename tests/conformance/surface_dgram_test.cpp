@@ -242,14 +242,19 @@ namespace {
 
 // sendmsg with a name of `len` bytes (family AF_UNIX, a path of "x...").
 void sendto_len(ST& t, int fd, socklen_t len, const char* desc) {
-  struct sockaddr_un sa{};
+  // Room past the sockaddr_un for a name length one above it (the bytes
+  // the call may read are ours, zeroed).
+  union {
+    struct sockaddr_un sa;
+    char bytes[sizeof(struct sockaddr_un) + 16];
+  } name{};
+  struct sockaddr_un& sa = name.sa;
   sa.sun_family = AF_UNIX;
-  memset(sa.sun_path, 0, sizeof sa.sun_path);
   strcpy(sa.sun_path, "/nonexistent/uepoll-dgram");
   char c = 'n';
   struct iovec io = {&c, 1};
   struct msghdr m{};
-  m.msg_name = &sa;
+  m.msg_name = &name;
   m.msg_namelen = len;
   m.msg_iov = &io;
   m.msg_iovlen = 1;
