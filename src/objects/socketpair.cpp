@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <csignal>
 #include <fcntl.h>
@@ -534,7 +535,9 @@ void UnixSocket::show_fdinfo(std::string& out) noexcept {
   for (const UnixConn::Skb* skb = conn_->side_[me_].head; skb; skb = skb->next)
     if (skb->scm) n += skb->scm->nfiles();
   conn_->mu_.unlock();
-  out += "scm_fds: " + std::to_string(n) + "\n";
+  char line[40];  // snprintf, not std::to_string: its digit table would be exported by the shared library
+  std::snprintf(line, sizeof line, "scm_fds: %ld\n", n);
+  out += line;
 }
 
 int UnixSocket::take_error() noexcept {

@@ -72,7 +72,10 @@ class Scm {
     Ctl c;
     c.rights(fds);
     std::string d = "RIGHTS[";
-    for (size_t i = 0; i < fds.size(); ++i) d += (i ? " " : "") + t_.n(fds[i]);
+    for (size_t i = 0; i < fds.size(); ++i) {
+      if (i) d += ' ';
+      d += t_.n(fds[i]);
+    }
     return send(s, len, &c, d + "]", fill, flags);
   }
   // recvmsg into len bytes with `space` bytes of control buffer (-1: no
