@@ -163,19 +163,10 @@ long UnixSocket::getsockopt(int level, int optname, void* optval, socklen_t* opt
 }
 
 long UnixSocket::setsockopt(int level, int optname, const void* optval, socklen_t optlen) noexcept {
-  if (level != SOL_SOCKET) return -EOPNOTSUPP;
-  if (optlen < sizeof(int)) return -EINVAL;
-  if (!user_readable(optval, sizeof(int))) return -EFAULT;
+  int v;
+  if (const long e = unix_setsockopt_int(level, optname, optval, optlen, &v)) return e;
   switch (optname) {
-    case SO_TYPE:
-    case SO_DOMAIN:
-    case SO_PROTOCOL:
-    case SO_ERROR:
-    case SO_ACCEPTCONN:
-      return -ENOPROTOOPT;  // read-only options
     case SO_PASSCRED: {
-      int v;
-      std::memcpy(&v, optval, sizeof v);
       set_passcred(v != 0);
       return 0;
     }

@@ -24,6 +24,23 @@ long unix_put_unnamed_addr(struct sockaddr* addr, socklen_t* len) noexcept {
   return 0;
 }
 
+long unix_setsockopt_int(int level, int optname, const void* optval, socklen_t optlen, int* val) noexcept {
+  if (level != SOL_SOCKET) return -EOPNOTSUPP;
+  if (optlen < sizeof(int)) return -EINVAL;
+  if (!core::user_readable(optval, sizeof(int))) return -EFAULT;
+  switch (optname) {
+    case SO_TYPE:
+    case SO_DOMAIN:
+    case SO_PROTOCOL:
+    case SO_ERROR:
+    case SO_ACCEPTCONN:
+      return -ENOPROTOOPT;  // read-only options
+    default:
+      std::memcpy(val, optval, sizeof *val);
+      return 0;
+  }
+}
+
 bool unix_inert_bool_opt(int optname) noexcept {
   switch (optname) {
     case SO_KEEPALIVE:

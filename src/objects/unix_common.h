@@ -60,6 +60,10 @@ long unix_put_unnamed_addr(struct sockaddr* addr, socklen_t* len) noexcept;
 // Boolean SOL_SOCKET options with no effect on a connected AF_UNIX socket
 // in Linux either: accepted, read back as 0.
 bool unix_inert_bool_opt(int optname) noexcept;
+// setsockopt's first checks on a pair's socket (sock_setsockopt): only
+// SOL_SOCKET (-EOPNOTSUPP), an int's room (-EINVAL), readable (-EFAULT),
+// the read-only options (-ENOPROTOOPT).  0 with the int in *val.
+long unix_setsockopt_int(int level, int optname, const void* optval, socklen_t optlen, int* val) noexcept;
 // The `uepoll:` line for a SOL_SOCKET option a pair does not model.
 void unix_warn_unsupported_opt(const char* call, int optname) noexcept;
 // fstat of a pair's socket: sockfs's answer, an inode of its own.

@@ -191,18 +191,9 @@ long UnixDgramSocket::getsockopt(int level, int optname, void* optval, socklen_t
 }
 
 long UnixDgramSocket::setsockopt(int level, int optname, const void* optval, socklen_t optlen) noexcept {
-  if (level != SOL_SOCKET) return -EOPNOTSUPP;
-  if (optlen < sizeof(int)) return -EINVAL;
-  if (!user_readable(optval, sizeof(int))) return -EFAULT;
   int val;
-  std::memcpy(&val, optval, sizeof val);
+  if (const long e = unix_setsockopt_int(level, optname, optval, optlen, &val)) return e;
   switch (optname) {
-    case SO_TYPE:
-    case SO_DOMAIN:
-    case SO_PROTOCOL:
-    case SO_ERROR:
-    case SO_ACCEPTCONN:
-      return -ENOPROTOOPT;  // read-only options
     case SO_SNDBUF: {
       // min_t(u32, val, wmem_max), doubled, at least SOCK_MIN_SNDBUF; then
       // sk_write_space.
