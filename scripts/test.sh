@@ -98,9 +98,14 @@ run() { printf '+ %s\n' "$*"; "$@"; }
 # stage, and the first failure's output stays in the log.  A test that
 # passed only on a retry is added to RETRIED (the stage's summary line names
 # it); ctest's output is kept in BUILD_DIR/ctest-output.log.
+# A test that failed on every try is added to FAILED, and its log to
+# FAILED_LOGS: the summary names them and ends with an excerpt of each
+# failure, so that the last lines of a CI run say what broke.
 RETRIED=""
+FAILED=""
+FAILED_LOGS=""
 ctest_run() {   # ctest_run BUILD_DIR [extra ctest args...]
-  local dir="$1" log rc flaky; shift
+  local dir="$1" log rc flaky broke; shift
   log="$dir/ctest-output.log"
   run ${CTEST_PREFIX:-} ctest --test-dir "$dir" --output-on-failure \
       --no-tests=error --timeout "$TEST_TIMEOUT" -j "$CTEST_JOBS" \
@@ -108,6 +113,11 @@ ctest_run() {   # ctest_run BUILD_DIR [extra ctest args...]
   rc=${PIPESTATUS[0]}
   flaky="$(retried_tests "$log")"
   [[ -n "$flaky" ]] && RETRIED="${RETRIED:+$RETRIED }$flaky"
+  broke="$(failed_tests "$log")"
+  if [[ -n "$broke" ]]; then
+    FAILED="${FAILED:+$FAILED }$broke"
+    FAILED_LOGS="${FAILED_LOGS:+$FAILED_LOGS }$log"
+  fi
   return "$rc"
 }
 
@@ -121,6 +131,25 @@ retried_tests() {   # retried_tests LOG: names, space-separated
       else if ($0 ~ / Passed /) { if (name in failed) retried[name] = 1 }
     }
     END { n = 0; for (t in retried) printf "%s%s", (n++ ? " " : ""), t }' "$1"
+}
+
+# The tests of a ctest log that failed on every try: ctest's closing list
+# ("The following tests FAILED:", one "N - NAME (Failed)" line each).
+failed_tests() {   # failed_tests LOG: names, space-separated
+  awk '
+    /The following tests FAILED:/ { on = 1; next }
+    on && match($0, /^[ \t]+[0-9]+ - [^ ]+/) {
+      name = substr($0, RSTART, RLENGTH); sub(/^[ \t]+[0-9]+ - /, "", name)
+      printf "%s%s", (n++ ? " " : ""), name; next
+    }
+    on && !/^[ \t]/ { on = 0 }' "$1"
+}
+
+# The lines of a ctest log that say why its failed tests failed (gtest
+# failures, sanitizer reports, errors, timeouts), at most 60.
+failure_excerpt() {   # failure_excerpt LOG
+  grep -E -e 'Failure|FAILED  |\*\*\*(Failed|Timeout|Exception)|ERROR: |runtime error:|Expected|Which is|Value of:|Actual:|diverge|differ|error:' "$1" \
+    | grep -v -e '^ *[0-9]* - ' | tail -n 60
 }
 
 # Stages configure afresh (--fresh: a cache another command left, e.g. with
@@ -333,12 +362,14 @@ if [[ "${UEPOLL_SKIP_SETUP:-0}" != 1 ]]; then
   fi
 fi
 
-declare -A result secs retried
+declare -A result secs retried logs
 t_all=$SECONDS
 for s in "${stages[@]}"; do
   banner "$s"
   t0=$SECONDS
   RETRIED=""
+  FAILED=""
+  FAILED_LOGS=""
   "stage_$s"
   rc=$?
   secs[$s]=$((SECONDS - t0))
@@ -347,8 +378,16 @@ for s in "${stages[@]}"; do
     3) result[$s]=SKIP ;;
     *) result[$s]=FAIL ;;
   esac
-  retried[$s]="${RETRIED:+; passed on retry: $RETRIED}"
+  retried[$s]="${RETRIED:+; passed on retry: $RETRIED}${FAILED:+; failed: $FAILED}"
+  logs[$s]="$FAILED_LOGS"
   echo "----- $s: ${result[$s]} (${secs[$s]} s)${retried[$s]}"
+done
+
+for s in "${stages[@]}"; do
+  for l in ${logs[$s]}; do
+    banner "why $s failed (from $l)"
+    failure_excerpt "$l"
+  done
 done
 
 banner summary

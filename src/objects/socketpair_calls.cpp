@@ -27,19 +27,6 @@ using core::user_readable;
 
 long put_unnamed_addr(struct sockaddr* addr, socklen_t* len) { return unix_put_unnamed_addr(addr, len); }
 bool inert_bool_opt(int optname) { return unix_inert_bool_opt(optname); }
-// sk_getsockopt SO_PEERCRED: min(len, sizeof(struct ucred)) bytes, the
-// length written back.
-long put_peercred(const struct ucred& uc, void* optval, socklen_t* optlen) {
-  if (!user_readable(optlen, sizeof *optlen)) return -EFAULT;
-  const int len = static_cast<int>(*optlen);
-  if (len < 0) return -EINVAL;
-  const size_t n = static_cast<size_t>(len) < sizeof uc ? static_cast<size_t>(len) : sizeof uc;
-  if (n && !user_readable(optval, n)) return -EFAULT;
-  std::memcpy(optval, &uc, n);
-  *optlen = static_cast<socklen_t>(n);
-  return 0;
-}
-
 void warn_unsupported_opt(const char* call, int optname) { unix_warn_unsupported_opt(call, optname); }
 
 }  // namespace

@@ -56,6 +56,17 @@ bool unix_inert_bool_opt(int optname) noexcept {
   }
 }
 
+long put_peercred(const struct ucred& uc, void* optval, socklen_t* optlen) noexcept {
+  if (!core::user_readable(optlen, sizeof *optlen)) return -EFAULT;
+  const int len = static_cast<int>(*optlen);
+  if (len < 0) return -EINVAL;
+  const size_t n = static_cast<size_t>(len) < sizeof uc ? static_cast<size_t>(len) : sizeof uc;
+  if (n && !core::user_readable(optval, n)) return -EFAULT;
+  std::memcpy(optval, &uc, n);
+  *optlen = static_cast<socklen_t>(n);
+  return 0;
+}
+
 void unix_warn_unsupported_opt(const char* call, int optname) noexcept {
   std::fprintf(stderr, "uepoll: %s(SOL_SOCKET, %d) on a uepoll socket pair: not supported (ENOPROTOOPT)\n", call,
                optname);

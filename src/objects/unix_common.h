@@ -105,6 +105,10 @@ int unix_make_pair(Conn* c, std::atomic<int>& refs, std::atomic<core::File*> (&f
   return 0;
 }
 
+// sk_getsockopt SO_PEERCRED: min(len, sizeof(struct ucred)) bytes of uc,
+// the length written back; -EFAULT, -EINVAL for a negative length.
+long put_peercred(const struct ucred& uc, void* optval, socklen_t* optlen) noexcept;
+
 // Frees a queue of raw-allocated nodes linked through `next`.
 template <class Node>
 void unix_free_list(Node* n) noexcept {

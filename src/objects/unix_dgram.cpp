@@ -15,7 +15,11 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
+#include <string>
+#include <unistd.h>
+#include <utility>
 #include <fcntl.h>
 #include <sys/socket.h>
 
@@ -45,7 +49,18 @@ UnixDgramConn::~UnixDgramConn() {
   free_list(side_[1].head);
 }
 
-void UnixDgramConn::free_list(Msg* s) noexcept { unix_free_list(s); }
+void UnixDgramConn::free_list(Msg* s) noexcept {
+  while (s) {
+    Msg* n = s->next;
+    free_msg(s);
+    s = n;
+  }
+}
+
+void UnixDgramConn::free_msg(Msg* m) noexcept {
+  if (m->scm) core::destroy(m->scm);  // unix_destruct_scm: its files released
+  core::raw_free(m);
+}
 
 void UnixDgramConn::put() noexcept {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) core::destroy(this);
@@ -127,7 +142,11 @@ long UnixDgramSocket::take(bool peek, Taken* out, int* wakes) noexcept {
   return r;
 }
 
-long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int* msg_flags) noexcept {
+namespace {
+const ScmPayload kNoScm;  // what a message without control data carries
+}
+
+long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int* msg_flags, ScmRecv* scm) noexcept {
   UnixDgramConn& c = *conn_;
   const bool peek = (flags & MSG_PEEK) != 0;
   size_t size = 0;
@@ -160,11 +179,20 @@ long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int
           std::memcpy(iov[i].iov_base, m->data + off, k);
           off += k;
         }
+        if (r >= 0 && scm) {
+          // scm_set_cred, then unix_detach_fds (or unix_peek_fds).
+          (void)scm->glue(m->scm ? *m->scm : kNoScm, true);
+          if (m->scm && peek) {
+            (void)scm->peek(*m->scm);
+          } else if (m->scm) {
+            (void)scm->take(m->scm);
+          }
+        }
         if (r >= 0 && (flags & MSG_TRUNC)) r = static_cast<long>(m->len);
       }
     }
     for (int i = 0; i < wakes; ++i) c.wake(1 - me_, kUnixWriteSpace);
-    if (t.owned) core::raw_free(t.msg);
+    if (t.owned) UnixDgramConn::free_msg(t.msg);  // a fault loses its files too
     if (r != -EAGAIN || nonblocking()) return r;
     // __skb_wait_for_more_packets: a message, an error, or RCV_SHUTDOWN
     // ends the wait; a datagram socket then answers 0 at RCV_SHUTDOWN.
@@ -191,7 +219,7 @@ ssize_t UnixDgramSocket::read(void* buf, size_t count) noexcept {
   if (count == 0) return 0;  // sock_read_iter: "Match SYS5 behaviour"
   struct iovec iov = {buf, count};
   int msg_flags = 0;
-  return recv_msg(&iov, 1, 0, &msg_flags);
+  return recv_msg(&iov, 1, 0, &msg_flags, nullptr);  // files closed (scm_recv_unix without a buffer)
 }
 
 // ---- send --------------------------------------------------------------------
@@ -203,7 +231,7 @@ long UnixDgramSocket::sndbuf() noexcept {
   return b;
 }
 
-long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total) noexcept {
+long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, ScmPayload* scm) noexcept {
   UnixDgramConn& c = *conn_;
   const int peer = 1 - me_;
   c.mu_.lock();
@@ -235,6 +263,18 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total) 
   if (room < 0) return room;
   auto* m = static_cast<UnixDgramConn::Msg*>(core::raw_alloc(offsetof(UnixDgramConn::Msg, data) + (len ? len : 1)));
   long err = m ? 0 : -ENOBUFS;
+  if (m) m->scm = nullptr;
+  c.mu_.lock();
+  const bool passcred = c.side_[me_].passcred || c.side_[peer].passcred;
+  c.mu_.unlock();
+  // unix_scm_to_skb, then maybe_add_creds (SO_PASSCRED at either end).
+  if (m && ((scm && (scm->has_files() || scm->creds().set)) || passcred)) {
+    m->scm = core::create<ScmPayload>(scm ? std::move(*scm) : ScmPayload());
+    if (!m->scm)
+      err = -ENOMEM;
+    else
+      maybe_add_creds(m->scm, passcred);
+  }
   size_t off = 0;
   for (size_t i = 0; i < n && !err; ++i) {
     if (!iov[i].iov_len) continue;
@@ -270,7 +310,6 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total) 
     m->next = nullptr;
     m->len = len;
     m->truesize = truesize;
-    m->scm = nullptr;
     if (other.tail)
       other.tail->next = m;
     else
@@ -281,7 +320,7 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total) 
   c.mu_.unlock();
   for (int i = 0; i < wakes; ++i) c.wake(me_, kUnixWriteSpace);
   if (err) {
-    core::raw_free(m);
+    if (m) UnixDgramConn::free_msg(m);  // kfree_skb: the files it took are released
     if (refused) {
       c.wake(me_, kUnixWriteSpace);  // unix_dgram_peer_wake_disconnect_wakeup
       disconnect();
@@ -316,11 +355,29 @@ void UnixDgramSocket::disconnect() noexcept {
 
 ssize_t UnixDgramSocket::write(const void* buf, size_t count) noexcept {
   struct iovec iov = {const_cast<void*>(buf), count};
-  return send_msg(&iov, 1, count);
+  return send_msg(&iov, 1, count, nullptr);
 }
 
 ssize_t UnixDgramSocket::write_iter(const struct iovec* iov, int iovcnt, size_t total) noexcept {
-  return send_msg(iov, static_cast<size_t>(iovcnt), total);
+  return send_msg(iov, static_cast<size_t>(iovcnt), total, nullptr);
+}
+
+bool UnixDgramSocket::passcred() noexcept {
+  conn_->mu_.lock();
+  const bool on = conn_->side_[me_].passcred;
+  conn_->mu_.unlock();
+  return on;
+}
+
+void UnixDgramSocket::show_fdinfo(std::string& out) noexcept {
+  long files = 0;  // unix_show_fdinfo: u->scm_stat.nr_fds, the files queued to us
+  conn_->mu_.lock();  // a receive takes a message's files only once it is off the queue
+  for (const UnixDgramConn::Msg* m = conn_->side_[me_].head; m; m = m->next)
+    if (m->scm) files += m->scm->nfiles();
+  conn_->mu_.unlock();
+  char line[40];
+  std::snprintf(line, sizeof line, "scm_fds: %ld\n", files);
+  out += line;
 }
 
 // ---- shutdown and release ----------------------------------------------------
@@ -371,6 +428,10 @@ void UnixDgramSocket::on_release() noexcept {
 int make_dgram_pair(int type, int status_flags, int out[2]) noexcept {
   auto* c = core::create<UnixDgramConn>(type);
   if (!c) return -ENOMEM;
+  // init_peercred: both ends answer SO_PEERCRED with their creator.
+  c->peercred_.pid = ::getpid();
+  c->peercred_.uid = ::geteuid();
+  c->peercred_.gid = ::getegid();
   return unix_make_pair<UnixDgramSocket>(c, c->refs_, c->file_, status_flags, out);
 }
 

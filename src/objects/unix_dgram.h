@@ -18,8 +18,12 @@
 // length (max_dgram_qlen) does not limit a pair: Linux skips that test when
 // the receiver's peer is the sender.
 //
-// Each message has a `scm` slot for a descriptor-passing payload (null:
-// none).
+// Control data (objects/unix_scm.h) as Linux's unix_dgram_sendmsg and
+// __unix_dgram_recvmsg carry it: a message's `scm` payload holds the files
+// and credentials it was sent with (null: none); a receive that takes the
+// message takes its files (MSG_PEEK: new references), and the receiver's
+// SO_PASSCRED decides whether its credentials are written out.  Files of a
+// message that is purged, or read by read(), are released.
 //
 // Locks.  UnixDgramConn::mu_ (a SpinLock, level 8; Linux's unix_state_lock
 // plus both receive-queue locks) guards everything in UnixDgramConn.  A
@@ -41,6 +45,7 @@
 #include "core/mutex.h"
 #include "core/spinlock.h"
 #include "objects/unix_common.h"
+#include "objects/unix_scm.h"
 
 #include <atomic>
 #include <cstdint>
@@ -64,7 +69,7 @@ class UnixDgramConn {
     Msg* next;
     uint32_t len;       // bytes carried
     uint32_t truesize;  // charged to the writer's wmem
-    void* scm;          // descriptor-passing payload, or null
+    ScmPayload* scm;    // files and credentials sent with it, or null
     char data[];        // NOLINT: flexible array (GNU extension in C++)
   };
   enum : uint8_t { kRcvShutdown = 1, kSendShutdown = 2, kShutdownMask = 3 };
@@ -78,6 +83,7 @@ class UnixDgramConn {
     long sndbuf = kUnixSndBuf;
     long rcvbuf = kUnixSndBuf;
     bool connected = true;   // unix_peer(sk) != NULL
+    bool passcred = false;   // SO_PASSCRED
     bool dead = false;       // released
   };
 
@@ -88,11 +94,15 @@ class UnixDgramConn {
   // refunds the writer's charge; returns the list and adds the writer's
   // write-space wakes to *wakes.
   Msg* unlink_queue_locked(int i, int* wakes) noexcept UEP_REQUIRES(mu_);
+  // Free messages and the files they carry: no lock held (a file's last
+  // put may run its release).
   static void free_list(Msg* m) noexcept;
+  static void free_msg(Msg* m) noexcept;
 
   core::SpinLock mu_{core::lock_class::kUnixDgramConn};  // leaf (8); guards side_
   Side side_[2] UEP_GUARDED_BY(mu_);
   const int type_;  // SOCK_DGRAM or SOCK_SEQPACKET
+  struct ucred peercred_ = {};  // SO_PEERCRED of both ends: the creator's pid, euid, egid (immutable)
   std::atomic<int> refs_{2};  // one per socket
   std::atomic<core::File*> file_[2] = {nullptr, nullptr};  // cleared on release
 };
@@ -128,7 +138,7 @@ class UnixDgramSocket final : public core::File {
   long fstat(struct stat* st) noexcept override;
   bool anon_inode() const noexcept override { return false; }
   bool has_fasync() const noexcept override { return true; }
-  void show_fdinfo(std::string& out) noexcept override { out += "scm_fds: 0\n"; }
+  void show_fdinfo(std::string& out) noexcept override;
   bool stream_state(core::StreamState* out) noexcept override;
 
   int type() const noexcept { return conn_->type_; }
@@ -139,12 +149,16 @@ class UnixDgramSocket final : public core::File {
  private:
   struct Taken;
   // One send of `total` bytes gathered from iov (unix_dgram_sendmsg after
-  // the address checks).
-  long send_msg(const struct iovec* iov, size_t n, size_t total) noexcept;
+  // the address checks), carrying scm's files and credentials (nullable;
+  // the message takes the files, released with it on failure).
+  long send_msg(const struct iovec* iov, size_t n, size_t total, ScmPayload* scm) noexcept;
   // One receive into iov (unix_dgram_recvmsg): the message's length with
   // MSG_TRUNC in flags, else the bytes copied; *msg_flags gets MSG_TRUNC
-  // when the message was longer than the buffer.
-  long recv_msg(const struct iovec* iov, size_t n, int flags, int* msg_flags) noexcept;
+  // when the message was longer than the buffer.  `scm` (nullable) gets the
+  // message's credentials and files (MSG_PEEK: new references); without
+  // it they are released with the message.
+  long recv_msg(const struct iovec* iov, size_t n, int flags, int* msg_flags, ScmRecv* scm) noexcept;
+  bool passcred() noexcept;
   // Takes (or with `peek` finds) the first message under mu_: 1, or a
   // pending error, 0 (seqpacket after RCV_SHUTDOWN), -EAGAIN.
   long take(bool peek, Taken* out, int* wakes) noexcept;

@@ -89,32 +89,35 @@ long UnixDgramSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
     conn_->mu_.unlock();
     if (e) return -e;
   }
-  if (msg->msg_controllen) {
-    // SCM_RIGHTS / SCM_CREDENTIALS: uepoll pairs carry bytes only.
-    std::fprintf(stderr, "uepoll: sendmsg with control data on a uepoll socket pair: not supported (EOPNOTSUPP)\n");
-    return -EOPNOTSUPP;
-  }
+  // unix_dgram_sendmsg: scm_send first, then MSG_OOB and the name.
+  ScmPayload scm;
+  if (long r = scm_send(msg, &scm)) return r;
   if (flags & MSG_OOB) return -EOPNOTSUPP;
   size_t total = 0;
   for (size_t i = 0; i < msg->msg_iovlen; ++i) total += msg->msg_iov[i].iov_len;
   core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, (flags & MSG_NOSIGNAL) != 0);
   if (msg->msg_namelen && !seqpacket) {  // seqpacket ignores the name
     if (long r = validate_unix_addr(static_cast<const struct sockaddr*>(msg->msg_name), msg->msg_namelen)) return r;
+    if (scm.has_files() || scm.creds().set) {
+      std::fprintf(stderr, "uepoll: sendmsg with control data from a uepoll socket pair to a named socket: not supported (EOPNOTSUPP)\n");
+      return -EOPNOTSUPP;
+    }
     return send_to_named(msg, flags, nonblocking());
   }
-  return send_msg(msg->msg_iov, msg->msg_iovlen, total);
+  return send_msg(msg->msg_iov, msg->msg_iovlen, total, &scm);
 }
 
 long UnixDgramSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
   if (flags & MSG_OOB) return -EOPNOTSUPP;   // sock_no_... for datagram sockets
   if (flags & MSG_ERRQUEUE) return -EAGAIN;  // unix sockets queue no errors
   core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, false);
-  int msg_flags = flags & MSG_CMSG_CLOEXEC;
-  const long r = recv_msg(msg->msg_iov, msg->msg_iovlen, flags, &msg_flags);
+  int msg_flags = 0;
+  ScmRecv scm(msg, flags);
+  const long r = recv_msg(msg->msg_iov, msg->msg_iovlen, flags, &msg_flags, &scm);
   if (r < 0) return r;
   msg->msg_namelen = 0;  // the peer is unnamed
-  msg->msg_controllen = 0;
-  msg->msg_flags = msg_flags;
+  scm.finish(passcred());  // msg_controllen, MSG_CTRUNC and MSG_CMSG_CLOEXEC
+  msg->msg_flags |= msg_flags;
   return r;
 }
 
@@ -167,8 +170,11 @@ long UnixDgramSocket::getsockopt(int level, int optname, void* optval, socklen_t
       return put_int_opt(AF_UNIX, optval, optlen);
     case SO_PROTOCOL:
     case SO_ACCEPTCONN:
-    case SO_PASSCRED:
       return put_int_opt(0, optval, optlen);
+    case SO_PASSCRED:
+      return put_int_opt(passcred() ? 1 : 0, optval, optlen);
+    case SO_PEERCRED:
+      return put_peercred(conn_->peercred_, optval, optlen);
     case SO_ERROR: {
       conn_->mu_.lock();
       const int e = conn_->side_[me_].err;
@@ -194,6 +200,12 @@ long UnixDgramSocket::setsockopt(int level, int optname, const void* optval, soc
   int val;
   if (const long e = unix_setsockopt_int(level, optname, optval, optlen, &val)) return e;
   switch (optname) {
+    case SO_PASSCRED: {
+      conn_->mu_.lock();
+      conn_->side_[me_].passcred = val != 0;
+      conn_->mu_.unlock();
+      return 0;
+    }
     case SO_SNDBUF: {
       // min_t(u32, val, wmem_max), doubled, at least SOCK_MIN_SNDBUF; then
       // sk_write_space.

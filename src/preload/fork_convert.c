@@ -165,16 +165,34 @@ static int kernel_passable(struct msghdr *m, int *out, int max) {
   return n;
 }
 
+/* The buffer of one receive's control messages: its credentials and as many
+ * descriptors as one message carries (SCM_MAX_FD). */
+enum { kMaxFd = 253 };
+union rights_buf {
+  char b[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(kMaxFd * sizeof(int))];
+  struct cmsghdr align;
+};
+
+/* Makes w carry fds[0..nfds) as one SCM_RIGHTS message in ctl (none when
+ * nfds is 0). */
+static void put_rights(struct msghdr *w, union rights_buf *ctl, const int *fds, int nfds) {
+  if (!nfds) return;
+  w->msg_control = ctl->b;
+  w->msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+  struct cmsghdr *c = CMSG_FIRSTHDR(w);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+  memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+}
+
 /* move_queued for a socket: each receive ends where Linux's does (after
  * bytes that carried files), and its files go with those bytes through the
  * kernel peer k. */
 static int move_queued_socket(int u, int k) {
-  enum { kChunk = 65536, kMaxFd = 253 };
+  enum { kChunk = 65536 };
   char *buf = malloc(kChunk);
-  union {
-    char b[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(kMaxFd * sizeof(int))];
-    struct cmsghdr align;
-  } ctl;
+  union rights_buf ctl;
   int fds[kMaxFd];
   if (!buf) return -1;
   int rc = 0;
@@ -190,15 +208,7 @@ static int move_queued_socket(int u, int k) {
     while (off < (size_t)r) {
       struct iovec out = {buf + off, (size_t)r - off};
       struct msghdr w = {.msg_iov = &out, .msg_iovlen = 1};
-      if (nfds && off == 0) {
-        w.msg_control = ctl.b;
-        w.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&w);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-      }
+      if (off == 0) put_rights(&w, &ctl, fds, nfds);
       ssize_t s = UEP_PL_REAL(sendmsg)(k, &w, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (s < 0 && errno == EINTR) continue;
       if (s <= 0) {
@@ -216,16 +226,26 @@ static int move_queued_socket(int u, int k) {
 
 /* Moves the n messages queued at uepoll descriptor u of a datagram or
  * seqpacket pair to kernel descriptor k, one send per message (boundaries
- * and zero-length messages kept). */
+ * and zero-length messages kept, each with the descriptors it carries). */
 static int move_messages(int u, long n, int k) {
   enum { kMax = 1 << 23 }; /* above any sk_sndbuf (2 * wmem_max) a message can fill */
   char *buf = malloc(kMax);
+  union rights_buf ctl;
+  int fds[kMaxFd];
   if (!buf) return -1;
   int rc = 0;
   for (long i = 0; i < n; ++i) {
-    ssize_t r = uep_recv(u, buf, kMax, MSG_DONTWAIT);
+    struct iovec iov = {buf, kMax};
+    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b};
+    ssize_t r = uep_recvmsg(u, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (r < 0) break; /* another thread took them, or an error is pending */
-    if (UEP_PL_REAL(send)(k, buf, (size_t)r, MSG_DONTWAIT) != r) {
+    const int nfds = m.msg_controllen ? kernel_passable(&m, fds, kMaxFd) : 0;
+    struct iovec out = {buf, (size_t)r};
+    struct msghdr w = {.msg_iov = &out, .msg_iovlen = 1};
+    put_rights(&w, &ctl, fds, nfds);
+    const ssize_t s = UEP_PL_REAL(sendmsg)(k, &w, MSG_DONTWAIT);
+    for (int j = 0; j < nfds; ++j) drop_number(fds[j]);
+    if (s != r) {
       rc = -1;
       break;
     }

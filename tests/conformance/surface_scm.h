@@ -8,7 +8,9 @@
 
 #include "conformance/surface_harness.h"
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace conf::scm {
@@ -101,7 +103,8 @@ class Scm {
     std::string line = "recvmsg(" + t_.n(s) + "," + std::to_string(len) + ",ctl " + std::to_string(space) + "," +
                        desc + ") = " + (errno = e, t_.res(r));
     if (r >= 0) {
-      line += " [" + std::string(b.data(), static_cast<size_t>(r)) + "] flags=" + msg_flags_str(m.msg_flags) +
+      const size_t got = static_cast<size_t>(r) < len ? static_cast<size_t>(r) : len;  // MSG_TRUNC: r > len
+      line += " [" + std::string(b.data(), got) + "] flags=" + msg_flags_str(m.msg_flags) +
               " controllen=" + std::to_string(m.msg_controllen);
       for (struct cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) line += " " + cmsg_str(c, lowk, lowu, numbers);
     }
@@ -194,6 +197,51 @@ inline void kread(ST& t, int fd, size_t n) {
 inline void kwrite(ST& t, int fd, const char* s) {
   errno = 0;
   t.rec("kwrite(" + t.n(fd) + ")", ::write(fd, s, strlen(s)));
+}
+
+// getsockopt(SO_PEERCRED) of fd, full length and then 4 bytes.
+inline void log_peercred(ST& t, int fd) {
+  struct ucred uc = {};
+  socklen_t len = sizeof uc;
+  errno = 0;
+  const int r = t.sa.getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len);
+  t.log("getsockopt(SO_PEERCRED) = " + t.res(r) + " len=" + std::to_string(len) +
+        (uc.pid == getpid() ? " pid=self" : " pid=other") + " uid=" + std::to_string(uc.uid) +
+        " gid=" + std::to_string(uc.gid));
+  len = 4;
+  t.rec("getsockopt(SO_PEERCRED,len 4)", t.sa.getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len));
+}
+
+// Closing a socket with unread messages releases their files; bytes a
+// sender queued before it closed stay readable with their files.  Pairs
+// from make_pair (nonblocking).
+inline void close_releases_in_flight(ST& t, const std::function<std::pair<int, int>()>& make_pair) {
+  Scm m(t);
+  auto [kr, kw] = kernel_pipe(t);
+  auto [pr, pw] = t.pipe(O_NONBLOCK);
+  {
+    auto [a, b] = make_pair();
+    m.send_fds(a, 1, {kw, pw});
+    m.send_fds(b, 1, {kw});
+    t.close(b);
+    t.close(a);
+  }
+  {
+    auto [a, b] = make_pair();
+    m.send_fds(a, 1, {kw});
+    t.close(a);
+    m.recv(b, 8, 64, 0, "0");
+    for (int fd : m.last()) kclose(t, fd);
+    m.recv(b, 8, 64, 0, "0");
+    m.send_fds(b, 1, {kw}, 'm', MSG_NOSIGNAL);
+    t.close(b);
+  }
+  t.close(pw);
+  t.read(pr, 8);
+  kclose(t, kw);
+  kread(t, kr, 8);
+  kclose(t, kr);
+  t.close(pr);
 }
 
 }  // namespace conf::scm

@@ -19,17 +19,7 @@ TEST(SurfaceScm, Credentials) {
     Scm m(t);
     auto [a, b] = t.unix_stream(SOCK_NONBLOCK);
     t.getsockopt_int(b, SOL_SOCKET, SO_PASSCRED, "SO_PASSCRED");
-    {
-      struct ucred uc = {};
-      socklen_t len = sizeof uc;
-      errno = 0;
-      const int r = t.sa.getsockopt(a, SOL_SOCKET, SO_PEERCRED, &uc, &len);
-      t.log("getsockopt(SO_PEERCRED) = " + t.res(r) + " len=" + std::to_string(len) +
-            (uc.pid == getpid() ? " pid=self" : " pid=other") + " uid=" + std::to_string(uc.uid) +
-            " gid=" + std::to_string(uc.gid));
-      len = 4;
-      t.rec("getsockopt(SO_PEERCRED,len 4)", t.sa.getsockopt(a, SOL_SOCKET, SO_PEERCRED, &uc, &len));
-    }
+    log_peercred(t, a);
     t.send(a, 1, 0, "0", 'n');  // queued before SO_PASSCRED: no credentials
     int one = 1;
     t.rec("setsockopt(SO_PASSCRED,1)", t.sa.setsockopt(b, SOL_SOCKET, SO_PASSCRED, &one, sizeof one));

@@ -234,33 +234,7 @@ TEST(SurfaceScm, StreamBoundaries) {
 // Closing a socket with unread messages releases their files; so does
 // closing the pair with the message still queued.
 TEST(SurfaceScm, CloseReleasesInFlight) {
-  conf::surface_differential([](ST& t) {
-    Scm m(t);
-    auto [kr, kw] = kernel_pipe(t);
-    auto [pr, pw] = t.pipe(O_NONBLOCK);
-    {
-      auto [a, b] = t.unix_stream(SOCK_NONBLOCK);
-      m.send_fds(a, 1, {kw, pw});
-      m.send_fds(b, 1, {kw});
-      t.close(b);
-      t.close(a);
-    }
-    {
-      auto [a, b] = t.unix_stream(SOCK_NONBLOCK);
-      m.send_fds(a, 1, {kw});
-      t.close(a);  // the message stays readable
-      m.recv(b, 8, 64, 0, "0");
-      for (int fd : m.last()) kclose(t, fd);
-      m.send_fds(b, 1, {kw}, 'm', MSG_NOSIGNAL);
-      t.close(b);
-    }
-    t.close(pw);
-    t.read(pr, 8);
-    kclose(t, kw);
-    kread(t, kr, 8);
-    kclose(t, kr);
-    t.close(pr);
-  });
+  conf::surface_differential([](ST& t) { close_releases_in_flight(t, [&t] { return t.unix_stream(SOCK_NONBLOCK); }); });
 }
 
 }  // namespace

@@ -1,0 +1,177 @@
+// surface_scm_dgram_test.cpp - control messages on AF_UNIX datagram and
+// seqpacket pairs, Linux vs uepoll (surface_harness.h, surface_scm.h):
+// SCM_RIGHTS per message (uepoll and kernel descriptors, MSG_PEEK,
+// MSG_TRUNC, a short or missing control buffer, read(), MSG_CMSG_CLOEXEC,
+// the errors of the control data before the queue's), files released with
+// unread messages, SO_PASSCRED and SCM_CREDENTIALS, SO_PEERCRED.  Every
+// scenario runs once per type.
+//
+// Not compared: the sender's address.  Linux autobinds a sender with
+// SO_PASSCRED (unix_dgram_sendmsg), so its getsockname and the receiver's
+// msg_namelen then name an abstract address; uepoll's pair stays unnamed
+// (docs/linux-deviations.md).
+#include "conformance/surface_scm.h"
+
+namespace {
+
+using conf::ST;
+using namespace conf::scm;  // NOLINT: the scenarios' helpers
+
+constexpr int kTypes[] = {SOCK_DGRAM, SOCK_SEQPACKET};
+
+std::pair<int, int> pair_of(ST& t, int type) {
+  return t.socketpair(AF_UNIX, type | SOCK_NONBLOCK, 0,
+                      type == SOCK_DGRAM ? "AF_UNIX,SOCK_DGRAM|NONBLOCK,0" : "AF_UNIX,SOCK_SEQPACKET|NONBLOCK,0");
+}
+
+void close_all(ST& t, const std::vector<int>& fds) {
+  for (int fd : fds) kclose(t, fd);
+}
+
+TEST(SurfaceScmDgram, RightsPerMessage) {
+  conf::surface_differential([](ST& t) {
+    for (int type : kTypes) {
+      Scm m(t);
+      auto [a, b] = pair_of(t, type);
+      auto [pr, pw] = t.pipe(O_NONBLOCK);  // uepoll's own on the uepoll side
+      auto [kr, kw] = kernel_pipe(t);
+      // A uepoll pipe end works after the sender closed its own; the
+      // message after it carries none.
+      m.send_fds(a, 3, {pw}, 'p');
+      t.send(a, 2, 0, "0", 'q');
+      t.close(pw);
+      m.recv(b, 8, CMSG_SPACE(4 * sizeof(int)), 0, "0", true);
+      const int pw2 = m.last().empty() ? -1 : m.last()[0];
+      t.write(pw2, "hi", 2);
+      t.read(pr, 8);
+      t.close(pw2);
+      t.read(pr, 8);  // EOF: the in-flight reference is gone too
+      m.recv(b, 8, CMSG_SPACE(4 * sizeof(int)), 0, "0");
+      // Kernel descriptors, MSG_PEEK (new descriptors each time, the
+      // message stays), then the receive, with MSG_CMSG_CLOEXEC.
+      m.send_fds(a, 4, {kw, kw}, 'k');
+      m.recv(b, 8, 64, MSG_PEEK, "PEEK", true);
+      close_all(t, m.last());
+      m.recv(b, 2, 64, MSG_PEEK | MSG_TRUNC, "PEEK|TRUNC");
+      close_all(t, m.last());
+      m.recv(b, 2, 64, MSG_CMSG_CLOEXEC, "CMSG_CLOEXEC");  // truncated: the rest of the message is lost
+      const std::vector<int> got = m.last();
+      for (int fd : got) kwrite(t, fd, "k");
+      kread(t, kr, 8);
+      close_all(t, got);
+      // A control buffer with room for one of three; none at all; read().
+      m.send_fds(a, 1, {kw, kw, kw});
+      m.recv(b, 8, CMSG_SPACE(sizeof(int)), 0, "0");
+      close_all(t, m.last());
+      m.send_fds(a, 1, {kw});
+      m.recv(b, 8, -1, 0, "0");
+      m.send_fds(a, 1, {kw});
+      m.recv(b, 8, 4, 0, "0");
+      m.send_fds(a, 1, {kw});
+      t.read(b, 8);
+      m.send_fds(a, 0, {kw});  // a zero-length message carries files too
+      m.recv(b, 8, 64, 0, "0");
+      close_all(t, m.last());
+      kclose(t, kw);
+      kread(t, kr, 8);  // EOF: every copy in flight was closed
+      // The socket pair itself and an epoll instance, in one message.
+      const int ep = t.epoll_create1(0);
+      m.send_fds(b, 3, {a, ep});
+      m.recv(a, 8, CMSG_SPACE(4 * sizeof(int)), 0, "0");
+      for (int fd : m.last()) t.close(fd);
+      t.close(ep);
+      kclose(t, kr);
+      t.close(pr);
+      t.close(a);
+      t.close(b);
+    }
+  });
+}
+
+// The control data is parsed before anything else is checked (scm_send
+// comes first in unix_dgram_sendmsg), and a send that fails releases the
+// files it took.
+TEST(SurfaceScmDgram, SendErrors) {
+  conf::surface_differential([](ST& t) {
+    for (int type : kTypes) {
+      Scm m(t);
+      auto [a, b] = pair_of(t, type);
+      auto [kr, kw] = kernel_pipe(t);
+      m.send_fds(a, 1, {-1});
+      m.send_fds(a, 1, {kw, 987654});
+      m.send_fds(a, 1, std::vector<int>(254, kw));
+      m.send_fds(a, 1, {-1}, 'm', MSG_OOB);
+      m.send_fds(a, 1, {kw}, 'm', MSG_OOB);
+      m.send_fds(a, 300000, {kw});  // EMSGSIZE
+      t.shutdown(a, SHUT_WR);
+      m.send_fds(a, 1, {-1}, 'm', MSG_NOSIGNAL);
+      m.send_fds(a, 1, {kw}, 'm', MSG_NOSIGNAL);
+      m.recv(b, 8, 64, 0, "0");
+      kclose(t, kw);
+      kread(t, kr, 8);
+      kclose(t, kr);
+      t.close(a);
+      t.close(b);
+    }
+  });
+}
+
+// Closing a socket with unread messages releases their files; a message
+// queued by a sender that has gone stays readable with its files.
+TEST(SurfaceScmDgram, CloseReleasesInFlight) {
+  conf::surface_differential([](ST& t) {
+    for (int type : kTypes) close_releases_in_flight(t, [&t, type] { return pair_of(t, type); });
+  });
+}
+
+TEST(SurfaceScmDgram, Credentials) {
+  conf::surface_differential([](ST& t) {
+    for (int type : kTypes) {
+      Scm m(t);
+      auto [a, b] = pair_of(t, type);
+      t.getsockopt_int(b, SOL_SOCKET, SO_PASSCRED, "SO_PASSCRED");
+      log_peercred(t, a);
+      t.send(a, 1, 0, "0", 'n');  // queued before SO_PASSCRED: no credentials
+      int one = 1;
+      t.rec("setsockopt(SO_PASSCRED,1)", t.sa.setsockopt(b, SOL_SOCKET, SO_PASSCRED, &one, sizeof one));
+      t.getsockopt_int(b, SOL_SOCKET, SO_PASSCRED, "SO_PASSCRED");
+      t.send(a, 1, 0, "0", 'y');
+      m.recv(b, 8, 64, 0, "0");
+      m.recv(b, 8, 64, 0, "0");
+      m.recv(b, 8, -1, MSG_DONTWAIT, "DONTWAIT");  // nothing queued: EAGAIN
+      t.send(a, 1, 0, "0", 'z');
+      m.recv(b, 8, -1, 0, "0");  // no buffer: MSG_CTRUNC
+      t.send(a, 1, 0, "0", 'w');
+      m.recv(b, 8, 8, 0, "0");  // too short for the credentials
+      {
+        Ctl c;
+        c.creds(getpid(), getuid(), getgid());
+        m.send(a, 1, &c, "CREDENTIALS(self)", 'c');
+      }
+      {
+        Ctl c;
+        c.creds(getpid(), getuid(), getgid());
+        c.rights({b});
+        m.send(a, 1, &c, "CREDENTIALS(self)+RIGHTS[b]", 'r');
+      }
+      m.recv(b, 8, 64, MSG_PEEK, "PEEK");
+      m.recv(b, 8, 64, 0, "0");
+      m.recv(b, 8, 64, 0, "0");
+      for (int fd : m.last()) t.close(fd);
+      // SO_PASSCRED on the sender only: its messages carry credentials
+      // (maybe_add_creds looks at both ends), which the receiver reports
+      // once its own SO_PASSCRED is on.
+      int zero = 0;
+      t.rec("setsockopt(b,SO_PASSCRED,0)", t.sa.setsockopt(b, SOL_SOCKET, SO_PASSCRED, &zero, sizeof zero));
+      t.rec("setsockopt(a,SO_PASSCRED,1)", t.sa.setsockopt(a, SOL_SOCKET, SO_PASSCRED, &one, sizeof one));
+      t.send(a, 1, 0, "0", 'v');
+      m.recv(b, 8, 64, MSG_PEEK, "PEEK");
+      t.rec("setsockopt(b,SO_PASSCRED,1)", t.sa.setsockopt(b, SOL_SOCKET, SO_PASSCRED, &one, sizeof one));
+      m.recv(b, 8, 64, 0, "0");
+      t.close(a);
+      t.close(b);
+    }
+  });
+}
+
+}  // namespace
