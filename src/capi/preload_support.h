@@ -43,6 +43,11 @@ UEP_EXPORT int uep__own_fd(int fd);
  * (core::park_high); returns its number. */
 UEP_EXPORT int uep__park_fd_high(int fd);
 UEP_EXPORT int uep__next_own_fd(int from);
+/* Holds / gives back the window in which uepoll raises the descriptor soft
+ * limit to park a descriptor above it (core::own_fds_hold): the preload
+ * holds it while libc makes a child (posix_spawn, popen, system). */
+UEP_EXPORT void uep__own_fds_hold(void);
+UEP_EXPORT void uep__own_fds_release(void);
 
 /* Descriptor passing over uepoll socket pairs under the preload
  * (objects/unix_scm.h).  resolve(n): the descriptor a number the program

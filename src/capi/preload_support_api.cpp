@@ -67,6 +67,8 @@ extern "C" void uep__set_fasync_fd(int fd, int shown) {
 extern "C" int uep__own_fd(int fd) { return uepoll::core::is_own(fd) ? 1 : 0; }
 extern "C" int uep__next_own_fd(int from) { return uepoll::core::next_own(from); }
 extern "C" int uep__park_fd_high(int fd) { return uepoll::core::park_high(fd); }
+extern "C" void uep__own_fds_hold(void) { uepoll::core::own_fds_hold(); }
+extern "C" void uep__own_fds_release(void) { uepoll::core::own_fds_release(); }
 
 namespace {
 // The preload's hooks; relaxed: set once by its constructor, before the

@@ -15,6 +15,8 @@
 #include "core/fork.h"
 
 #include "core/fork_gate.h"
+#include "core/internal_call.h"
+#include "core/own_fds.h"
 #include "core/vclock.h"
 #include "core/vcond.h"
 
@@ -24,7 +26,10 @@ namespace uepoll::core {
 
 namespace {
 
+// Each handler's libc calls are uepoll's own (core/internal_call.h): under
+// the preload a kernel timer rebuilt in the child is a kernel timer.
 void prepare() {
+  InternalCalls internal;
   fork_gate_prepare();
   vclock::fork_prepare();
   objects::timers_fork_prepare();
@@ -32,9 +37,12 @@ void prepare() {
   epoll::item_cache_fork_prepare();  // the leaves in lock_order.h's order (9.0-9.3)
   reclaim::fork_prepare();
   waiters_fork_prepare();
+  own_fds_hold();  // last: no child inherits a raised descriptor limit
 }
 
 void parent() {
+  InternalCalls internal;
+  own_fds_release();
   waiters_fork_parent();
   reclaim::fork_parent();
   epoll::item_cache_fork_parent();
@@ -45,6 +53,8 @@ void parent() {
 }
 
 void child() {
+  InternalCalls internal;
+  own_fds_release();
   fork_gate_child();
   vclock::fork_child();
   vcond::fork_child();

@@ -6,8 +6,11 @@
 // thread holds or takes a uepoll lock until the gate opens), then the
 // process-wide mutexes whose lists must be whole in the child: the timer
 // registry, the descriptor table, the reclamation registry, the item free
-// list, the waiter pool.  After fork, the parent releases them in reverse
-// order and opens the gate.  The child resets the gate, then each module
+// list, the waiter pool, and last the window in which a park raises the
+// descriptor soft limit (core/own_fds.h), so that the child gets the
+// program's limit.  After fork, the parent releases them in reverse
+// order and opens the gate.  Each handler's libc calls are uepoll's own
+// (core/internal_call.h): under the preload they reach the kernel.  The child resets the gate, then each module
 // gives the child state of its own and releases its mutex:
 //   waiters      every existing ThreadWaiter is the parent's (shared kernel
 //                eventfd and epoll): marked dead, closed in the child; the

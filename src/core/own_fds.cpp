@@ -1,11 +1,13 @@
 // own_fds.cpp - uepoll's own kernel descriptors moved high and recorded
-// (see own_fds.h).  Locks: none.
+// (see own_fds.h).  Locks: none; the raise window (g_window) is a flag
+// taken without waiting, except by fork and spawn (own_fds_hold).
 #include "core/own_fds.h"
 
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -18,17 +20,87 @@ namespace {
 // any other thread (under its own synchronization); the preload asks about
 // numbers a program names, which it cannot have got from uepoll.
 constinit std::atomic<uint64_t> g_bits[kTopCap / 64] = {};
-// Where park_high's walk starts (0: the top): every number from here to the
-// top was taken when it was last tried.  Relaxed: only a hint, each F_DUPFD
-// is atomic in the kernel.
-constinit std::atomic<int> g_start{0};
+// Where each walk starts (0: the top): every number from there to the top
+// was taken when it was last tried.  Relaxed: only hints, each F_DUPFD is
+// atomic in the kernel.
+constinit std::atomic<int> g_start{0};       // below the soft limit
+constinit std::atomic<int> g_start_high{0};  // above it
+// The raise window (park_above): held by the one thread whose park has the
+// soft limit raised, and across fork() (fork_prepare .. fork_parent/child)
+// and the preload's posix_spawn, so that no child is made with the raised
+// limit.  Acquire on taking pairs with the release on giving it back.
+constinit std::atomic<bool> g_window{false};
 
-// min(RLIMIT_NOFILE soft limit, kTopCap).
-int top() noexcept {
+struct Limits {
+  int soft;   // min(soft limit, kTopCap)
+  int top;    // min(hard limit, kTopCap): soft <= top
+  rlim_t hard;
+};
+
+Limits limits() noexcept {
   rlimit rl{};
-  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < static_cast<rlim_t>(kTopCap))
-    return static_cast<int>(rl.rlim_cur);
-  return kTopCap;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return {kTopCap, kTopCap, RLIM_INFINITY};
+  auto cap = [](rlim_t v) {
+    return v == RLIM_INFINITY || v >= static_cast<rlim_t>(kTopCap) ? kTopCap : static_cast<int>(v);
+  };
+  return {cap(rl.rlim_cur), cap(rl.rlim_max), rl.rlim_max};
+}
+
+bool try_window() noexcept { return !g_window.exchange(true, std::memory_order_acquire); }
+// A park waits a little for a fork or another park to leave the window,
+// never without bound: it may run in a signal handler that interrupted
+// the window's holder.
+bool wait_window() noexcept {
+  for (int i = 0; i < 256; ++i) {
+    if (try_window()) return true;
+    ::sched_yield();
+  }
+  return false;
+}
+void leave_window() noexcept { g_window.store(false, std::memory_order_release); }
+
+// F_DUPFD_CLOEXEC walk down from hint (or top - 1) to above `floor`: the
+// number fd now lives at (fd closed), or -1 (fd untouched).  F_DUPFD gives
+// the lowest free number >= c: a hole left above c by a closed own
+// descriptor first, else c itself; EMFILE says everything from c up is
+// taken: one lower.
+int walk_down(int fd, int floor, int top, std::atomic<int>& hint) noexcept {
+  int c = hint.load(std::memory_order_relaxed);
+  if (c <= floor || c >= top) c = top - 1;
+  for (; c > floor; --c) {
+    const int n = ::fcntl(fd, F_DUPFD_CLOEXEC, c);
+    if (n >= 0 && n < top) {
+      ::close(fd);
+      hint.store(c, std::memory_order_relaxed);
+      return n;
+    }
+    if (n >= 0) {
+      ::close(n);
+    } else if (errno != EMFILE) {
+      break;  // EINVAL: the limit fell below c meanwhile
+    }
+  }
+  return -1;
+}
+
+// Above the soft limit, where a program's dup2 gets EBADF and no
+// allocation of its reaches: the soft limit raised to `top` for the walk,
+// then put back (a value the program set meanwhile is kept).  -1 when the
+// window is busy or prlimit is refused (a seccomp filter, say).
+int park_above(int fd, const Limits& l) noexcept {
+  if (!wait_window()) return -1;
+  rlimit raised{static_cast<rlim_t>(l.top), l.hard};
+  rlimit old{};
+  if (::prlimit(0, RLIMIT_NOFILE, &raised, &old) != 0) {
+    leave_window();
+    return -1;
+  }
+  const int n = walk_down(fd, l.soft - 1, l.top, g_start_high);
+  rlimit now{};
+  if (::prlimit(0, RLIMIT_NOFILE, &old, &now) == 0 && (now.rlim_cur != raised.rlim_cur || now.rlim_max != raised.rlim_max))
+    (void)::prlimit(0, RLIMIT_NOFILE, &now, nullptr);  // the program's own setrlimit in the window
+  leave_window();
+  return n;
 }
 
 }  // namespace
@@ -60,33 +132,14 @@ int next_own(int from) noexcept {
 
 int park_high(int fd) noexcept {
   if (fd < 0) return fd;
-  const int t = top();
-  int c = g_start.load(std::memory_order_relaxed);
-  if (c <= 0 || c >= t) c = t - 1;
   const int saved = errno;
-  // F_DUPFD gives the lowest free number >= c: a hole left above c by a
-  // closed own descriptor first, else c itself.  EMFILE (or a number past
-  // a capped top) says everything from c up is taken: one lower.
-  for (; c > fd; --c) {
-    const int n = ::fcntl(fd, F_DUPFD_CLOEXEC, c);
-    if (n >= 0 && n < t) {
-      ::close(fd);
-      mark_own(n);
-      g_start.store(c, std::memory_order_relaxed);
-      errno = saved;
-      return n;
-    }
-    if (n >= 0) {
-      ::close(n);
-    } else if (errno == EINVAL && top() <= c) {  // the soft limit fell below c meanwhile
-      c = top();
-    } else if (errno != EMFILE) {
-      break;
-    }
-  }
+  const Limits l = limits();
+  int n = l.top > l.soft && fd < l.soft ? park_above(fd, l) : -1;
+  if (n < 0) n = walk_down(fd, fd, l.soft, g_start);
+  if (n < 0) n = fd;  // nothing free above fd: it stays
+  mark_own(n);
   errno = saved;
-  mark_own(fd);
-  return fd;
+  return n;
 }
 
 void close_own(int fd) noexcept {
@@ -94,5 +147,14 @@ void close_own(int fd) noexcept {
   forget_own(fd);
   ::close(fd);
 }
+
+void own_fds_hold() noexcept {
+  // A window lasts a few system calls; a holder never waits for anything.
+  for (unsigned i = 0; !try_window(); ++i) {
+    if (i > 64) ::sched_yield();
+  }
+}
+
+void own_fds_release() noexcept { leave_window(); }
 
 }  // namespace uepoll::core

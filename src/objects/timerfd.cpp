@@ -7,6 +7,7 @@
 #include "core/alloc.h"
 #include "core/block.h"
 #include "core/fork.h"
+#include "core/internal_call.h"
 #include "core/mutex.h"
 #include "core/own_fds.h"
 #include "fd/table.h"
@@ -167,6 +168,7 @@ class TimerService {
   };
 
   static void* thread_main(void* arg) {
+    core::InternalCalls internal;  // its libc calls are uepoll's own (core/internal_call.h)
     auto* start = static_cast<Start*>(arg);
     TimerService* service = start->service;
     sem_post(&start->up);  // `start` lives on the starter's stack: not used after this

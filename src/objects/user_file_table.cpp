@@ -4,6 +4,8 @@
 // thread's own std::mutex (a leaf: nothing is taken under it).
 #include "objects/user_file_table.h"
 
+#include "core/internal_call.h"
+
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -165,6 +167,7 @@ ReleaseQueue& queue() {
 }
 
 void* serve(void*) {
+  core::InternalCalls internal;  // its libc calls are uepoll's own (core/internal_call.h)
   ReleaseQueue& q = queue();
   for (;;) {
     ReleaseQueue::Node* n;

@@ -589,13 +589,18 @@ pid_t vfork(void) { return fork(); }
 
 /* popen() and system() spawn their child inside libc (posix_spawn's
  * internal entry): the child inherits what fork would show it, so the same
- * conversions come first. */
+ * conversions come first.  Each spawn holds uepoll's descriptor-limit
+ * window (core/own_fds.h), so that the child gets the program's limit;
+ * system() holds it until the command ends. */
 FILE *popen(const char *command, const char *mode) {
   if (!uep_pl_inside()) {
     convert_streams();
     uep_pl_convert_inherited_eventfds();
   }
-  return UEP_PL_REAL(popen)(command, mode);
+  uep__own_fds_hold();
+  FILE *f = UEP_PL_REAL(popen)(command, mode);
+  uep__own_fds_release();
+  return f;
 }
 
 int system(const char *command) {
@@ -603,7 +608,10 @@ int system(const char *command) {
     convert_streams();
     uep_pl_convert_inherited_eventfds();
   }
-  return UEP_PL_REAL(system)(command);
+  uep__own_fds_hold();
+  const int r = UEP_PL_REAL(system)(command);
+  uep__own_fds_release();
+  return r;
 }
 
 int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
@@ -612,7 +620,10 @@ int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *
     convert_streams();
     uep_pl_convert_inherited_eventfds(); /* the child shares them (eventfd_convert.c) */
   }
-  return UEP_PL_REAL(posix_spawn)(pid, path, actions, attr, argv, envp);
+  uep__own_fds_hold();
+  const int r = UEP_PL_REAL(posix_spawn)(pid, path, actions, attr, argv, envp);
+  uep__own_fds_release();
+  return r;
 }
 
 int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
@@ -621,5 +632,8 @@ int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t 
     convert_streams();
     uep_pl_convert_inherited_eventfds(); /* the child shares them (eventfd_convert.c) */
   }
-  return UEP_PL_REAL(posix_spawnp)(pid, file, actions, attr, argv, envp);
+  uep__own_fds_hold();
+  const int r = UEP_PL_REAL(posix_spawnp)(pid, file, actions, attr, argv, envp);
+  uep__own_fds_release();
+  return r;
 }

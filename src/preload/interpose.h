@@ -13,7 +13,10 @@
  * eventfds and epolls, kernel timerfds, fstat templates) are not turned into
  * uepoll objects again. */
 extern __thread int uep_pl_depth;
-static inline int uep_pl_inside(void) { return uep_pl_depth > 0; }
+/* > 0 while the library makes calls for itself outside an interposer: its
+ * fork handlers and its own threads (core/internal_call.h). */
+extern __thread int uep__internal_depth;
+static inline int uep_pl_inside(void) { return uep_pl_depth > 0 || uep__internal_depth > 0; }
 #define UEP_PL_ENTER() (++uep_pl_depth)
 #define UEP_PL_LEAVE() (--uep_pl_depth)
 
@@ -23,6 +26,9 @@ extern int uep_pl_vt_mode;
 /* interpose_own.c: 1 if fd is one of uepoll's own kernel descriptors and
  * the caller is the program (not uepoll); close_range that skips them. */
 int uep_pl_own(int fd);
+/* The errno of a dup2/dup3 onto own number n: EBADF at or past the soft
+ * RLIMIT_NOFILE, else EBUSY. */
+int uep_pl_own_target_errno(int n);
 int uep_pl_close_range_sparing(unsigned first, unsigned last, int flags);
 /* interpose_kinds.c: a kernel object of the type and open mode of the
  * uepoll object shown as fd (-1 with errno if none); fstatfs on it. */

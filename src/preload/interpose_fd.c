@@ -346,14 +346,18 @@ int dup3(int oldfd, int newfd, int flags) {
     uep_pl_convert_stream(oldfd);
   /* uepoll's own descriptors (interpose_own.c): not open for the program
    * (EBADF, after Linux's flag and same-number checks), and not to be
-   * replaced (EBUSY). */
+   * replaced (EBADF past the soft limit, as Linux answers there, else
+   * EBUSY). */
   if (uep_pl_own(oldfd) && !(flags & ~O_CLOEXEC) && oldfd != newfd) {
     errno = EBADF;
     return -1;
   }
-  if (uep_pl_own(newfd) && oldfd != newfd && !(flags & ~O_CLOEXEC) && fcntl(oldfd, F_GETFD) >= 0) {
-    errno = EBUSY;
-    return -1;
+  if (uep_pl_own(newfd) && oldfd != newfd && !(flags & ~O_CLOEXEC)) {
+    const int e = uep_pl_own_target_errno(newfd);
+    if (e == EBADF || fcntl(oldfd, F_GETFD) >= 0) {
+      errno = e;
+      return -1;
+    }
   }
   int uo = uep_pl_map(oldfd);
   if (!uo) {

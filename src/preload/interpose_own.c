@@ -13,9 +13,12 @@
  *   - close_range(first, last, flags), closefrom(first): every other number
  *     in the range is closed (or marked close-on-exec), the own ones are
  *     skipped (they are close-on-exec already);
- *   - dup2/dup3 onto n: EBUSY, Linux's answer when the target number is
- *     being installed by another thread, since uepoll cannot hand the
- *     number over (docs/linux-deviations.md).
+ *   - dup2/dup3 onto n: EBADF where n is at or past the soft
+ *     RLIMIT_NOFILE (where uepoll parks its descriptors when the hard
+ *     limit leaves room: Linux's answer for such a number); below it,
+ *     EBUSY, Linux's answer when the target number is being installed by
+ *     another thread, since uepoll cannot hand the number over
+ *     (docs/linux-deviations.md).
  * uepoll's own calls (inside an interposer, uep_pl_inside()) are not
  * filtered.  Locks: none.
  */
@@ -26,12 +29,21 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "preload/interpose.h"
 
 int uep_pl_own(int fd) { return !uep_pl_inside() && uep__own_fd(fd); }
+
+int uep_pl_own_target_errno(int n) {
+  struct rlimit rl;
+  uep__own_fds_hold(); /* the program's limit, not one a park raised */
+  const int r = getrlimit(RLIMIT_NOFILE, &rl);
+  uep__own_fds_release();
+  return r == 0 && rl.rlim_cur != RLIM_INFINITY && (rlim_t)n >= rl.rlim_cur ? EBADF : EBUSY;
+}
 
 /* close_range(first, last, flags) through the kernel, skipping own
  * descriptors; Linux's checks (flags, first > last) come from the kernel. */
