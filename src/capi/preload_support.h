@@ -49,6 +49,11 @@ UEP_EXPORT int uep__next_own_fd(int from);
 UEP_EXPORT void uep__own_fds_hold(void);
 UEP_EXPORT void uep__own_fds_release(void);
 
+/* The calling thread's waits that reached a sleeping system call so far
+ * (core::thread_sleeps): the tests' way to tell a wait that slept from one
+ * that spun. */
+UEP_EXPORT unsigned long long uep__thread_sleeps(void);
+
 /* Descriptor passing over uepoll socket pairs under the preload
  * (objects/unix_scm.h).  resolve(n): the descriptor a number the program
  * named in SCM_RIGHTS stands for (the uepoll descriptor it shows, or n

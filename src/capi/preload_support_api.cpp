@@ -11,6 +11,7 @@
 
 #include "core/file.h"
 #include "core/own_fds.h"
+#include "core/waiter.h"
 #include "fd/table.h"
 #include "objects/unix_scm.h"
 
@@ -69,6 +70,7 @@ extern "C" int uep__next_own_fd(int from) { return uepoll::core::next_own(from);
 extern "C" int uep__park_fd_high(int fd) { return uepoll::core::park_high(fd); }
 extern "C" void uep__own_fds_hold(void) { uepoll::core::own_fds_hold(); }
 extern "C" void uep__own_fds_release(void) { uepoll::core::own_fds_release(); }
+extern "C" unsigned long long uep__thread_sleeps(void) { return uepoll::core::thread_sleeps(); }
 
 namespace {
 // The preload's hooks; relaxed: set once by its constructor, before the

@@ -37,6 +37,8 @@ ThreadWaiter* g_pool UEP_GUARDED_BY(g_pool_mutex) = nullptr;  // linked by pool_
 ThreadWaiter* g_all UEP_GUARDED_BY(g_pool_mutex) = nullptr;   // linked by all_next_
 
 thread_local ThreadWaiter* tls_waiter = nullptr;
+// This thread's waits that reached a sleeping system call (thread_sleeps).
+thread_local uint64_t tls_sleeps = 0;
 
 // Kicks that found their sleeper asleep while this thread held a SpinLock:
 // the eventfd write (a system call) waits until the thread's last SpinLock
@@ -233,6 +235,7 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
       rel.tv_nsec = nsec;
       relp = vsleep.active() ? nullptr : &rel;  // virtual time: the clock kicks at the deadline
     }
+    ++tls_sleeps;
     if (n_extra == 0 && kep_ >= 0 && have_epoll_pwait2()) {
       epoll_event ev;
       int r = ::epoll_pwait2(kep_, &ev, 1, relp, mask);
@@ -326,6 +329,7 @@ int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
     // (signalfd_notify runs before the sender wakes the thread), so
     // epoll_pwait2 returns the event and puts every signal back to blocked:
     // the signal is still pending when we look at it below.
+    ++tls_sleeps;
     const int r = ::epoll_pwait2(rkep_, evs, 2, nullptr, mask);
     const int saved_errno = errno;
     sleeping_.store(false, std::memory_order_relaxed);
@@ -443,6 +447,9 @@ bool have_epoll_pwait2() noexcept {
   }();
   return have;
 }
+
+void note_sleep() noexcept { ++tls_sleeps; }
+uint64_t thread_sleeps() noexcept { return tls_sleeps; }
 
 int deliver_unblocked(const sigset_t* mask) noexcept {
   static const timespec zero{0, 0};

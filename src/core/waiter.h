@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <csignal>
 #include <ctime>
 
@@ -185,6 +186,12 @@ bool deadline_passed(const timespec& d) noexcept;
 // handler ran, else 0.  One system call (ppoll of no descriptors, timeout
 // 0, with `mask`); takes no lock and must be called with none held.
 int deliver_unblocked(const sigset_t* mask) noexcept;
+
+// Counts the calling thread's waits that reached a sleeping system call
+// (ThreadWaiter's and the direct kernel sleep's, epoll/kernel_watch_direct.cpp):
+// tests tell a wait that slept from one that spun.  Thread-local, no lock.
+void note_sleep() noexcept;
+uint64_t thread_sleeps() noexcept;
 // True when the kernel has epoll_pwait2 (Linux 5.11; qemu-user and older
 // kernels answer ENOSYS).  Probed once; the sleeps that use it fall back to
 // ppoll without it.

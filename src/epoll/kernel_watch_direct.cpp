@@ -214,6 +214,7 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     if (sec >= 0) rel = timespec{sec, nsec};
     relp = &rel;
   }
+  core::note_sleep();
   int r = relp ? ::epoll_pwait2(shadow_, evs, maxevents, relp, mask) : ::epoll_pwait(shadow_, evs, maxevents, -1, mask);
   // Linux ep_poll checks signal_pending() (after the ready list) before
   // every sleep, also one whose time is already up; epoll_pwait2 with a
