@@ -5,8 +5,8 @@
 // uep__set_scm_hooks: the preload's numbering of passed descriptors
 // (objects/unix_scm.h).
 //
-// Locks: the end's wait-queue lock (6) to look for blocked callers, then,
-// for a socket, its connection's leaf lock (8); never both at once.
+// Locks: the end's wait-queue lock (11) to look for blocked callers, then,
+// for a socket, its connection's leaf lock (14); never both at once.
 #include "capi/preload_support.h"
 
 #include "core/file.h"

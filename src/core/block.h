@@ -29,7 +29,7 @@
 // The entry lives in the waiter's memory (ScopedEntry), not on the stack:
 // a forked child reuses the stacks of the parent's other threads.
 //
-// Locks: takes wq (level 6); block_on's op runs under it and must not take
+// Locks: takes wq (level 11); block_on's op runs under it and must not take
 // lower levels; block_on_unlocked's op runs with no uepoll lock.  Never
 // holds a lock while sleeping.
 #pragma once

@@ -47,7 +47,7 @@ void File::put() noexcept {
   // per-thread caches): handlers meanwhile queue their work (core/deferred.h).
   NoReentry section;
   // lock_order.h "Releases": never under a SpinLock; may run under scan
-  // mutexes (5), which the checker then leaves out of its comparisons.
+  // mutexes (9), which the checker then leaves out of its comparisons.
   lockdep_assert_no_spin("the release of a file");
   lockdep_release_begin();
   epoll::release_file(this);  // Linux: eventpoll_release() in __fput()

@@ -9,7 +9,7 @@
 // pipe end telling its peer it is gone; (3) the memory is retired through
 // core/reclaim.h, because a lock-free fd lookup may still be looking at it.
 //
-// Locks: none of its own.  wq_ (level 6) is both the readiness wait queue
+// Locks: none of its own.  wq_ (level 11) is both the readiness wait queue
 // and the object's state lock.  Objects call wq_.wake_locked(key) with the
 // EPOLL* bits that changed, exactly where Linux calls wake_up_*_poll().
 #pragma once

@@ -27,7 +27,7 @@
 // Locks: the hooks take the mutexes named above, in that order, after the
 // gate.  Requirement on the gate (core/fork_gate.h): it must count these
 // mutexes as uepoll locks, or at least let a thread that holds the timer
-// registry take its wait-queue lock (6) -- the timer service does that, and
+// registry take its wait-queue lock (11) -- the timer service does that, and
 // stopping it at the gate with the registry held would deadlock prepare.
 // The other four are leaves: their holders never wait for a gated lock.
 #pragma once

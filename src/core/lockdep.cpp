@@ -37,19 +37,14 @@ thread_local LockdepState tls_lockdep;
   std::abort();
 }
 
-// A level as numbered in lock_order.h ("4", "7.5"); the class level is ten
-// times that.
+// A level as numbered in lock_order.h: the class level is ten times that
+// (plus a leaf mutex's place among the leaves, which is not printed).
 struct Level {
   char s[8];
-  explicit Level(const LockClass* c) {
-    if (c->level % 10)
-      std::snprintf(s, sizeof s, "%d.%d", c->level / 10, c->level % 10);
-    else
-      std::snprintf(s, sizeof s, "%d", c->level / 10);
-  }
+  explicit Level(const LockClass* c) { std::snprintf(s, sizeof s, "%d", c->level / 10); }
 };
 
-// "<what>: acquiring 'A' (level 4) while holding 'B' (level 8)".
+// "<what>: acquiring 'A' (level 6) while holding 'B' (level 14)".
 [[noreturn]] void die2(const char* what, const char* verb, const LockClass* a, const char* rel, const LockClass* b) {
   char buf[512];
   std::snprintf(buf, sizeof buf, "uepoll lockdep: %s: %s '%s' (level %s) %s '%s' (level %s)\n", what, verb, a->name,

@@ -10,11 +10,11 @@
 //   * a class marked `nests` taken on another instance (one nesting level
 //     further down), at most kMaxLockNesting deep;
 //   * inside a file release (lockdep_release_begin/end, core/file.cpp): the
-//     scan mutexes (5) and the nested-poll mutex (4.5) held when the release
+//     scan mutexes (9) and the nested-poll mutex (8) held when the release
 //     began are not compared (lock_order.h, "Releases");
 //   * in a signal handler that interrupted its own thread inside uepoll
 //     (SignalFrame, core/deferred.h): the interrupted locks are not compared,
-//     but only leaf locks (8) may be taken, and never one the thread holds.
+//     but only leaf locks (14) may be taken, and never one the thread holds.
 // A violation prints both locks (names and levels) and aborts.  It also
 // checks "no allocation and no user-memory copy under a SpinLock"
 // (lockdep_assert_no_spin, called by core::raw_alloc and the copy sites).

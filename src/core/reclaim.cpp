@@ -9,7 +9,7 @@
 // exchange on the slot), retire's load of E, the advance, a reader's
 // publication and its load of the slot are one total order.
 //
-// Locks: g_registry_mutex (a leaf, 9) for record registration and the
+// Locks: g_registry_mutex (a leaf, 15) for record registration and the
 // orphan list.
 #include "core/reclaim.h"
 

@@ -1,5 +1,5 @@
 // spinlock.h - SpinLock: the short, non-sleeping lock used for wait queues,
-// ready lists and object leaf state (levels 6, 7, 7.5 and 8 of
+// ready lists and object leaf state (levels 11, 12, 13 and 14 of
 // core/lock_order.h).  Test-and-test-and-set; a waiter backs off with the
 // bounded policy of core/backoff.h (pause, sched_yield, short sleeps).
 //

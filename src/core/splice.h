@@ -5,7 +5,7 @@
 //
 // What it owns: KernelSink's system calls on a kernel descriptor.  Locks:
 // none (a KernelSink is called with no uepoll SpinLock held; a socket's
-// splice_read holds its iolock_, level 5.5, across push()).
+// splice_read holds its iolock_, level 10, across push()).
 #pragma once
 
 #include <cstddef>

@@ -1,7 +1,7 @@
 // vclock.cpp - the virtual clock (see vclock.h): mode, time, timer list,
 // sleepers and automatic mode's quiescence check.
-// Locks: g_mutex (level 0.4 of core/lock_order.h) around every change; under
-// it, timer callbacks take wait-queue locks (6) and sleepers' eventfds are
+// Locks: g_mutex (level 1 of core/lock_order.h) around every change; under
+// it, timer callbacks take wait-queue locks (11) and sleepers' eventfds are
 // written.  No other uepoll lock is held when it is taken.
 #include "core/vclock.h"
 

@@ -11,11 +11,11 @@
 // while the clock is on, with its deadline.  known/blocked count the
 // threads automatic mode waits for.
 //
-// Locks.  One Mutex, g_mutex (level 0.4 of core/lock_order.h: taken with no
+// Locks.  One Mutex, g_mutex (level 1 of core/lock_order.h: taken with no
 // uepoll lock held), guards the timer list, every Timer's fields, the
 // cancel list, the sleepers and the counts (and serialized mode's records:
 // core/vclock_serial.h); a timer's fire callback runs under it and may
-// take a wait-queue lock (6) to deliver the expiry, and sleepers are kicked
+// take a wait-queue lock (11) to deliver the expiry, and sleepers are kicked
 // under it (an eventfd write).  The time is an atomic written under the
 // mutex and read without it.
 #pragma once

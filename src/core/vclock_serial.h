@@ -16,7 +16,7 @@
 // scheduler.
 //
 // Locks.  Everything here is guarded by the clock's mutex (vclock::g_mutex,
-// level 0.4); a thread waiting for its turn releases it and sleeps on its
+// level 1); a thread waiting for its turn releases it and sleeps on its
 // futex word (no lock held).
 #pragma once
 

@@ -1,5 +1,5 @@
 // waiter.cpp - ThreadWaiter: eventfd + ppoll sleeping, Dekker-style kick.
-// Locks: the waiter pool mutex (a leaf, 9), when a thread takes or returns
+// Locks: the waiter pool mutex (a leaf, 15), when a thread takes or returns
 // its waiter.
 #include "core/waiter.h"
 

@@ -2,8 +2,8 @@
 // space.  Every pollable file owns one; an epoll instance owns a second for
 // its epoll_wait sleepers.
 //
-// Locks: WaitQueue::lock_ (level 6 of core/lock_order.h; an instance's
-// waiters_ queue is constructed with its own class, 7.5).  The lock is also
+// Locks: WaitQueue::lock_ (level 11 of core/lock_order.h; an instance's
+// waiters_ queue is constructed with its own class, 13).  The lock is also
 // the owning object's state lock: objects change their state and call
 // wake_locked() while holding it, so a poll that takes the lock sees either
 // the old state without the wakeup or the new state.

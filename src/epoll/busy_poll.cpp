@@ -19,7 +19,7 @@
 // while it is reduced one wait in 64 probes with the whole usecs (an event
 // then restores it at once).  So busy_poll_usecs is the most a wait spins.
 //
-// Locks: ready_lock_ (7), try_lock only, held for one read.
+// Locks: ready_lock_ (12), try_lock only, held for one read.
 #include "core/cpu_relax.h"
 #include "core/tuning.h"
 #include "core/vclock.h"

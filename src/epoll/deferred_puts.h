@@ -2,10 +2,10 @@
 // readiness scan (instance_wait.cpp, instance_poll.cpp) after its scan
 // mutex is released.
 //
-// Locks: none of its own.  put() is called with the scan mutex (5) held and
+// Locks: none of its own.  put() is called with the scan mutex (9) held and
 // no SpinLock; a reference that turns out to be the last one is kept and
 // dropped by the destructor, which runs after the scan mutex's guard (it is
-// declared first): a release takes shard locks (4), which a thread holding
+// declared first): a release takes shard locks (6), which a thread holding
 // a scan mutex must not take in general (core/lock_order.h, "Releases").
 #pragma once
 

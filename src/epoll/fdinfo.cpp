@@ -4,7 +4,7 @@
 // instance_file.cpp), and an instance's registration rows.  Fields that
 // name kernel objects take uepoll's own values: mnt_id 0, ino the file id,
 // sdev 0.
-// Locks: an instance's shard locks (4), one at a time.
+// Locks: an instance's shard locks (6), one at a time.
 #include "epoll/fdinfo.h"
 
 #include "epoll/instance.h"

@@ -1,6 +1,6 @@
 // fdinfo.h - /proc/self/fdinfo/FD text for uepoll files (beyond Linux,
 // issue 10) and the structured list of an instance's registrations.
-// Locks: an instance's shard locks (4), one at a time (for_each_item).
+// Locks: an instance's shard locks (6), one at a time (for_each_item).
 #pragma once
 
 #include "core/file.h"

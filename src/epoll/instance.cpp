@@ -7,10 +7,10 @@
 //   instance_wait.cpp   epoll_wait and the harvest (ep_poll, ep_send_events)
 //   instance_poll.cpp   the instance polled as a file (nesting)
 //
-// Locks (core/lock_order.h): the teardown takes each shard lock (4) in turn
-// and, through detach_locked, target files' wait-queue locks (6) and
-// ready_lock_ (7); debug_dump takes the shard locks one at a time, then
-// scan_mutex_ (5) and ready_lock_ (7).  Nothing is allocated under a
+// Locks (core/lock_order.h): the teardown takes each shard lock (6) in turn
+// and, through detach_locked, target files' wait-queue locks (11) and
+// ready_lock_ (12); debug_dump takes the shard locks one at a time, then
+// scan_mutex_ (9) and ready_lock_ (12).  Nothing is allocated under a
 // SpinLock.
 #include "epoll/instance.h"
 

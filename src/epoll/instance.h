@@ -7,9 +7,9 @@
 // (`waiters_`, Linux's ep->wq), and through File::wq() the queue that
 // parents and poll() callers watch (Linux's ep->poll_wait).
 //
-// Locks it takes (numbers from core/lock_order.h): its shard locks (4), its
-// scan_mutex_ (5), its ready_lock_ (7), waiters_' lock (7.5, inside 7), target
-// files' wait-queue locks (6, never with 7 held), and for nested children
+// Locks it takes (numbers from core/lock_order.h): its shard locks (6), its
+// scan_mutex_ (9), its ready_lock_ (12), waiters_' lock (13, inside 12), target
+// files' wait-queue locks (11, never with 12 held), and for nested children
 // the same classes one level down.  It never sleeps with a lock held.
 //
 // Lifetime: File::refs() counts descriptors and pins; struct_refs_ counts
@@ -156,7 +156,7 @@ class Instance final : public core::File {
   static constexpr uint32_t kSnapMax = 4;
 
   struct alignas(64) Shard {
-    core::Mutex mutex{core::lock_class::kShard};  // lock level 4
+    core::Mutex mutex{core::lock_class::kShard};  // lock level 6
     ItemIndex index UEP_GUARDED_BY(mutex);         // its items by (file, fd)
   };
   static constexpr int kShards = 16;
@@ -248,12 +248,12 @@ class Instance final : public core::File {
   int poll_unchanged(int depth) noexcept;
 
   Shard shards_[kShards];
-  alignas(64) core::Mutex scan_mutex_{core::lock_class::kScan};  // lock level 5 (Linux ep->mtx for harvests)
-  core::Mutex ctl_mutex_{core::lock_class::kCtl};  // lock level 3, only with concurrent_ctl off
-  alignas(64) core::SpinLock ready_lock_{core::lock_class::kReady};  // lock level 7 (Linux ep->lock)
+  alignas(64) core::Mutex scan_mutex_{core::lock_class::kScan};  // lock level 9 (Linux ep->mtx for harvests)
+  core::Mutex ctl_mutex_{core::lock_class::kCtl};  // lock level 5, only with concurrent_ctl off
+  alignas(64) core::SpinLock ready_lock_{core::lock_class::kReady};  // lock level 12 (Linux ep->lock)
   ListLink rdllist_ UEP_GUARDED_BY(ready_lock_);
   Item* ovflist_ UEP_GUARDED_BY(ready_lock_) = kOvfInactive;
-  core::WaitQueue waiters_{core::lock_class::kWaiters};  // epoll_wait sleepers (Linux ep->wq), 7.5
+  core::WaitQueue waiters_{core::lock_class::kWaiters};  // epoll_wait sleepers (Linux ep->wq), 13
   // The sleeper that wake_one_waiter_locked() kicked last, until it is
   // running again and has taken ready_lock_ after its sleep (Instance::wait
   // clears it there, before its harvest).  While it is set, and its thread

@@ -2,14 +2,14 @@
 // ep_remove), beyond Linux UEP_EPOLL_CTL_DISABLE, and the removal of an
 // item whose file is being released.
 //
-// Locks (core/lock_order.h), in order: the topology lock (1) and target
-// mutex (2) through topology::Guard (ADD of an instance, ADD into a watched
+// Locks (core/lock_order.h), in order: the topology lock (3) and target
+// mutex (4) through topology::Guard (ADD of an instance, ADD into a watched
 // instance unless its cached path profile passes, every ctl with rcu_ctl
-// off); ctl_mutex_ (3) only with concurrent_ctl off; the key's shard lock
-// (4) for the whole operation; under it the target file's wait-queue lock
-// (6) to link or unlink the item, ready_lock_ (7) to queue it or take it
+// off); ctl_mutex_ (5) only with concurrent_ctl off; the key's shard lock
+// (6) for the whole operation; under it the target file's wait-queue lock
+// (11) to link or unlink the item, ready_lock_ (12) to queue it or take it
 // off the ready list, and for a nesting ADD a child's KernelWatch::mu_
-// (4.2).  The target file is
+// (7).  The target file is
 // polled under the shard lock only (a child's poll takes its scan mutex).
 // Leaf references gathered by a topology walk are dropped after the
 // topology lock is released (a last put may run user code).
@@ -68,7 +68,7 @@ topology::Mode first_add_mode(Instance* ep, bool target_is_ep) noexcept {
 
 // Links a new item on its target file's wait queue (Linux ep_ptable_queue_proc).
 // With `alone` (kCached), only if no other instance watches the file:
-// false, and nothing linked, otherwise.  Locks: the file's wait-queue lock (6).
+// false, and nothing linked, otherwise.  Locks: the file's wait-queue lock (11).
 bool link_to_file(Item* it, core::File* tf, uint32_t events, bool alone) noexcept {
   tf->wq().lock();
   if (alone && tf->watchers.load(std::memory_order_relaxed) != 0) {
@@ -311,7 +311,7 @@ int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANAL
 // The batch's run: what CtlLocks takes per command, taken once.  Every
 // shard the run's keys hash to is locked before the first command runs,
 // in index order (the order any two shard locks of one instance are taken
-// in: lock_order.h, level 4), so each command runs under its key's shard
+// in: lock_order.h, level 6), so each command runs under its key's shard
 // lock as mod()/del()/disable() would, and in the run's order, which keeps
 // duplicate targets and the stop after a failure exact.  The lock checker
 // sees the lowest shard (a lock of class kShard); the others are taken

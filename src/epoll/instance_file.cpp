@@ -3,7 +3,7 @@
 // (ep_eventpoll_ioctl / ep_eventpoll_bp_ioctl: EPIOCSPARAMS, EPIOCGPARAMS,
 // the contract in uepoll.h "beyond Linux") and the fdinfo lines
 // (ep_show_fdinfo), and the kernel descriptors a poll() over it sleeps on.
-// Locks: wq() (6) for sleep_fds; the shard locks (4), one at a time, for the fdinfo rows; none for
+// Locks: wq() (11) for sleep_fds; the shard locks (6), one at a time, for the fdinfo rows; none for
 // the ioctls (the parameters are relaxed atomics, busy_poll.h).
 #include "core/user_memory.h"
 #include "epoll/fdinfo.h"

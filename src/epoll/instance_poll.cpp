@@ -4,9 +4,9 @@
 // is truly ready.  Unready items the scan meets are dropped from the ready
 // list, as Linux's scan does.
 //
-// Locks (core/lock_order.h): the nested-poll mutex (4.5) only with the
-// lockless_nested_poll knob off; scan_mutex_ (5), nested parent before
-// child as the poll descends; ready_lock_ (7) around list steps only, never
+// Locks (core/lock_order.h): the nested-poll mutex (8) only with the
+// lockless_nested_poll knob off; scan_mutex_ (9), nested parent before
+// child as the poll descends; ready_lock_ (12) around list steps only, never
 // while polling an item's file.  Depth is bounded by EP_MAX_NESTS + 1.
 #include "epoll/instance.h"
 

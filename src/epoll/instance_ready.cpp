@@ -4,10 +4,10 @@
 // registered on target files (ep_poll_callback) and queue_ready (ADD and
 // MOD found the file ready).
 //
-// Locks (core/lock_order.h): ready_lock_ (7), and waiters_' lock (7.5)
+// Locks (core/lock_order.h): ready_lock_ (12), and waiters_' lock (13)
 // inside it to kick one epoll_wait sleeper.  The wake callback runs under
-// the target file's wait-queue lock (6) and takes the instance's own
-// wait-queue lock (6, nested one level up) after dropping ready_lock_, to
+// the target file's wait-queue lock (11) and takes the instance's own
+// wait-queue lock (11, nested one level up) after dropping ready_lock_, to
 // wake parents and poll() callers.  Nothing here sleeps, allocates or
 // copies user memory.
 #include "epoll/instance.h"

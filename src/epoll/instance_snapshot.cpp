@@ -6,10 +6,10 @@
 // waits".
 //
 // Locks (core/lock_order.h): the snapshot is written only under ready_lock_
-// (7) -- invalidated by every ready-list change, by MOD and by DISABLE, and
+// (12) -- invalidated by every ready-list change, by MOD and by DISABLE, and
 // published at the end of each scan (done_scan_locked) -- and read with no
 // lock at all, inside a reclaim::ReadGuard, as a seqlock.  The readers poll
-// target files (which may take their wait-queue locks, 6) with no lock held.
+// target files (which may take their wait-queue locks, 11) with no lock held.
 #include "epoll/instance.h"
 
 #include "core/reclaim.h"

@@ -2,10 +2,10 @@
 // harvest that copies events out (ep_send_events): each taken item is
 // re-polled, reported, and a level-triggered one requeued at the tail.
 //
-// Locks (core/lock_order.h): the nested-poll mutex (4.5) only with the
-// lockless_nested_poll knob off; scan_mutex_ (5) for the whole harvest;
-// ready_lock_ (7) around list steps only, never while polling a file or
-// copying to the caller; waiters_' lock (7.5) inside ready_lock_ to queue
+// Locks (core/lock_order.h): the nested-poll mutex (8) only with the
+// lockless_nested_poll knob off; scan_mutex_ (9) for the whole harvest;
+// ready_lock_ (12) around list steps only, never while polling a file or
+// copying to the caller; waiters_' lock (13) inside ready_lock_ to queue
 // and dequeue a sleeper.  No lock is held while sleeping or spinning.
 #include "epoll/instance.h"
 

@@ -1,5 +1,5 @@
 // item_cache.cpp - slab + per-thread cache for items (see item_cache.h).
-// Locks: the free list mutex (a leaf, 9), never under a SpinLock.
+// Locks: the free list mutex (a leaf, 15), never under a SpinLock.
 #include "epoll/item_cache.h"
 
 #include "core/alloc.h"
@@ -23,7 +23,7 @@ struct FreeNode {
   FreeNode* next;
 };
 
-core::Mutex g_free_mutex(core::lock_class::kItemCache);  // a leaf (9), never under a SpinLock
+core::Mutex g_free_mutex(core::lock_class::kItemCache);  // a leaf (15), never under a SpinLock
 FreeNode* g_free UEP_GUARDED_BY(g_free_mutex) = nullptr;
 long g_free_count UEP_GUARDED_BY(g_free_mutex) = 0;
 

@@ -7,7 +7,7 @@
 // every thread).  With it off, every item is a fresh malloc and every free
 // a free(): Linux's behaviour before the seed.
 //
-// Locks: the global free list's mutex (a leaf, 9), only when a thread cache
+// Locks: the global free list's mutex (a leaf, 15), only when a thread cache
 // under- or overflows, and never with a SpinLock held: item_alloc must not
 // be called under one; item_free may be called with any lock held (under a
 // SpinLock it lets the cache run over its bound instead of spilling).

@@ -48,12 +48,12 @@
 //   a hub edge read by a harvest or poll -> Instance::wq().wake(EPOLLIN)
 //     of the instance whose shadow it was (Linux ep_poll_safewake)
 //
-// Locks (core/lock_order.h): the topology lock (1, exclusive) around every
+// Locks (core/lock_order.h): the topology lock (3, exclusive) around every
 // change of the kernel-side topology (first kernel descriptor of a watched
-// instance, nesting, uep_epoll_kernel_fd); mu_ (per KernelWatch, level 4.2)
+// instance, nesting, uep_epoll_kernel_fd); mu_ (per KernelWatch, level 7)
 // around creating hub_ and kfd_; the registry mutex (a leaf) around the
-// id -> instance map; wait-queue locks (6) to find parents, to queue the
-// signal entry and to wake; the instance's ready_lock_ (7) to look at its
+// id -> instance map; wait-queue locks (11) to find parents, to queue the
+// signal entry and to wake; the instance's ready_lock_ (12) to look at its
 // ready list, to kick its sleepers and for the direct sleep's state; kick_mu_
 // (a leaf) around changes of kick_'s registration.  Kernel system calls are
 // made with at most core::Mutexes held, never a SpinLock.
@@ -193,21 +193,21 @@ class KernelWatch {
   const int shadow_;                          // immutable
   std::atomic<int> hub_{-1};                  // written once under mu_
   std::atomic<int> kfd_{-1};                  // written once under mu_
-  core::Mutex mu_{core::lock_class::kKernelWatch};  // lock level 4.2
+  core::Mutex mu_{core::lock_class::kKernelWatch};  // lock level 7
   std::atomic<core::ThreadWaiter*> signal_{nullptr};  // written once under mu_
   // The signal eventfd has been written since the last drain.  seq_cst:
   // the wake side's exchange pairs with maybe_drain's store (see there).
   std::atomic<bool> pending_{false};
   // ctl's ADD has put hub_ (when the instance has parents) into every
   // parent's hub (parent_hub); false after a failure, so the next ADD
-  // tries again.  Written under the topology lock (1); acquire/release
+  // tries again.  Written under the topology lock (3); acquire/release
   // pairs ctl's unlocked fast-path load with that store.
   std::atomic<bool> linked_{false};
   // Which kind a harvest takes first: flipped each time a harvest fills
   // the buffer, so neither kind can starve the other (relaxed: a hint).
   std::atomic<bool> kernel_first_{false};
 
-  // The direct sleep.  Guarded by the instance's ready_lock_ (7): ring_'s
+  // The direct sleep.  Guarded by the instance's ready_lock_ (12): ring_'s
   // queueing (with waiters_' lock), direct_'s writes, shadow_sleepers_,
   // ring_pending_, ring_gen_.  direct_ and rung_ are also read as relaxed
   // hints without it; the decisions are made again under the lock.

@@ -4,8 +4,8 @@
 // and by user-space events through the doorbell kick_ (see kernel_watch.h
 // for the protocol; docs/design.md section 8 for why no wakeup is lost).
 //
-// Locks: the instance's ready_lock_ (7) and waiters_' lock (7.5) for the
-// sleepers' bookkeeping; mu_ (4.2) then kick_mu_ (a leaf) to take kick_ out
+// Locks: the instance's ready_lock_ (12) and waiters_' lock (13) for the
+// sleepers' bookkeeping; mu_ (7) then kick_mu_ (a leaf) to take kick_ out
 // of shadow_; kick_mu_ alone to mask kick_ while poll() reads shadow_.
 // System calls only with no lock or core::Mutexes held.
 #include "epoll/instance.h"

@@ -1,8 +1,8 @@
 // release.cpp - Linux eventpoll_release_file(): when a file's last
 // reference goes, every item watching it is removed from its instance, one
-// at a time: found and unlinked under the file's wait-queue lock (6), then
+// at a time: found and unlinked under the file's wait-queue lock (11), then
 // removed from its instance under that instance's shard and ready locks
-// (4, 7).  The two steps never overlap, so the lock order holds.
+// (6, 12).  The two steps never overlap, so the lock order holds.
 #include "epoll/release.h"
 
 #include "core/file.h"

@@ -33,7 +33,7 @@ constexpr int kTargetMutexes = 64;
 // concurrent readers never write a shared line; a writer (an
 // instance-into-instance ADD, rare) raises `writer` and waits for every slot
 // to drain.  Beyond the 2026 seed, whose rwsem still bounces one counter
-// between readers.  It is one uepoll lock (level 1 of core/lock_order.h)
+// between readers.  It is one uepoll lock (level 3 of core/lock_order.h)
 // for the thread's lock count and the checker; writer_mutex_ is its
 // internal part, not a lock of its own.
 //

@@ -18,8 +18,8 @@
 //               falls back to kShared when it fails or when the target turns
 //               out to be watched by another instance already.
 //
-// Locks: Topology lock (level 1), target mutexes (level 2); the walks take
-// shard locks (4) and wait-queue locks (6) one at a time, never two at once.
+// Locks: Topology lock (level 3), target mutexes (level 4); the walks take
+// shard locks (6) and wait-queue locks (11) one at a time, never two at once.
 // The hot words (the lock, the generation stamp, each target mutex) sit on
 // cache lines of their own, checked by static_assert in topology.cpp.
 #pragma once
@@ -94,7 +94,7 @@ void edges_changed() noexcept;
 
 // Instances that watch `f` (items of theirs queued on f's wait queue),
 // appended to *out, each pinned with a struct reference (struct_get) the
-// caller must drop.  Takes f's wait-queue lock (6), allocates only outside
+// caller must drop.  Takes f's wait-queue lock (11), allocates only outside
 // it.  Returns their number, or -ENOMEM with nothing appended or pinned.
 long parents_of(core::File* f, std::vector<Instance*>* out) noexcept;
 

@@ -6,7 +6,7 @@
 // File::sleep_fds) plus the thread's waiter eventfd, so one sleep covers
 // both.
 //
-// Locks: each file's wait-queue lock (6), one at a time, to (un)queue the
+// Locks: each file's wait-queue lock (11), one at a time, to (un)queue the
 // poll entries.  Never sleeps with a lock held.
 #include "fd/poll.h"
 

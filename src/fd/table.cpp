@@ -1,5 +1,5 @@
 // table.cpp - descriptor table (see table.h).
-// Locks: the table mutex (a leaf, 9) for install/remove; lookups are
+// Locks: the table mutex (a leaf, 15) for install/remove; lookups are
 // lock-free, and so is remove_slot() (a signal handler's close).
 #include "fd/table.h"
 
@@ -29,7 +29,7 @@ using detail::g_chunks;
 using detail::kChunk;
 
 struct Table {
-  core::Mutex mutex{core::lock_class::kFdTable};  // install / remove / bitmap (a leaf, 9)
+  core::Mutex mutex{core::lock_class::kFdTable};  // install / remove / bitmap (a leaf, 15)
   std::vector<uint64_t> used UEP_GUARDED_BY(mutex);     // bit i: index i allocated
   std::vector<uint64_t> full UEP_GUARDED_BY(mutex);     // bit j: used[j] == ~0
   std::vector<uint64_t> cloexec UEP_GUARDED_BY(mutex);  // bit i: index i has FD_CLOEXEC

@@ -1,6 +1,6 @@
 // eventfd.cpp - EventFd (see eventfd.h).  Mirrors Linux fs/eventfd.c:
 // eventfd_read / eventfd_write / eventfd_poll / eventfd_release / do_eventfd.
-// Locks: wq() only (level 6), to wake and through core::block_on; none in a
+// Locks: wq() only (level 11), to wake and through core::block_on; none in a
 // signal handler that interrupted its own thread inside uepoll.
 #include "objects/eventfd.h"
 

@@ -21,7 +21,7 @@
 //   * every successful read wakes with EPOLLOUT (eventfd_read);
 //   * release wakes with EPOLLHUP (eventfd_release; nobody can be listening
 //     by then in uepoll, kept for fidelity).
-// Locks taken: only wq() (6), to wake.  Blocking read/write sleep through
+// Locks taken: only wq() (11), to wake.  Blocking read/write sleep through
 // core::block_on, never holding a lock.
 #pragma once
 

@@ -1,6 +1,6 @@
 // pipe.cpp - Pipe, PipeReader, PipeWriter (see pipe.h).  Mirrors Linux
 // fs/pipe.c (pipe_read, pipe_write, pipe_poll, pipe_release,
-// create_pipe_files).  Locks: Pipe::mu_ (leaf, 8), each end's wq() (6) for
+// create_pipe_files).  Locks: Pipe::mu_ (leaf, 14), each end's wq() (11) for
 // wakeups and through core::block_on; never both wq locks at once, never a
 // wake, an allocation or a copy of user memory with mu_ held.
 #include "objects/pipe.h"

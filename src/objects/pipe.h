@@ -17,9 +17,9 @@
 // write/read cycle allocates nothing.
 //
 // Locks.  Pipe::mu_ (a SpinLock, Linux's pipe->mutex) guards every field of
-// the ring.  It is a leaf (level 8 of core/lock_order.h): nothing is taken
+// the ring.  It is a leaf (level 14 of core/lock_order.h): nothing is taken
 // while it is held, and it may be taken with at most one wait-queue lock
-// (level 6) held (block_on's op); it is never held across a wake.  Neither
+// (level 11) held (block_on's op); it is never held across a wake.  Neither
 // user memory nor the allocator is touched under it: a write stages its
 // data outside the lock (a small write in a stack buffer, each page-sized
 // chunk in a page of its own, allocated outside the lock) and links or
@@ -152,7 +152,7 @@ class Pipe {
   void fasync_reader(int reason) noexcept;
   void fasync_writer(int reason) noexcept;
 
-  core::SpinLock mu_{core::lock_class::kPipe};  // leaf (8)
+  core::SpinLock mu_{core::lock_class::kPipe};  // leaf (14)
   Buf inline_bufs_[kPipeSlots];                  // the default ring (reached through bufs_)
   Buf* bufs_ UEP_GUARDED_BY(mu_) = inline_bufs_;  // ring_size_ entries
   unsigned ring_size_ UEP_GUARDED_BY(mu_) = kPipeSlots;  // a power of two

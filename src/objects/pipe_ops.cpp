@@ -2,7 +2,7 @@
 // (Linux fs/pipe.c pipe_ioctl, pipefifo_fops, pipe_fcntl; fs/fcntl.c
 // setfl for O_DIRECT and fasync): FIONREAD, fstat, F_GETPIPE_SZ /
 // F_SETPIPE_SZ (pipe_size.cpp), and what the preload's fork conversion reads.
-// Locks: the ring's mu_ (leaf, 8) for FIONREAD.
+// Locks: the ring's mu_ (leaf, 14) for FIONREAD.
 #include "core/user_memory.h"
 #include "objects/pipe.h"
 

@@ -1,6 +1,6 @@
 // pipe_size.cpp - the size of a pipe's ring: F_GETPIPE_SZ / F_SETPIPE_SZ
 // (Linux fs/pipe.c pipe_fcntl, pipe_set_size, round_pipe_size,
-// pipe_resize_ring).  Locks: Pipe::mu_ (leaf, 8) to read the size and to
+// pipe_resize_ring).  Locks: Pipe::mu_ (leaf, 14) to read the size and to
 // swap the ring; the new ring is allocated and the old one freed with no
 // lock held; the writers are woken after mu_ is released.
 #include "objects/pipe.h"

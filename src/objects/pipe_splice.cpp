@@ -10,7 +10,7 @@
 // takes part (a full pipe, a non-blocking socket) leaves the rest queued,
 // as Linux's pipe mutex does.
 //
-// Locks: Pipe::mu_ (leaf, 8), each end's wq() (6) through core::block_on
+// Locks: Pipe::mu_ (leaf, 14), each end's wq() (11) through core::block_on
 // and for wakeups; no lock held across a sink's write or a system call.
 #include "objects/pipe.h"
 

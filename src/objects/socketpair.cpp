@@ -1,6 +1,6 @@
 // socketpair.cpp - UnixConn and UnixSocket (see socketpair.h).  Mirrors
 // Linux net/unix/af_unix.c for SOCK_STREAM pairs.  Locks: a socket's
-// iolock_ (5.5, readers), UnixConn::mu_ (leaf, 8), each socket's wq() (6)
+// iolock_ (10, readers), UnixConn::mu_ (leaf, 14), each socket's wq() (11)
 // through core::block_on and for wakeups; never a wake, an allocation or a
 // copy of user memory with mu_ held, never two wq locks at once.
 #include "objects/socketpair.h"

@@ -18,7 +18,7 @@
 //
 // Locks.  UnixConn::mu_ (a SpinLock; Linux's unix_state_lock plus the
 // receive-queue lock of both sockets) guards everything in UnixConn.  It is
-// a leaf taken with at most one wait-queue lock (level 6) held (block_on's
+// a leaf taken with at most one wait-queue lock (level 11) held (block_on's
 // op); wakeups are issued after it is released, each under the target
 // socket's own wq lock.  The peer File is reached through an atomic pointer
 // that its on_release() clears, read inside a reclaim::ReadGuard.
@@ -95,7 +95,7 @@ class UnixConn {
   // Frees a list of skbs and releases the files they carry (no lock held).
   static void free_list(Skb* s) noexcept;
 
-  core::SpinLock mu_{core::lock_class::kUnixConn};  // leaf (8); guards side_
+  core::SpinLock mu_{core::lock_class::kUnixConn};  // leaf (14); guards side_
   Side side_[2] UEP_GUARDED_BY(mu_);
   std::atomic<int> refs_{2};   // one per socket
   std::atomic<core::File*> file_[2] = {nullptr, nullptr};  // cleared on release

@@ -1,6 +1,6 @@
 // timerfd.cpp - TimerFd and the timer service thread (see timerfd.h).
-// Locks: the service registry mutex (level 0.5 of core/lock_order.h: taken
-// with no uepoll lock held), TimerFd wq() (6) under it.  No kernel call under a wq lock; no lock held
+// Locks: the service registry mutex (level 2 of core/lock_order.h: taken
+// with no uepoll lock held), TimerFd wq() (11) under it.  No kernel call under a wq lock; no lock held
 // in epoll_wait.
 #include "objects/timerfd.h"
 
@@ -192,7 +192,7 @@ class TimerService {
     }
   }
 
-  // Level 0.5 of core/lock_order.h: taken with no uepoll lock held.
+  // Level 2 of core/lock_order.h: taken with no uepoll lock held.
   core::Mutex mu_{core::lock_class::kTimerRegistry};  // guards everything below
   int epfd_ = -1;               // kernel epoll of all kernel timerfds (set once under mu_)
   bool started_ UEP_GUARDED_BY(mu_) = false;

@@ -27,15 +27,14 @@
 // the virtual time (timerfd_virtual.cpp).  The wakeup path is the same
 // kernel_fired(), called by the clock when the timer expires.
 //
-// Locks.  The service's registry mutex (a std::mutex: the kernel-fd ->
-// TimerFd table and the kernel epoll's membership) is taken with no uepoll
-// lock held; under it the service takes a TimerFd's wq lock (level 6) to
-// wake it, so in core/lock_order.h terms it sits just above 6 and below
-// every lock a caller of timer functions could hold.  The service never
-// holds a lock while it waits in epoll_wait.  TimerFd::seq_ (the number of
-// service wakeups) is written under wq(); a blocking read sleeps through
-// core::block_on until seq_ moves.  Kernel calls are never made under a wq
-// lock.
+// Locks.  The service's registry mutex (a core::Mutex of class
+// kTimerRegistry, level 2 of core/lock_order.h: the kernel-fd -> TimerFd
+// table and the kernel epoll's membership) is taken with no uepoll lock
+// held; under it the service takes a TimerFd's wq lock (level 11) to wake
+// it.  The service never holds a lock while it waits in epoll_wait.
+// TimerFd::seq_ (the number of service wakeups) is written under wq(); a
+// blocking read sleeps through core::block_on until seq_ moves.  Kernel
+// calls are never made under a wq lock.
 #pragma once
 
 #include "core/file.h"

@@ -1,7 +1,7 @@
 // timerfd_virtual.cpp - TimerFd on the virtual clock (see timerfd.h): Linux
 // fs/timerfd.c's timerfd_ctx, computed on core/vclock.h's time.
-// Locks: vclock::g_mutex (0.4) around every access to the timer's state;
-// v_fire runs under it and takes the timer's wq lock (6) in kernel_fired().
+// Locks: vclock::g_mutex (1) around every access to the timer's state;
+// v_fire runs under it and takes the timer's wq lock (11) in kernel_fired().
 #include "core/user_memory.h"
 #include "core/vclock.h"
 #include "objects/timerfd.h"

@@ -1,6 +1,6 @@
 // unix_common.cpp - the type-independent answers of uepoll's AF_UNIX
 // socket pairs (objects/unix_common.h).  Locks: unix_wake takes the woken
-// socket's wq lock (6), nothing else.
+// socket's wq lock (11), nothing else.
 #include "objects/unix_common.h"
 
 #include "core/file.h"

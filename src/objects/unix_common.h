@@ -4,7 +4,7 @@
 // the wakeup keys, the default buffer size, and the socket-call answers that
 // do not depend on the type (an unnamed address, the inert boolean options).
 //
-// Locks: none, but unix_wake takes the woken socket's wq lock (6).
+// Locks: none, but unix_wake takes the woken socket's wq lock (11).
 #pragma once
 
 #include "core/alloc.h"

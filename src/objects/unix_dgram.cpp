@@ -1,8 +1,8 @@
 // unix_dgram.cpp - UnixDgramConn and UnixDgramSocket's queue, poll, send,
 // receive, shutdown and release (see unix_dgram.h).  Mirrors Linux
 // net/unix/af_unix.c for SOCK_DGRAM and SOCK_SEQPACKET pairs.  Locks: a
-// socket's iolock_ (5.5), UnixDgramConn::mu_ (leaf, 8), each socket's wq()
-// (6) through core::block_on and for wakeups; never a wake, an allocation
+// socket's iolock_ (10), UnixDgramConn::mu_ (leaf, 14), each socket's wq()
+// (11) through core::block_on and for wakeups; never a wake, an allocation
 // or a copy of user memory with mu_ held, never two wq locks at once.
 #include "objects/unix_dgram.h"
 

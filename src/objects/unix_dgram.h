@@ -25,11 +25,11 @@
 // SO_PASSCRED decides whether its credentials are written out.  Files of a
 // message that is purged, or read by read(), are released.
 //
-// Locks.  UnixDgramConn::mu_ (a SpinLock, level 8; Linux's unix_state_lock
+// Locks.  UnixDgramConn::mu_ (a SpinLock, level 14; Linux's unix_state_lock
 // plus both receive-queue locks) guards everything in UnixDgramConn.  A
-// leaf, taken with at most one wait-queue lock (6) held (block_on's op);
+// leaf, taken with at most one wait-queue lock (11) held (block_on's op);
 // wakeups are issued after it is released, under the target socket's own
-// wq lock.  A socket's iolock_ (5.5) is held by a receiver from taking a
+// wq lock.  A socket's iolock_ (10) is held by a receiver from taking a
 // message to copying it out (a MSG_PEEK copy reads a message still queued)
 // and by a purge of its own queue, never while sleeping.
 //
@@ -99,7 +99,7 @@ class UnixDgramConn {
   static void free_list(Msg* m) noexcept;
   static void free_msg(Msg* m) noexcept;
 
-  core::SpinLock mu_{core::lock_class::kUnixDgramConn};  // leaf (8); guards side_
+  core::SpinLock mu_{core::lock_class::kUnixDgramConn};  // leaf (14); guards side_
   Side side_[2] UEP_GUARDED_BY(mu_);
   const int type_;  // SOCK_DGRAM or SOCK_SEQPACKET
   struct ucred peercred_ = {};  // SO_PEERCRED of both ends: the creator's pid, euid, egid (immutable)

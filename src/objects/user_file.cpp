@@ -1,5 +1,5 @@
 // user_file.cpp - UserFile (see user_file.h).
-// Locks: wq() (6) only, never while user code runs.  Blocking read/write
+// Locks: wq() (11) only, never while user code runs.  Blocking read/write
 // sleep in core::block_on_unlocked with no lock held.
 #include "objects/user_file.h"
 

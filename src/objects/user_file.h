@@ -2,7 +2,7 @@
 // program's callbacks (uep_file_open; Linux: a driver's file_operations).
 //
 // The one rule that shapes it: user code never runs under a uepoll lock.
-// Instances call File::poll() under their shard (4) and scan (5) mutexes,
+// Instances call File::poll() under their shard (6) and scan (9) mutexes,
 // so UserFile::poll() does not call the user: it returns a cached mask, and
 // the user's poll is called (refresh()) only where uepoll holds nothing:
 // at open, in every uep_file_wake before the wakeup, and after every read
@@ -31,7 +31,7 @@
 //                argument to uep_file_wake after the close (it then does
 //                nothing: tryget fails once refs_ reached zero).
 //
-// Locks: wq() (6) only, to queue waiters and to wake; never held while
+// Locks: wq() (11) only, to queue waiters and to wake; never held while
 // user code runs.  poll() takes none (it is polled unpinned, like an
 // eventfd: File::poll_unpinned_ok).
 #pragma once

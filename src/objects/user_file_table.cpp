@@ -1,6 +1,6 @@
 // user_file_table.cpp - TableFile's mask, wakes, lifetime and the release
 // thread (user_file_table.h); the operations are user_file_table_ops.cpp.
-// Locks: wq() (6) to wake, never while provider code runs; the release
+// Locks: wq() (11) to wake, never while provider code runs; the release
 // thread's own std::mutex (a leaf: nothing is taken under it).
 #include "objects/user_file_table.h"
 

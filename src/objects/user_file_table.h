@@ -14,7 +14,7 @@
 //
 // Wakes never call the provider, never take its locks, never run release:
 // notify is a CAS on the word plus wq().wake_locked(key) under the
-// wait-queue spinlock (6), which may take the ready locks (7) of watching
+// wait-queue spinlock (11), which may take the ready locks (12) of watching
 // instances.  Those are leaves with respect to provider code, so a provider
 // may call it holding its own locks, from inside any operation, from any
 // thread.  `notifying_` counts the notifies in flight; on_release waits for

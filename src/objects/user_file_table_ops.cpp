@@ -3,7 +3,7 @@
 // blocking (wait, write_all), the pending error, SO_ERROR/SO_TYPE/
 // SO_DOMAIN/SO_PROTOCOL/SO_RCVTIMEO/SO_SNDTIMEO, and refreshes a pull
 // file's mask after every operation.
-// Locks: wq() (6) only, to queue and dequeue a blocked call's entry; never
+// Locks: wq() (11) only, to queue and dequeue a blocked call's entry; never
 // while provider code runs.
 #include "core/block.h"
 #include "core/sockopt.h"

@@ -42,7 +42,7 @@ TEST(LockdepDeathTest, OrderViolationNamesBothLocks) {
         pipe_lock.lock();
         shard.lock();
       },
-      "lock order violation: acquiring 'Instance shard lock' \\(level 4\\) while holding 'Pipe::mu_' \\(level 8\\)");
+      "lock order violation: acquiring 'Instance shard lock' \\(level 6\\) while holding 'Pipe::mu_' \\(level 14\\)");
 }
 
 TEST(LockdepDeathTest, WaitQueueUnderReadyLock) {
@@ -53,7 +53,7 @@ TEST(LockdepDeathTest, WaitQueueUnderReadyLock) {
         ready.lock();
         wq.lock();
       },
-      "acquiring 'WaitQueue::lock_' \\(level 6\\) while holding 'Instance::ready_lock_' \\(level 7\\)");
+      "acquiring 'WaitQueue::lock_' \\(level 11\\) while holding 'Instance::ready_lock_' \\(level 12\\)");
 }
 
 TEST(LockdepDeathTest, MutexUnderSpinLock) {
@@ -66,7 +66,7 @@ TEST(LockdepDeathTest, MutexUnderSpinLock) {
         scan.lock();
         (void)cache;
       },
-      "acquiring 'Instance::scan_mutex_' \\(level 5\\) while holding 'Instance::ready_lock_' \\(level 7\\)");
+      "acquiring 'Instance::scan_mutex_' \\(level 9\\) while holding 'Instance::ready_lock_' \\(level 12\\)");
 }
 
 TEST(LockdepDeathTest, AllocationUnderSpinLock) {
@@ -77,7 +77,7 @@ TEST(LockdepDeathTest, AllocationUnderSpinLock) {
         void* p = core::raw_alloc(16);
         core::raw_free(p);
       },
-      "core::raw_alloc under a SpinLock: 'Pipe::mu_' \\(level 8\\) is held");
+      "core::raw_alloc under a SpinLock: 'Pipe::mu_' \\(level 14\\) is held");
 }
 
 TEST(LockdepDeathTest, RecursiveSpinLock) {
