@@ -119,6 +119,12 @@
 // Outside this order: libuepoll-preload.so's init and warning mutexes
 // (src/preload/, std::mutex: the preload uses only the public API) are
 // leaves taken with no uepoll lock held and call no uepoll function.
+// The own-descriptor window (core/own_fds.cpp, an atomic flag) is a leaf
+// too: held for the few system calls of a park (no lock taken under it),
+// tried for a bounded while by a park that may hold any lock above (it
+// falls back rather than wait), and waited for by fork()'s prepare handler
+// after every lock the handler takes and by the preload's spawns with no
+// uepoll lock held.
 //
 // SpinLocks (11, 12, 13, 14) are never held across a blocking call, and no
 // system call, allocation or copy of user memory is made under them: a
