@@ -1,12 +1,14 @@
 // scenario_util.h - helpers shared by the scenario families (scenarios_*.cpp):
 // descriptors owned by one run (Fds), checked epoll_ctl and eventfd writes,
-// budgets and thread lists from the options, the Linux descriptor room.
+// budgets and thread lists from the options, the Linux descriptor room, timed
+// worker threads.
 // Takes no lock; nothing here measures.
 #pragma once
 
 #include "harness.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -125,6 +127,18 @@ inline long linux_fd_room() {
     if (fcntl(fd, F_GETFD) != -1) ++open_now;
   long room = static_cast<long>(rl.rlim_cur) - open_now - 64;
   return room > 0 ? room : 0;
+}
+
+// Runs count(i) on n threads (run_threads) with the backend's knob off
+// (KnobGuard, for "uepoll-off") and returns the operations per second over
+// all of them (throughput_sample); count(i) returns the operations thread i
+// made.  Rethrows what a thread threw, after all are joined.
+inline Sample timed_workers(const Backend& b, int n, const std::function<uint64_t(int)>& count) {
+  std::vector<uint64_t> done(n, 0);
+  KnobGuard knob(b);
+  double cpu = 0;
+  double secs = run_threads(n, [&](int i) { done[i] = count(i); }, &cpu);
+  return throughput_sample(done, secs, cpu);
 }
 
 // ADD then DEL of fd on ep until the budget is spent, kBatch pairs between

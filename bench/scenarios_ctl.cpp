@@ -45,13 +45,7 @@ RunFn ctl_pairs(const Backend& b, bool nested, int workers, Budget bud) {
         ctl(b, top, EPOLL_CTL_ADD, ep[i], EPOLLIN);
       }
     }
-    std::vector<uint64_t> done(workers, 0);
-    KnobGuard knob(b);
-    double cpu = 0;
-    double secs = run_threads(workers, [&](int i) {
-      done[i] = ctl_pair_loop(b, use, ep[i], efd[i]);
-    }, &cpu);
-    return throughput_sample(done, secs, cpu);
+    return timed_workers(b, workers, [&](int i) { return ctl_pair_loop(b, use, ep[i], efd[i]); });
   };
 }
 
@@ -195,13 +189,7 @@ RunFn shared_ctl(const Backend& b, int threads, Budget bud) {
     int ep = fds.epoll();
     std::vector<int> efd(threads);
     for (int i = 0; i < threads; ++i) efd[i] = fds.eventfd();
-    std::vector<uint64_t> done(threads, 0);
-    KnobGuard knob(b);
-    double cpu = 0;
-    double secs = run_threads(threads, [&](int i) {
-      done[i] = ctl_pair_loop(b, use, ep, efd[i]);
-    }, &cpu);
-    return throughput_sample(done, secs, cpu);
+    return timed_workers(b, threads, [&](int i) { return ctl_pair_loop(b, use, ep, efd[i]); });
   };
 }
 

@@ -43,10 +43,7 @@ RunFn nested_wait(const Backend& b, bool shared, int threads, Budget bud) {
       ctl(b, mid, EPOLL_CTL_ADD, efd, EPOLLIN);
       ctl(b, top[i], EPOLL_CTL_ADD, mid, EPOLLIN);
     }
-    std::vector<uint64_t> done(threads, 0);
-    KnobGuard knob(b);
-    double cpu = 0;
-    double secs = run_threads(threads, [&](int i) {
+    return timed_workers(b, threads, [&](int i) {
       Stopper st(use);
       int ep = top[shared ? 0 : i];
       const Api& a = *b;
@@ -62,9 +59,8 @@ RunFn nested_wait(const Backend& b, bool shared, int threads, Budget bud) {
         }
         n += kBatch;
       }
-      done[i] = n;
-    }, &cpu);
-    return throughput_sample(done, secs, cpu);
+      return n;
+    });
   };
 }
 

@@ -1,7 +1,8 @@
 /*
  * lwip_provider.h - what the parts of the lwIP provider share
  * (providers/lwip/): the socket record, the event lock, the wire
- * (lwip_wire.c), and the helpers of
+ * (lwip_wire.c), the TAP link (lwip_tap.c), what the two links share
+ * (lwip_link.c), and the helpers of
  * lwip_stack.c (the stack, its loopback netif, netconn events, readiness)
  * that lwip_sock.c (the socket operations) uses.
  *
@@ -27,6 +28,7 @@
 
 #include <lwip/api.h>
 #include <lwip/ip4_addr.h>
+#include <lwip/netif.h>
 
 #include <uepoll/file.h>
 
@@ -89,6 +91,20 @@ int lw_wire_configure(const char *config);
 int lw_wire_start_locked(void);
 int lw_tap_configure(const char *config);
 int lw_tap_start_locked(void);
+/* A link's netif and the kernel descriptor its frames (TAP) or packets
+ * (wire) are read from.  Set by the link's configure and start; the reader
+ * thread reads fd and netif once started. */
+enum { LW_LINK_FRAME_MAX = 1518 }; /* 1500 bytes of IP, the Ethernet header, a VLAN tag */
+struct lw_link {
+  struct netif netif;
+  int fd;           /* -1 until the link is configured (wire) or started (TAP) */
+  size_t frame_max; /* immutable: the longest read, at most LW_LINK_FRAME_MAX */
+};
+/* In lwIP's thread, core lock held: adds l->netif (addr and mask, no
+ * gateway, set up by init, input tcpip_input), marks it link-up and up, then
+ * starts a detached thread reading l->fd into it.  0, -ENOMEM (netif_add
+ * failed) or -EAGAIN (no thread). */
+int lw_link_start_locked(struct lw_link *l, const ip4_addr_t *addr, const ip4_addr_t *mask, netif_init_fn init);
 /* The value of key in config (1), none (0), or -ENAMETOOLONG. */
 int lw_config_get(const char *config, const char *key, char *out, size_t n);
 /* "A.B.C.D/P" (P 1..30, default 24; text is changed) as address and mask. */

@@ -12,7 +12,8 @@
  * stack's address and prefix on it.  A device that cannot be had refuses
  * the launch (configure checks it).
  *
- * The driver is this file's, not the tapif Debian's liblwip ships: that
+ * The driver is the provider's own (this file and the reader thread of
+ * lwip_link.c), not the tapif Debian's liblwip ships: that
  * one reads each frame into PBUF_POOL pbufs and, in this build
  * (MEMP_MEM_MALLOC), writes a 1514-byte frame past the end of a 616-byte
  * block (valgrind: pbuf_take from its reader thread), corrupting the heap
@@ -32,7 +33,6 @@
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -41,12 +41,8 @@
 #include <lwip/etharp.h>
 #include <lwip/netif.h>
 #include <lwip/pbuf.h>
-#include <lwip/tcpip.h>
 
-enum { kFrameMax = 1518 }; /* 1500 bytes of IP, the Ethernet header, a VLAN tag */
-
-static struct netif tap_netif;
-static int tap_fd = -1;
+static struct lw_link tap_link = {.fd = -1, .frame_max = LW_LINK_FRAME_MAX};
 static char tap_name[IFNAMSIZ]; /* set by configure: the link is wanted */
 static ip4_addr_t tap_addr, tap_mask;
 
@@ -89,10 +85,10 @@ int lw_tap_configure(const char *config) {
 
 static err_t tap_linkoutput(struct netif *nif, struct pbuf *p) {
   (void)nif;
-  char buf[kFrameMax];
+  char buf[LW_LINK_FRAME_MAX];
   if (p->tot_len > sizeof buf) return ERR_BUF;
   pbuf_copy_partial(p, buf, p->tot_len, 0);
-  (void)write(tap_fd, buf, p->tot_len); /* a full device queue drops, as a wire does */
+  (void)write(tap_link.fd, buf, p->tot_len); /* a full device queue drops, as a wire does */
   return ERR_OK;
 }
 
@@ -111,31 +107,8 @@ static err_t tap_init(struct netif *nif) {
   return ERR_OK;
 }
 
-static void *tap_reader(void *arg) {
-  (void)arg;
-  char buf[kFrameMax];
-  for (;;) {
-    ssize_t n = read(tap_fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return NULL;
-    if (n == 0 || lw_stack_dead()) continue;
-    struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)n, PBUF_RAM);
-    if (!p) continue;
-    pbuf_take(p, buf, (u16_t)n);
-    if (tap_netif.input(p, &tap_netif) != ERR_OK) pbuf_free(p);
-  }
-}
-
 int lw_tap_start_locked(void) {
   if (!tap_name[0]) return 0;
-  if ((tap_fd = tap_open(tap_name)) < 0) return tap_fd;
-  ip4_addr_t gw;
-  ip4_addr_set_zero(&gw);
-  if (!netif_add(&tap_netif, &tap_addr, &tap_mask, &gw, NULL, tap_init, tcpip_input)) return -ENOMEM;
-  netif_set_link_up(&tap_netif);
-  netif_set_up(&tap_netif);
-  pthread_t th;
-  if (pthread_create(&th, NULL, tap_reader, NULL)) return -EAGAIN;
-  pthread_detach(th);
-  return 0;
+  if ((tap_link.fd = tap_open(tap_name)) < 0) return tap_link.fd;
+  return lw_link_start_locked(&tap_link, &tap_addr, &tap_mask, tap_init);
 }

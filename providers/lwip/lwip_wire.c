@@ -10,8 +10,8 @@
  * this process binds (replaced if it exists); peer: the path of the other
  * process's wire.  A packet the peer is not there to take is dropped (TCP
  * retransmits); one its full queue cannot take yet waits up to 50 ms.  One
- * reader thread per process takes datagrams and hands
- * them to lwIP's thread (tcpip_input).
+ * reader thread per process (lwip_link.c) takes datagrams and hands them to
+ * lwIP's thread (tcpip_input).
  *
  * Locks: none of ours; netif set-up runs in lwIP's thread under its core
  * lock (lwip_stack.c), output runs there too.
@@ -20,7 +20,6 @@
 #include "lwip_provider.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -31,12 +30,11 @@
 #include <lwip/ip4_addr.h>
 #include <lwip/netif.h>
 #include <lwip/pbuf.h>
-#include <lwip/tcpip.h>
 
 enum { kWireMtu = 1500 };
+_Static_assert((int)kWireMtu <= (int)LW_LINK_FRAME_MAX, "the reader reads into LW_LINK_FRAME_MAX bytes");
 
-static struct netif wire_netif;
-static int wire_fd = -1;
+static struct lw_link wire_link = {.fd = -1, .frame_max = kWireMtu};
 static struct sockaddr_un wire_peer;
 static ip4_addr_t wire_addr, wire_mask;
 
@@ -84,7 +82,7 @@ int lw_wire_configure(const char *config) {
   }
   struct timeval tmo = {0, 50000}; /* wire_output4's longest wait */
   setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof tmo);
-  wire_fd = fd;
+  wire_link.fd = fd;
   return 1;
 }
 
@@ -111,7 +109,7 @@ static err_t wire_output4(struct netif *nif, struct pbuf *p, const ip4_addr_t *d
    * wait, up to the socket's send timeout (wire_configure): dropping there
    * would cost TCP a retransmission timeout.  The peer's reader never waits
    * for us, so the wait ends.  An absent peer drops the packet at once. */
-  (void)sendto(wire_fd, buf, p->tot_len, MSG_NOSIGNAL, (struct sockaddr *)&wire_peer, sizeof wire_peer);
+  (void)sendto(wire_link.fd, buf, p->tot_len, MSG_NOSIGNAL, (struct sockaddr *)&wire_peer, sizeof wire_peer);
   return ERR_OK;
 }
 
@@ -123,31 +121,8 @@ static err_t wire_init(struct netif *nif) {
   return ERR_OK;
 }
 
-static void *wire_reader(void *arg) {
-  (void)arg;
-  char buf[kWireMtu];
-  for (;;) {
-    ssize_t n = recv(wire_fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return NULL;
-    if (n == 0 || lw_stack_dead()) continue;
-    struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)n, PBUF_RAM);
-    if (!p) continue;
-    pbuf_take(p, buf, (u16_t)n);
-    if (wire_netif.input(p, &wire_netif) != ERR_OK) pbuf_free(p);
-  }
-}
-
 /* In lwIP's thread, core lock held: the netif, then its reader. */
 int lw_wire_start_locked(void) {
-  if (wire_fd < 0) return 0;
-  ip4_addr_t gw;
-  ip4_addr_set_zero(&gw);
-  if (!netif_add(&wire_netif, &wire_addr, &wire_mask, &gw, NULL, wire_init, tcpip_input)) return -ENOMEM;
-  netif_set_link_up(&wire_netif);
-  netif_set_up(&wire_netif);
-  pthread_t t;
-  if (pthread_create(&t, NULL, wire_reader, NULL)) return -EAGAIN;
-  pthread_detach(t);
-  return 0;
+  if (wire_link.fd < 0) return 0;
+  return lw_link_start_locked(&wire_link, &wire_addr, &wire_mask, wire_init);
 }

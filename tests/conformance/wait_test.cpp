@@ -8,7 +8,10 @@
 
 #include <sys/mman.h>
 
+#include <functional>
+#include <initializer_list>
 #include <thread>
+#include <utility>
 
 namespace {
 
@@ -17,6 +20,23 @@ using conf::T;
 constexpr uint32_t IN = EPOLLIN;
 constexpr uint32_t OUT = EPOLLOUT;
 constexpr uint32_t ET = EPOLLET;
+
+// One epoll_ctl(ep, op, fd, events) per {fd, data}, in the order given (the
+// order the WaitOrder tests look at).
+void ctl_items(T& t, int ep, int op, uint32_t events, std::initializer_list<std::pair<int, uint64_t>> items) {
+  for (auto [fd, data] : items) t.ctl(ep, op, fd, events, data);
+}
+
+// Runs `call`, a wait that blocks until an event, while another thread writes
+// 1 to the eventfd efd (untraced) once the caller sleeps; returns when both
+// are done.
+void woken_by_write(T& t, int efd, const std::function<void()>& call) {
+  conf::WhenBlocked later([&t, efd] {
+    uint64_t v = 1;
+    t.api.write(efd, &v, 8);
+  });
+  call();
+}
 
 // Linux >= 6.15 (ep_check_params): EBADF, EINVAL(maxevents), EFAULT
 // (access_ok), EINVAL(not an epoll).
@@ -187,21 +207,11 @@ TEST(WaitTimeout, MillisecondsAndNanoseconds) {
     t.pwait(ep, 4, 30, nullptr);
     t.log("pwait 30 ms: " + within(conf::now_ms() - t0, 29, 230));
     // Negative timeouts block until an event (-1 and -2 alike); pwait2 NULL too.
-    auto write_one = [&] {
-      uint64_t v = 1;
-      t.api.write(efd, &v, 8);
-    };
     for (int timeout : {-1, -2}) {
-      {
-        conf::WhenBlocked later(write_one);
-        t.wait(ep, 4, timeout);  // sleeps until the write
-      }
+      woken_by_write(t, efd, [&] { t.wait(ep, 4, timeout); });  // sleeps until the write
       t.read_u64(efd);
     }
-    {
-      conf::WhenBlocked later(write_one);
-      t.pwait2(ep, 4, nullptr, "NULL");
-    }
+    woken_by_write(t, efd, [&] { t.pwait2(ep, 4, nullptr, "NULL"); });
     // An event already queued: no wait at all.
     t0 = conf::now_ms();
     t.wait(ep, 4, 5000);
@@ -220,13 +230,9 @@ TEST(WaitOrder, AddOrderAndReadinessOrder) {
   auto r = conf::differential([](T& t) {
     int ep = t.epoll_create1();
     int a = t.eventfd(0), b = t.eventfd(0), c = t.eventfd(0);
-    t.ctl(ep, EPOLL_CTL_ADD, c, OUT, 3);
-    t.ctl(ep, EPOLL_CTL_ADD, a, OUT, 1);
-    t.ctl(ep, EPOLL_CTL_ADD, b, OUT, 2);
+    ctl_items(t, ep, EPOLL_CTL_ADD, OUT, {{c, 3}, {a, 1}, {b, 2}});
     t.wait(ep, 8, 0);
-    t.ctl(ep, EPOLL_CTL_MOD, a, IN, 1);
-    t.ctl(ep, EPOLL_CTL_MOD, b, IN, 2);
-    t.ctl(ep, EPOLL_CTL_MOD, c, IN, 3);
+    ctl_items(t, ep, EPOLL_CTL_MOD, IN, {{a, 1}, {b, 2}, {c, 3}});
     t.wait(ep, 8, 0);
     t.write_u64(b, 1);
     t.write_u64(c, 1);
@@ -303,17 +309,13 @@ TEST(WaitOrder, UnreachedItemsStayInFront) {
   auto r = conf::differential([](T& t) {
     int ep = t.epoll_create1();
     int a = t.eventfd(1), b = t.eventfd(1), c = t.eventfd(1);
-    t.ctl(ep, EPOLL_CTL_ADD, a, IN | ET, 1);
-    t.ctl(ep, EPOLL_CTL_ADD, b, IN | ET, 2);
-    t.ctl(ep, EPOLL_CTL_ADD, c, IN | ET, 3);
+    ctl_items(t, ep, EPOLL_CTL_ADD, IN | ET, {{a, 1}, {b, 2}, {c, 3}});
     t.wait(ep, 1, 0);
     t.write_u64(a, 1);
     t.wait(ep, 8, 0);
     t.wait(ep, 8, 0);
     // LT variant: delivered LT items go to the tail behind unreached ones.
-    t.ctl(ep, EPOLL_CTL_MOD, a, IN, 1);
-    t.ctl(ep, EPOLL_CTL_MOD, b, IN, 2);
-    t.ctl(ep, EPOLL_CTL_MOD, c, IN, 3);
+    ctl_items(t, ep, EPOLL_CTL_MOD, IN, {{a, 1}, {b, 2}, {c, 3}});
     t.wait(ep, 2, 0);
     t.wait(ep, 2, 0);
     t.wait(ep, 2, 0);
@@ -329,9 +331,7 @@ TEST(WaitOrder, ModAndReAddOfQueuedItems) {
   auto r = conf::differential([](T& t) {
     int ep = t.epoll_create1();
     int a = t.eventfd(1), b = t.eventfd(1), c = t.eventfd(1);
-    t.ctl(ep, EPOLL_CTL_ADD, a, IN, 1);
-    t.ctl(ep, EPOLL_CTL_ADD, b, IN, 2);
-    t.ctl(ep, EPOLL_CTL_ADD, c, IN, 3);
+    ctl_items(t, ep, EPOLL_CTL_ADD, IN, {{a, 1}, {b, 2}, {c, 3}});
     t.ctl(ep, EPOLL_CTL_MOD, a, IN | ET, 11);  // still first, now ET
     t.wait(ep, 8, 0);
     t.wait(ep, 8, 0);  // a not re-queued
@@ -352,33 +352,14 @@ TEST(WaitTimeout, HugeTimeouts) {
     int ep = t.epoll_create1();
     int efd = t.eventfd(0);
     t.ctl(ep, EPOLL_CTL_ADD, efd, IN | EPOLLET, 1);
-    auto write_one = [&] {
-      uint64_t v = 1;
-      t.api.write(efd, &v, 8);
-    };
-    {
-      conf::WhenBlocked later(write_one);
-      t.wait(ep, 4, INT_MAX);
-    }
+    woken_by_write(t, efd, [&] { t.wait(ep, 4, INT_MAX); });
     struct timespec big = {LONG_MAX, 999999999};
-    {
-      conf::WhenBlocked later(write_one);
-      t.pwait2(ep, 4, &big, "{LONG_MAX,999999999}");
-    }
+    woken_by_write(t, efd, [&] { t.pwait2(ep, 4, &big, "{LONG_MAX,999999999}"); });
     struct timespec past_ns_range = {10000000000L, 0};  // 1e19 ns: beyond int64 nanoseconds
-    {
-      conf::WhenBlocked later(write_one);
-      t.pwait2(ep, 4, &past_ns_range, "{1e10,0}");
-    }
+    woken_by_write(t, efd, [&] { t.pwait2(ep, 4, &past_ns_range, "{1e10,0}"); });
     struct timespec day = {86400, 0};
-    {
-      conf::WhenBlocked later(write_one);
-      t.pwait2(ep, 4, &day, "{86400,0}");
-    }
-    {
-      conf::WhenBlocked later(write_one);
-      t.pwait(ep, 4, INT_MAX, nullptr);
-    }
+    woken_by_write(t, efd, [&] { t.pwait2(ep, 4, &day, "{86400,0}"); });
+    woken_by_write(t, efd, [&] { t.pwait(ep, 4, INT_MAX, nullptr); });
   });
   EXPECT_LINUX_SEQ(r, {"wait(fd0,4,2147483647) = 1 [IN:1]", "pwait2(fd0,4,{LONG_MAX,999999999}) = 1 [IN:1]", "pwait2(fd0,4,{1e10,0}) = 1 [IN:1]",
                        "pwait2(fd0,4,{86400,0}) = 1 [IN:1]", "pwait(fd0,4,2147483647,NULL) = 1 [IN:1]"});

@@ -15,30 +15,17 @@
 # under timeout.
 set -euo pipefail
 run=$1 src=$2
-for p in memcached memcslap memcaslap memcping python3; do
-  command -v "$p" >/dev/null || { echo "SKIP: $p not installed (scripts/setup.sh)"; exit 77; }
-done
-tmp=$(mktemp -d)
-srv_pid=
-cleanup() { [[ -n "$srv_pid" ]] && kill "$srv_pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+source "$(dirname "$0")/wire_common.sh"
+wire_require memcached memcslap memcaslap memcping python3
+wire_setup
 port=$((20000 + ($$ + 7) % 20000))
 user=()
 [[ $(id -u) == 0 ]] && user=(-u root)  # memcached refuses root without -u
-fail() { echo "FAIL: $*"; for f in "$tmp"/*.log "$tmp"/*.err "$tmp"/*.load; do [[ -s $f ]] && { echo "== $f"; tail -20 "$f"; }; done; exit 1; }
 
 # one_run MODE: MODE plain (kernel TCP, 127.0.0.1) or lwip (the wire).
 one_run() {
   local mode=$1 host pre_srv=() pre_cli=()
-  if [[ $mode == plain ]]; then
-    host=127.0.0.1
-  else
-    host=10.7.0.1
-    pre_srv=(env "UEPOLL_PROVIDER_CONFIG=addr=10.7.0.1/24,wire=$tmp/srv.wire,peer=$tmp/cli.wire"
-             "$run" --provider lwip --stats "$tmp/srv.stats")
-    pre_cli=(env "UEPOLL_PROVIDER_CONFIG=addr=10.7.0.2/24,wire=$tmp/cli.wire,peer=$tmp/srv.wire"
-             "$run" --provider lwip --stats "$tmp/cli.stats")
-  fi
+  wire_mode "$mode"
   timeout 150 "${pre_srv[@]}" memcached "${user[@]}" -p "$port" -l "$host" -U 0 -t 4 -m 64 \
     > "$tmp/$mode-srv.log" 2> "$tmp/$mode-srv.err" &
   srv_pid=$!
@@ -74,12 +61,7 @@ one_run() {
 
 one_run plain
 one_run lwip
-cmp -s "$tmp/plain.out" "$tmp/lwip.out" || { diff "$tmp/plain.out" "$tmp/lwip.out" || true; fail "answers differ"; }
-if grep -h '^uepoll' "$tmp"/*.err; then fail "uepoll printed on stderr"; fi
-get() { awk -v k="$1" '$1 == k { s += $2 } END { print s + 0 }' "$2"; }
-(( $(get provider_sockets "$tmp/srv.stats") >= 25 )) || fail "server: provider_sockets $(get provider_sockets "$tmp/srv.stats")"
-(( $(get provider_sockets "$tmp/cli.stats") >= 25 )) || fail "clients: provider_sockets $(get provider_sockets "$tmp/cli.stats")"
-(( $(get refused "$tmp/srv.stats") == 0 && $(get refused "$tmp/cli.stats") == 0 )) || fail "refused calls"
+wire_check 25 25
 echo "ok memcached over lwIP: $(wc -l < "$tmp/lwip.out") answers equal, memcaslap verified;" \
   "provider sockets: server $(get provider_sockets "$tmp/srv.stats"), clients $(get provider_sockets "$tmp/cli.stats")"
 echo "requests/s (memcslap 4 threads x 5000 set / get; memcaslap 2 threads 16 conns 20000 mixed):" \

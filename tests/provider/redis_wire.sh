@@ -11,15 +11,10 @@
 # is not installed.  Bounded: each program runs under timeout.
 set -euo pipefail
 run=$1
-for p in redis-server redis-cli redis-benchmark; do
-  command -v "$p" >/dev/null || { echo "SKIP: $p not installed (scripts/setup.sh)"; exit 77; }
-done
-tmp=$(mktemp -d)
-srv_pid=
-cleanup() { [[ -n "$srv_pid" ]] && kill "$srv_pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
+source "$(dirname "$0")/wire_common.sh"
+wire_require redis-server redis-cli redis-benchmark
+wire_setup
 port=$((20000 + $$ % 20000))
-fail() { echo "FAIL: $*"; for f in "$tmp"/*.log "$tmp"/*.err; do [[ -s $f ]] && { echo "== $f"; tail -20 "$f"; }; done; exit 1; }
 
 commands() {
   printf '%s\n' "SET a 1" "INCR a" "INCRBY a 41" "GET a" "RPUSH l x y z" "LRANGE l 0 -1" "LPOP l" \
@@ -29,15 +24,7 @@ commands() {
 # one_run MODE: MODE plain (kernel TCP, 127.0.0.1) or lwip (the wire).
 one_run() {
   local mode=$1 host pre_srv=() pre_cli=()
-  if [[ $mode == plain ]]; then
-    host=127.0.0.1
-  else
-    host=10.7.0.1
-    pre_srv=(env "UEPOLL_PROVIDER_CONFIG=addr=10.7.0.1/24,wire=$tmp/srv.wire,peer=$tmp/cli.wire"
-             "$run" --provider lwip --stats "$tmp/srv.stats")
-    pre_cli=(env "UEPOLL_PROVIDER_CONFIG=addr=10.7.0.2/24,wire=$tmp/cli.wire,peer=$tmp/srv.wire"
-             "$run" --provider lwip --stats "$tmp/cli.stats")
-  fi
+  wire_mode "$mode"
   mkdir -p "$tmp/$mode"
   timeout 120 "${pre_srv[@]}" redis-server --port "$port" --bind "$host" --protected-mode no --save '' \
     --appendonly no --dir "$tmp/$mode" > "$tmp/$mode-srv.log" 2> "$tmp/$mode-srv.err" &
@@ -65,12 +52,7 @@ one_run() {
 
 one_run plain
 one_run lwip
-cmp -s "$tmp/plain.out" "$tmp/lwip.out" || { diff "$tmp/plain.out" "$tmp/lwip.out" || true; fail "answers differ"; }
-if grep -h '^uepoll' "$tmp"/*.err; then fail "uepoll printed on stderr"; fi
-get() { awk -v k="$1" '$1 == k { s += $2 } END { print s + 0 }' "$2"; }
-(( $(get provider_sockets "$tmp/srv.stats") >= 17 )) || fail "server: provider_sockets $(get provider_sockets "$tmp/srv.stats")"
-(( $(get provider_sockets "$tmp/cli.stats") >= 16 )) || fail "clients: provider_sockets $(get provider_sockets "$tmp/cli.stats")"
-(( $(get refused "$tmp/srv.stats") == 0 && $(get refused "$tmp/cli.stats") == 0 )) || fail "refused calls"
+wire_check 17 16
 rps() { tr '\r' '\n' < "$1" | awk -v t="$2:" '$1 == t && $3 == "requests" { print $2 }' | tail -1; }
 for m in plain lwip; do
   [[ -n "$(rps "$tmp/$m.bench" SET)" && -n "$(rps "$tmp/$m.bench" GET)" ]] || fail "$m: no benchmark result"
