@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test.sh - the one command that builds and runs every uepoll test.
 #
-# All stages take about 36 minutes on a 2-CPU machine (one summary line per
+# All stages take about 41 minutes on a 2-CPU machine (one summary line per
 # stage gives each one's time).
 #
 # Stages (default: all, in this order; name some to run only those), each in
@@ -351,7 +351,7 @@ stage_aarch64() {
 
 # ---- main ----------------------------------------------------------------
 if ((${#stages[@]} == ${#all_stages[@]})); then
-  echo "test.sh: all ${#stages[@]} stages: about 36 minutes on a 2-CPU machine"
+  echo "test.sh: all ${#stages[@]} stages: about 41 minutes on a 2-CPU machine"
 fi
 if [[ "${UEPOLL_SKIP_SETUP:-0}" != 1 ]]; then
   banner setup
