@@ -164,10 +164,9 @@ struct UnixSocket::ReadPlan {
 };
 
 namespace {
-const ScmPayload kNoScm;  // what an skb without control data carries
 }  // namespace
 
-const ScmPayload& UnixSocket::scm_of(const UnixConn::Skb* skb) noexcept { return skb->scm ? *skb->scm : kNoScm; }
+const ScmPayload& UnixSocket::scm_of(const UnixConn::Skb* skb) noexcept { return scm_or_none(skb->scm); }
 
 // The bytes a read would take, left queued (unix_stream_read_generic's
 // MSG_PEEK branch, peek offset 0).  The walk goes on past `count` (with
@@ -509,10 +508,7 @@ void UnixSocket::on_release() noexcept {
 int make_socketpair(int status_flags, int out[2]) noexcept {
   auto* c = core::create<UnixConn>();
   if (!c) return -ENOMEM;
-  // init_peercred: both ends answer SO_PEERCRED with their creator.
-  c->peercred_.pid = ::getpid();
-  c->peercred_.uid = ::geteuid();
-  c->peercred_.gid = ::getegid();
+  c->peercred_ = unix_creator_cred();
   return unix_make_pair<UnixSocket>(c, c->refs_, c->file_, status_flags, out);
 }
 

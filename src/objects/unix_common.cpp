@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
 
 namespace uepoll::objects {
 
@@ -65,6 +66,14 @@ long put_peercred(const struct ucred& uc, void* optval, socklen_t* optlen) noexc
   std::memcpy(optval, &uc, n);
   *optlen = static_cast<socklen_t>(n);
   return 0;
+}
+
+struct ucred unix_creator_cred() noexcept {
+  struct ucred uc;
+  uc.pid = ::getpid();
+  uc.uid = ::geteuid();
+  uc.gid = ::getegid();
+  return uc;
 }
 
 void unix_warn_unsupported_opt(const char* call, int optname) noexcept {

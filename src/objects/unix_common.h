@@ -108,15 +108,8 @@ int unix_make_pair(Conn* c, std::atomic<int>& refs, std::atomic<core::File*> (&f
 // sk_getsockopt SO_PEERCRED: min(len, sizeof(struct ucred)) bytes of uc,
 // the length written back; -EFAULT, -EINVAL for a negative length.
 long put_peercred(const struct ucred& uc, void* optval, socklen_t* optlen) noexcept;
-
-// Frees a queue of raw-allocated nodes linked through `next`.
-template <class Node>
-void unix_free_list(Node* n) noexcept {
-  while (n) {
-    Node* next = n->next;
-    core::raw_free(n);
-    n = next;
-  }
-}
+// init_peercred: what both ends of a new pair answer SO_PEERCRED with, the
+// creating process's pid, euid and egid.
+struct ucred unix_creator_cred() noexcept;
 
 }  // namespace uepoll::objects

@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <unistd.h>
 #include <utility>
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -142,10 +141,6 @@ long UnixDgramSocket::take(bool peek, Taken* out, int* wakes) noexcept {
   return r;
 }
 
-namespace {
-const ScmPayload kNoScm;  // what a message without control data carries
-}
-
 long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int* msg_flags, ScmRecv* scm) noexcept {
   UnixDgramConn& c = *conn_;
   const bool peek = (flags & MSG_PEEK) != 0;
@@ -181,7 +176,7 @@ long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int
         }
         if (r >= 0 && scm) {
           // scm_set_cred, then unix_detach_fds (or unix_peek_fds).
-          (void)scm->glue(m->scm ? *m->scm : kNoScm, true);
+          (void)scm->glue(scm_or_none(m->scm), true);
           if (m->scm && peek) {
             (void)scm->peek(*m->scm);
           } else if (m->scm) {
@@ -243,6 +238,7 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, 
   const uint32_t truesize = dgram_truesize(len);
   // sock_alloc_send_pskb: sk_err, SEND_SHUTDOWN, then room in sk_sndbuf;
   // the charge is taken with the room (skb_set_owner_w).
+  bool passcred = false;  // SO_PASSCRED at either end, read with the room
   const long room = core::block_on(wq(), nonblocking(), kUnixWriteSpace, [&]() -> long {
     c.mu_.lock();
     UnixDgramConn::Side& s = c.side_[me_];
@@ -254,6 +250,7 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, 
       res = -EPIPE;
     } else if (s.wmem + 1 < s.sndbuf) {
       s.wmem += truesize;
+      passcred = s.passcred || c.side_[peer].passcred;  // as maybe_add_creds reads them
     } else {
       res = -EAGAIN;
     }
@@ -264,9 +261,6 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, 
   auto* m = static_cast<UnixDgramConn::Msg*>(core::raw_alloc(offsetof(UnixDgramConn::Msg, data) + (len ? len : 1)));
   long err = m ? 0 : -ENOBUFS;
   if (m) m->scm = nullptr;
-  c.mu_.lock();
-  const bool passcred = c.side_[me_].passcred || c.side_[peer].passcred;
-  c.mu_.unlock();
   // unix_scm_to_skb, then maybe_add_creds (SO_PASSCRED at either end).
   if (m && ((scm && (scm->has_files() || scm->creds().set)) || passcred)) {
     m->scm = core::create<ScmPayload>(scm ? std::move(*scm) : ScmPayload());
@@ -428,10 +422,7 @@ void UnixDgramSocket::on_release() noexcept {
 int make_dgram_pair(int type, int status_flags, int out[2]) noexcept {
   auto* c = core::create<UnixDgramConn>(type);
   if (!c) return -ENOMEM;
-  // init_peercred: both ends answer SO_PEERCRED with their creator.
-  c->peercred_.pid = ::getpid();
-  c->peercred_.uid = ::geteuid();
-  c->peercred_.gid = ::getegid();
+  c->peercred_ = unix_creator_cred();
   return unix_make_pair<UnixDgramSocket>(c, c->refs_, c->file_, status_flags, out);
 }
 

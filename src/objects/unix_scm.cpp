@@ -192,6 +192,13 @@ void ScmPayload::clear() noexcept {
   nfiles_ = cap_ = 0;
 }
 
+namespace {
+// Constant-initialized: readable under a SpinLock from the first call on.
+constinit const ScmPayload kNoScm;
+}  // namespace
+
+const ScmPayload& scm_or_none(const ScmPayload* p) noexcept { return p ? *p : kNoScm; }
+
 ScmCreds current_creds() noexcept {
   ScmCreds c;
   c.set = true;

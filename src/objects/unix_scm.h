@@ -109,6 +109,9 @@ class ScmPayload {
   ScmCreds creds_;
 };
 
+// *p, or the empty payload of a message sent without control data (p null).
+const ScmPayload& scm_or_none(const ScmPayload* p) noexcept;
+
 // The sending process's credentials as Linux attaches them (task_tgid,
 // the real uid and gid: current_uid_gid).
 ScmCreds current_creds() noexcept;
