@@ -235,7 +235,7 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
       rel.tv_nsec = nsec;
       relp = vsleep.active() ? nullptr : &rel;  // virtual time: the clock kicks at the deadline
     }
-    ++tls_sleeps;
+    note_sleep();
     if (n_extra == 0 && kep_ >= 0 && have_epoll_pwait2()) {
       epoll_event ev;
       int r = ::epoll_pwait2(kep_, &ev, 1, relp, mask);
@@ -329,7 +329,7 @@ int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
     // (signalfd_notify runs before the sender wakes the thread), so
     // epoll_pwait2 returns the event and puts every signal back to blocked:
     // the signal is still pending when we look at it below.
-    ++tls_sleeps;
+    note_sleep();
     const int r = ::epoll_pwait2(rkep_, evs, 2, nullptr, mask);
     const int saved_errno = errno;
     sleeping_.store(false, std::memory_order_relaxed);
