@@ -4,6 +4,7 @@
 #include "preload/fdmap.h"
 
 #include "capi/preload_support.h"
+#include "preload/preload.h"
 #include "preload/real.h"
 
 #include <cerrno>
@@ -19,22 +20,23 @@ namespace uepoll::preload {
 
 namespace {
 
-struct Slot {
-  std::atomic<int> u{0};        // uepoll descriptor shown here, 0 = none
-  std::atomic<uint8_t> kind{0};  // Kind, written before u's release store
-};
+using Slot = uep_pl_slot;  // preload.h: read by the inline uep_pl_map()
 
-std::atomic<Slot*> g_slots{nullptr};  // acquire: pairs with the release in init()
-long g_nslots = 0;                    // immutable once g_slots is published
-int g_base = -1;                      // O_PATH /dev/null, CLOEXEC
+std::atomic_ref<int> slot_u(Slot& s) noexcept { return std::atomic_ref<int>(s.u); }
+std::atomic_ref<unsigned char> slot_kind(Slot& s) noexcept { return std::atomic_ref<unsigned char>(s.kind); }
+
+// The array, published once with release (pairs with the acquire in
+// uep_pl_map, kind and the other readers); its length is set before.
+Slot* load_slots() noexcept { return __atomic_load_n(&uep_pl_slots_, __ATOMIC_ACQUIRE); }
+int g_base = -1;  // O_PATH /dev/null, CLOEXEC
 std::atomic<int> g_high{0};
 std::mutex g_init;
 
 Slot* slots() noexcept {
-  Slot* s = g_slots.load(std::memory_order_acquire);
+  Slot* s = load_slots();
   if (s) return s;
   std::lock_guard<std::mutex> g(g_init);
-  s = g_slots.load(std::memory_order_relaxed);
+  s = __atomic_load_n(&uep_pl_slots_, __ATOMIC_RELAXED);
   if (s) return s;
   rlimit rl{};
   long n = 1L << 20;
@@ -49,15 +51,15 @@ Slot* slots() noexcept {
     std::fprintf(stderr, "uepoll: cannot open /dev/null for descriptor placeholders\n");
     std::abort();
   }
-  g_nslots = n;
+  uep_pl_nslots_ = n;
   s = static_cast<Slot*>(mem);  // zero pages: every slot empty
-  g_slots.store(s, std::memory_order_release);
+  __atomic_store_n(&uep_pl_slots_, s, __ATOMIC_RELEASE);
   return s;
 }
 
 void publish(Slot* s, int n, int u, Kind k) noexcept {
-  s[n].kind.store(static_cast<uint8_t>(k), std::memory_order_relaxed);
-  s[n].u.store(u, std::memory_order_release);  // pairs with map()'s acquire
+  slot_kind(s[n]).store(static_cast<unsigned char>(k), std::memory_order_relaxed);
+  slot_u(s[n]).store(u, std::memory_order_release);  // pairs with uep_pl_map()'s acquire
   int h = g_high.load(std::memory_order_relaxed);
   while (h < n + 1 && !g_high.compare_exchange_weak(h, n + 1, std::memory_order_relaxed)) {
   }
@@ -65,16 +67,12 @@ void publish(Slot* s, int n, int u, Kind k) noexcept {
 
 }  // namespace
 
-int map(int n) noexcept {
-  Slot* s = g_slots.load(std::memory_order_acquire);
-  if (!s || n < 0 || n >= g_nslots) return 0;
-  return s[n].u.load(std::memory_order_acquire);
-}
+int map(int n) noexcept { return uep_pl_map(n); }
 
 Kind kind(int n) noexcept {
-  Slot* s = g_slots.load(std::memory_order_acquire);
-  if (!s || n < 0 || n >= g_nslots) return Kind::kNone;
-  return static_cast<Kind>(s[n].kind.load(std::memory_order_relaxed));
+  Slot* s = load_slots();
+  if (!s || n < 0 || n >= uep_pl_nslots_) return Kind::kNone;
+  return static_cast<Kind>(slot_kind(s[n]).load(std::memory_order_relaxed));
 }
 
 int bind_new(int u, Kind k, int min) noexcept {
@@ -82,7 +80,7 @@ int bind_new(int u, Kind k, int min) noexcept {
   if (!s) return -ENOMEM;
   const int n = UEP_REAL(fcntl)(g_base, F_DUPFD_CLOEXEC, min);
   if (n < 0) return -errno;
-  if (n >= g_nslots) {
+  if (n >= uep_pl_nslots_) {
     UEP_REAL(close)(n);
     return -EMFILE;
   }
@@ -93,17 +91,17 @@ int bind_new(int u, Kind k, int min) noexcept {
 int bind_at(int n, int u, Kind k) noexcept {
   Slot* s = slots();
   if (!s) return -ENOMEM;
-  if (n < 0 || n >= g_nslots) return -EBADF;
+  if (n < 0 || n >= uep_pl_nslots_) return -EBADF;
   if (UEP_REAL(dup3)(g_base, n, O_CLOEXEC) < 0) return -errno;
-  const int old = s[n].u.exchange(0, std::memory_order_acq_rel);
+  const int old = slot_u(s[n]).exchange(0, std::memory_order_acq_rel);
   publish(s, n, u, k);
   return old;
 }
 
 int unbind(int n) noexcept {
-  Slot* s = g_slots.load(std::memory_order_acquire);
-  if (!s || n < 0 || n >= g_nslots) return 0;
-  return s[n].u.exchange(0, std::memory_order_acq_rel);
+  Slot* s = load_slots();
+  if (!s || n < 0 || n >= uep_pl_nslots_) return 0;
+  return slot_u(s[n]).exchange(0, std::memory_order_acq_rel);
 }
 
 int high_water() noexcept { return g_high.load(std::memory_order_relaxed); }
@@ -125,7 +123,8 @@ void* resolve(const char* name) noexcept {
 #include "preload/preload.h"
 
 extern "C" {
-int uep_pl_map(int n) { return uepoll::preload::map(n); }
+uep_pl_slot* uep_pl_slots_ = nullptr;
+long uep_pl_nslots_ = 0;
 int uep_pl_kind(int n) { return static_cast<int>(uepoll::preload::kind(n)); }
 int uep_pl_bind_new(int u, int k, int min) {
   return uepoll::preload::bind_new(u, static_cast<uepoll::preload::Kind>(k), min);

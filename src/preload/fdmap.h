@@ -11,7 +11,8 @@
 // everything (read, write, mmap, ioctl, epoll_ctl on it: EPERM), and an
 // exec'd program inherits nothing (the placeholders close on exec).
 //
-// Concurrency: the table is an array of atomics.  bind() publishes with a
+// Concurrency: the table is an array of slots (preload.h's uep_pl_slot),
+// each field read and written atomically.  bind() publishes with a
 // release store after the uepoll descriptor is fully made; lookups acquire.
 // unbind() exchanges the slot to 0 before the placeholder is closed, so the
 // kernel can hand N out again only after the slot is clear.  Two threads

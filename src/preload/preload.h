@@ -15,7 +15,24 @@ extern "C" {
 enum { UEP_PL_KERNEL = 0, UEP_PL_EPOLL, UEP_PL_EVENTFD, UEP_PL_PIPE, UEP_PL_SOCKET, UEP_PL_TIMER, UEP_PL_NKINDS,
        UEP_PL_PROVIDER = UEP_PL_NKINDS };
 
-int uep_pl_map(int n);                        /* uepoll fd shown as n, or 0 */
+/* The map (fdmap.h): slot n holds the uepoll descriptor shown as n (0:
+ * none) and its kind.  The array is published once (release, before which
+ * uep_pl_nslots_ is set); u is stored with release after the descriptor is
+ * made.  Read only through uep_pl_map() and fdmap.cpp. */
+struct uep_pl_slot {
+  int u;
+  unsigned char kind;
+};
+extern struct uep_pl_slot *uep_pl_slots_;
+extern long uep_pl_nslots_;
+/* The uepoll fd shown as n, or 0.  Inline: every interposed call on a
+ * kernel descriptor asks it first.  Lock-free, async-signal-safe; the
+ * acquires pair with the release stores of fdmap.cpp's init and publish. */
+static inline int uep_pl_map(int n) {
+  struct uep_pl_slot *s = __atomic_load_n(&uep_pl_slots_, __ATOMIC_ACQUIRE);
+  if (!s || n < 0 || n >= uep_pl_nslots_) return 0;
+  return __atomic_load_n(&s[n].u, __ATOMIC_ACQUIRE);
+}
 int uep_pl_kind(int n);
 int uep_pl_bind_new(int u, int kind, int min); /* n or -errno */
 int uep_pl_bind_at(int n, int u, int kind);    /* previous uepoll fd (0) or -errno */
@@ -30,7 +47,14 @@ enum {
   UEP_PL_CONVERTED, /* pipes/pairs turned into kernel ones before fork (fork_convert.c) */
   UEP_PL_EVENTFD_CONVERTED /* eventfds turned into kernel ones (eventfd_convert.c) */
 };
-void uep_pl_count(int which, uint64_t n);
+/* Counted only when UEPOLL_STATS named a file at load (uep_pl_stats_on_:
+ * -1 not looked at yet, 0 off, 1 on; relaxed, every thread finds the same
+ * value), so that a forwarded call writes no shared line. */
+extern int uep_pl_stats_on_;
+void uep_pl_count_slow(int which, uint64_t n);
+static inline void uep_pl_count(int which, uint64_t n) {
+  if (__builtin_expect(__atomic_load_n(&uep_pl_stats_on_, __ATOMIC_RELAXED) != 0, 0)) uep_pl_count_slow(which, n);
+}
 void uep_pl_count_created(int kind);
 void uep_pl_count_registration(int kind);
 /* "uepoll: MESSAGE" once on stderr; counts a refused call every time. */

@@ -6,6 +6,7 @@
 // warnings' "already said" list; none on the counters.
 #include "preload/stats.h"
 
+#include "preload/preload.h"
 #include "preload/real.h"
 
 #include <cstdio>
@@ -90,6 +91,7 @@ __attribute__((constructor)) void register_stats() {
   stats();
   const char* path = std::getenv("UEPOLL_STATS");
   if (path && *path) g_stats_path = new std::string(path);  // never freed: read at exit
+  __atomic_store_n(&uep_pl_stats_on_, g_stats_path ? 1 : 0, __ATOMIC_RELAXED);
   std::atexit(write_stats);
 }
 
@@ -101,9 +103,17 @@ __attribute__((constructor)) void register_stats() {
 #include "preload/preload.h"
 
 extern "C" {
-void uep_pl_count(int which, uint64_t n) {
+int uep_pl_stats_on_ = -1;
+
+void uep_pl_count_slow(int which, uint64_t n) {
   using uepoll::preload::count;
   using uepoll::preload::stats;
+  if (__atomic_load_n(&uep_pl_stats_on_, __ATOMIC_RELAXED) < 0) {
+    // A call before register_stats ran (another library's constructor).
+    const char* path = std::getenv("UEPOLL_STATS");
+    __atomic_store_n(&uep_pl_stats_on_, path && *path ? 1 : 0, __ATOMIC_RELAXED);
+  }
+  if (__atomic_load_n(&uep_pl_stats_on_, __ATOMIC_RELAXED) == 0) return;
   switch (which) {
     case UEP_PL_CTL: count(stats().ctl_calls, n); break;
     case UEP_PL_WAIT: count(stats().waits, n); break;

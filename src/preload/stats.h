@@ -1,5 +1,6 @@
 // stats.h - the preload's counters, written at exit to $UEPOLL_STATS (owned
-// by src/preload/).  Relaxed atomics: each is an independent count, read
+// by src/preload/); counted only when UEPOLL_STATS names a file
+// (preload.h uep_pl_count).  Relaxed atomics: each is an independent count, read
 // only at exit.  No locks.
 #pragma once
 
