@@ -120,7 +120,6 @@ void* resolve(const char* name) noexcept {
 }  // namespace uepoll::preload
 
 // ---- the C side (preload.h) --------------------------------------------------
-#include "preload/preload.h"
 
 extern "C" {
 uep_pl_slot* uep_pl_slots_ = nullptr;

@@ -86,12 +86,18 @@ void write_stats() {
   UEP_REAL(close)(fd);
 }
 
+// UEPOLL_STATS if it names a file, else null.
+const char* stats_path_env() noexcept {
+  const char* path = std::getenv("UEPOLL_STATS");
+  return path && *path ? path : nullptr;
+}
+
 // Registered first thing, so it runs after the program's own atexit work.
 __attribute__((constructor)) void register_stats() {
   stats();
-  const char* path = std::getenv("UEPOLL_STATS");
-  if (path && *path) g_stats_path = new std::string(path);  // never freed: read at exit
-  __atomic_store_n(&uep_pl_stats_on_, g_stats_path ? 1 : 0, __ATOMIC_RELAXED);
+  const char* path = stats_path_env();
+  if (path) g_stats_path = new std::string(path);  // never freed: read at exit
+  __atomic_store_n(&uep_pl_stats_on_, path ? 1 : 0, __ATOMIC_RELAXED);
   std::atexit(write_stats);
 }
 
@@ -100,7 +106,6 @@ __attribute__((constructor)) void register_stats() {
 }  // namespace uepoll::preload
 
 // ---- the C side (preload.h) --------------------------------------------------
-#include "preload/preload.h"
 
 extern "C" {
 int uep_pl_stats_on_ = -1;
@@ -110,8 +115,7 @@ void uep_pl_count_slow(int which, uint64_t n) {
   using uepoll::preload::stats;
   if (__atomic_load_n(&uep_pl_stats_on_, __ATOMIC_RELAXED) < 0) {
     // A call before register_stats ran (another library's constructor).
-    const char* path = std::getenv("UEPOLL_STATS");
-    __atomic_store_n(&uep_pl_stats_on_, path && *path ? 1 : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&uep_pl_stats_on_, uepoll::preload::stats_path_env() ? 1 : 0, __ATOMIC_RELAXED);
   }
   if (__atomic_load_n(&uep_pl_stats_on_, __ATOMIC_RELAXED) == 0) return;
   switch (which) {

@@ -1,6 +1,7 @@
 // stats.h - the preload's counters, written at exit to $UEPOLL_STATS (owned
-// by src/preload/); counted only when UEPOLL_STATS names a file
-// (preload.h uep_pl_count).  Relaxed atomics: each is an independent count, read
+// by src/preload/).  The per-call counters (preload.h uep_pl_count) count
+// only when UEPOLL_STATS names a file; the rare ones (objects made,
+// registrations, refusals) always.  Relaxed atomics: each is an independent count, read
 // only at exit.  No locks.
 #pragma once
 
