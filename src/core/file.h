@@ -23,6 +23,9 @@
 #include <string>
 
 struct pollfd;
+namespace uepoll::objects {
+class UnixGcNode;
+}
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -203,6 +206,9 @@ class alignas(64) File {
   // Socket operations (sock_from_file: is_socket()).  Every default is
   // -ENOTSOCK; the C API checks is_socket() first in Linux's order.
   virtual bool is_socket() const noexcept { return false; }
+  // A uepoll AF_UNIX socket's in-flight accounting (objects/unix_gc.h,
+  // Linux unix_get_socket), or nullptr.
+  virtual objects::UnixGcNode* unix_gc_node() noexcept { return nullptr; }
   virtual int shutdown(int how) noexcept;
   virtual long bind(const struct sockaddr* addr, socklen_t len) noexcept;
   virtual long listen(int backlog) noexcept;

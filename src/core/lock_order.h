@@ -77,7 +77,19 @@
 //                               UnixDgramSocket::iolock_ likewise): one
 //                               reader at a time, held from taking data off
 //                               the queue to copying it out; taken with no
-//                               lock held, never while sleeping.
+//                               lock held, never while sleeping.  The
+//                               unix GC mutex (one Mutex, objects/unix_gc.h,
+//                               Linux's unix_gc_lock) shares the level: it
+//                               and an iolock_ are never held together.
+//                               It guards the in-flight counts of uepoll
+//                               unix sockets, the list of sockets in
+//                               flight and a collection's candidates;
+//                               taken by payloads taking or releasing
+//                               files (a MSG_PEEK's copies, made under
+//                               iolock_, are not counted) and by unix_gc,
+//                               which takes the candidates' pair locks
+//                               (14) inside; no file is released and
+//                               nothing allocated under it.
 // 11. WaitQueue::lock_         (per wait queue SpinLock).  A file's wait
 //                               queue lock is also that object's state lock
 //                               (counter, buffer).  Wake callbacks run under
@@ -202,6 +214,7 @@ inline constexpr LockClass kNestedPoll{"nested-poll mutex", 80, false};
 inline constexpr LockClass kScan{"Instance::scan_mutex_", 90, true};
 inline constexpr LockClass kUnixIolock{"UnixSocket::iolock_", 100, false};
 inline constexpr LockClass kUnixDgramIolock{"UnixDgramSocket::iolock_", 100, false};
+inline constexpr LockClass kUnixGc{"unix GC mutex", 100, false};
 inline constexpr LockClass kWaitQueue{"WaitQueue::lock_", 110, true};
 inline constexpr LockClass kReady{"Instance::ready_lock_", 120, false};
 inline constexpr LockClass kWaiters{"Instance::waiters_ lock", 130, false};

@@ -503,6 +503,22 @@ void UnixSocket::on_release() noexcept {
   }
   UnixConn::free_list(purge);
   c.put();
+  unix_gc_maybe();  // unix_release_sock: unix_gc when sockets are in flight
+}
+
+void UnixSocket::gc_scan(void (*visit)(UnixGcNode*, void*), void* arg) noexcept {
+  UnixConn& c = *conn_;
+  c.mu_.lock();
+  unix_gc_scan_queue(c.side_[me_].head, visit, arg);
+  c.mu_.unlock();
+}
+
+int UnixSocket::gc_detach(bool (*is_garbage)(UnixGcNode*), ScmPayload** out, int room) noexcept {
+  UnixConn& c = *conn_;
+  c.mu_.lock();
+  const int n = unix_gc_detach_queue(c.side_[me_].head, is_garbage, out, room);
+  c.mu_.unlock();
+  return n;
 }
 
 int make_socketpair(int status_flags, int out[2]) noexcept {

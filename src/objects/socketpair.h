@@ -38,6 +38,7 @@
 #include "core/mutex.h"
 #include "core/spinlock.h"
 #include "objects/unix_common.h"
+#include "objects/unix_gc.h"
 #include "objects/unix_scm.h"
 
 #include <atomic>
@@ -108,8 +109,14 @@ class UnixConn {
   struct ucred peercred_ = {};  // SO_PEERCRED of both ends: the creator's pid, euid, egid (immutable)
 };
 
-class UnixSocket final : public core::File, public core::SpliceSink {
+class UnixSocket final : public core::File, public core::SpliceSink, public UnixGcNode {
  public:
+  // In-flight accounting and the collection's view of our receive queue
+  // (objects/unix_gc.h; called with the GC mutex held, take mu_).
+  UnixGcNode* unix_gc_node() noexcept override { return this; }
+  void gc_scan(void (*visit)(UnixGcNode*, void*), void* arg) noexcept override;
+  int gc_detach(bool (*is_garbage)(UnixGcNode*), ScmPayload** out, int room) noexcept override;
+  core::File* gc_file() noexcept override { return this; }
   UnixSocket(UnixConn* c, int index, int status_flags) noexcept;
 
   uint32_t poll(int depth) noexcept override;

@@ -82,7 +82,10 @@ long UnixSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
   // unix_stream_sendmsg: scm_send first, then the name.
   ScmPayload scm;
   if (long r = scm_send(msg, &scm)) return r;
+  if (scm.has_files()) unix_gc_before_send();  // wait_for_unix_gc
   if (msg->msg_namelen) return -EISCONN;  // a connected socket
+  // unix_scm_to_skb -> unix_attach_fds: too_many_unix_fds
+  if (scm.has_files() && unix_too_many_fds(scm.nfiles())) return -ETOOMANYREFS;
   return send_iov(msg->msg_iov, msg->msg_iovlen, flags, &scm);
 }
 

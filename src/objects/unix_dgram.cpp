@@ -417,6 +417,22 @@ void UnixDgramSocket::on_release() noexcept {
   for (int i = 0; i < wakes; ++i) c.wake(peer, kUnixWriteSpace);
   UnixDgramConn::free_list(purge);
   c.put();
+  unix_gc_maybe();  // unix_release_sock: unix_gc when sockets are in flight
+}
+
+void UnixDgramSocket::gc_scan(void (*visit)(UnixGcNode*, void*), void* arg) noexcept {
+  UnixDgramConn& c = *conn_;
+  c.mu_.lock();
+  unix_gc_scan_queue(c.side_[me_].head, visit, arg);
+  c.mu_.unlock();
+}
+
+int UnixDgramSocket::gc_detach(bool (*is_garbage)(UnixGcNode*), ScmPayload** out, int room) noexcept {
+  UnixDgramConn& c = *conn_;
+  c.mu_.lock();
+  const int n = unix_gc_detach_queue(c.side_[me_].head, is_garbage, out, room);
+  c.mu_.unlock();
+  return n;
 }
 
 int make_dgram_pair(int type, int status_flags, int out[2]) noexcept {

@@ -45,6 +45,7 @@
 #include "core/mutex.h"
 #include "core/spinlock.h"
 #include "objects/unix_common.h"
+#include "objects/unix_gc.h"
 #include "objects/unix_scm.h"
 
 #include <atomic>
@@ -107,8 +108,14 @@ class UnixDgramConn {
   std::atomic<core::File*> file_[2] = {nullptr, nullptr};  // cleared on release
 };
 
-class UnixDgramSocket final : public core::File {
+class UnixDgramSocket final : public core::File, public UnixGcNode {
  public:
+  // In-flight accounting and the collection's view of our receive queue
+  // (objects/unix_gc.h; called with the GC mutex held, take mu_).
+  UnixGcNode* unix_gc_node() noexcept override { return this; }
+  void gc_scan(void (*visit)(UnixGcNode*, void*), void* arg) noexcept override;
+  int gc_detach(bool (*is_garbage)(UnixGcNode*), ScmPayload** out, int room) noexcept override;
+  core::File* gc_file() noexcept override { return this; }
   UnixDgramSocket(UnixDgramConn* c, int index, int status_flags) noexcept;
 
   uint32_t poll(int depth) noexcept override;

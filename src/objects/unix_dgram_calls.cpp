@@ -92,6 +92,7 @@ long UnixDgramSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
   // unix_dgram_sendmsg: scm_send first, then MSG_OOB and the name.
   ScmPayload scm;
   if (long r = scm_send(msg, &scm)) return r;
+  if (scm.has_files()) unix_gc_before_send();  // wait_for_unix_gc
   if (flags & MSG_OOB) return -EOPNOTSUPP;
   size_t total = 0;
   for (size_t i = 0; i < msg->msg_iovlen; ++i) total += msg->msg_iov[i].iov_len;
@@ -104,6 +105,8 @@ long UnixDgramSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
     }
     return send_to_named(msg, flags, nonblocking());
   }
+  // unix_scm_to_skb -> unix_attach_fds: too_many_unix_fds
+  if (scm.has_files() && unix_too_many_fds(scm.nfiles())) return -ETOOMANYREFS;
   return send_msg(msg->msg_iov, msg->msg_iovlen, total, &scm);
 }
 

@@ -10,6 +10,7 @@
 #include "core/own_fds.h"
 #include "core/user_memory.h"
 #include "fd/table.h"
+#include "objects/unix_gc.h"
 
 #include <atomic>
 #include <cerrno>
@@ -37,7 +38,17 @@ bool capable(int cap) noexcept {
   return (data[cap / 32].effective >> (cap % 32)) & 1;
 }
 
-void release(ScmFile& f) noexcept {
+// Releases a file the payload did not take yet (not counted in flight).
+void release_uncounted(ScmFile& f) noexcept {
+  if (f.file) f.file->put();
+  if (f.kfd >= 0) core::close_own(f.kfd);
+  f = ScmFile{};
+}
+
+// Releases one of the payload's files: it leaves flight (when counted),
+// then is put.
+void release(ScmFile& f, bool counted) noexcept {
+  if (counted) unix_notinflight(f.file);
   if (f.file) f.file->put();
   if (f.kfd >= 0) core::close_own(f.kfd);
   f = ScmFile{};
@@ -105,7 +116,7 @@ void set_scm_resolve_hook(ScmResolveHook hook) noexcept { g_resolve.store(hook, 
 // ---- ScmPayload ----------------------------------------------------------------
 
 ScmPayload::ScmPayload(ScmPayload&& o) noexcept
-    : files_(o.files_), nfiles_(o.nfiles_), cap_(o.cap_), creds_(o.creds_) {
+    : files_(o.files_), nfiles_(o.nfiles_), cap_(o.cap_), counted_(o.counted_), creds_(o.creds_) {
   o.files_ = nullptr;
   o.nfiles_ = o.cap_ = 0;
 }
@@ -116,6 +127,7 @@ ScmPayload& ScmPayload::operator=(ScmPayload&& o) noexcept {
     files_ = o.files_;
     nfiles_ = o.nfiles_;
     cap_ = o.cap_;
+    counted_ = o.counted_;
     creds_ = o.creds_;
     o.files_ = nullptr;
     o.nfiles_ = o.cap_ = 0;
@@ -125,14 +137,14 @@ ScmPayload& ScmPayload::operator=(ScmPayload&& o) noexcept {
 
 int ScmPayload::add(ScmFile f) noexcept {
   if (nfiles_ >= kScmMaxFd) {
-    release(f);
+    release_uncounted(f);
     return -EINVAL;
   }
   if (nfiles_ == cap_) {
     const int cap = cap_ ? (cap_ * 2 > kScmMaxFd ? kScmMaxFd : cap_ * 2) : 4;
     auto* n = static_cast<ScmFile*>(core::raw_alloc(sizeof(ScmFile) * static_cast<size_t>(cap), alignof(ScmFile)));
     if (!n) {
-      release(f);
+      release_uncounted(f);
       return -ENOMEM;
     }
     if (nfiles_) std::memcpy(static_cast<void*>(n), files_, sizeof(ScmFile) * static_cast<size_t>(nfiles_));
@@ -141,6 +153,7 @@ int ScmPayload::add(ScmFile f) noexcept {
     cap_ = cap;
   }
   files_[nfiles_++] = f;
+  if (counted_) unix_inflight(f.file);  // unix_inflight (Linux counts at attach; this payload is on its way there)
   return 0;
 }
 
@@ -149,6 +162,7 @@ ScmPayload ScmPayload::take_files() noexcept {
   p.files_ = files_;
   p.nfiles_ = nfiles_;
   p.cap_ = cap_;
+  p.counted_ = counted_;
   p.creds_ = creds_;
   files_ = nullptr;
   nfiles_ = cap_ = 0;
@@ -163,6 +177,7 @@ ScmPayload ScmPayload::clone_creds() const noexcept {
 
 int ScmPayload::dup_files(ScmPayload* out) const noexcept {
   out->clear();
+  out->counted_ = false;
   for (int i = 0; i < nfiles_; ++i) {
     ScmFile f;
     if (files_[i].file) {
@@ -186,10 +201,11 @@ int ScmPayload::dup_files(ScmPayload* out) const noexcept {
 }
 
 void ScmPayload::clear() noexcept {
-  for (int i = 0; i < nfiles_; ++i) release(files_[i]);
+  for (int i = 0; i < nfiles_; ++i) release(files_[i], counted_);
   core::raw_free(files_);
   files_ = nullptr;
   nfiles_ = cap_ = 0;
+  counted_ = true;
 }
 
 namespace {

@@ -96,7 +96,9 @@ class ScmPayload {
   ScmPayload take_files() noexcept;
   // A payload with these credentials and no files.
   ScmPayload clone_creds() const noexcept;
-  // New references to the same files (Linux scm_fp_dup, for MSG_PEEK):
+  // New references to the same files (Linux scm_fp_dup, for MSG_PEEK),
+  // not counted in flight (unix_peek_fds counts none), so that no GC
+  // mutex is taken under the iolock_ a peek holds:
   // 0, or -ENOMEM / -EMFILE with *out empty.
   int dup_files(ScmPayload* out) const noexcept;
   // Releases every file (uepoll references put, owned descriptors closed).
@@ -106,6 +108,7 @@ class ScmPayload {
   ScmFile* files_ = nullptr;  // nfiles_ used, cap_ allocated (core::raw_alloc)
   int nfiles_ = 0;
   int cap_ = 0;
+  bool counted_ = true;       // its files count in flight (objects/unix_gc.h); not a MSG_PEEK's copies
   ScmCreds creds_;
 };
 
