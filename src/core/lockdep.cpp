@@ -28,6 +28,10 @@ struct LockdepState {
   int release_base = -1;  // held[0 .. release_base) predate the release in progress
   int frame_base = 0;     // held[0 .. frame_base) belong to an interrupted frame
   int release_depth = 0;
+  // Locks taken with Mutex::lock_unchecked, for lockdep_assert_held only;
+  // n_unchecked > kMax: some were not recorded (the check then passes).
+  const void* unchecked[kMax];
+  int n_unchecked = 0;
 };
 thread_local LockdepState tls_lockdep;
 
@@ -104,6 +108,40 @@ void lockdep_release(const LockClass* cls, const void* instance) noexcept {
     return;
   }
   die2("release of a lock not held", "releasing", cls, "last held", s.n ? s.held[s.n - 1].cls : cls);
+}
+
+void lockdep_hold_unchecked(const void* instance) noexcept {
+  LockdepState& s = tls_lockdep;
+  if (s.n_unchecked < LockdepState::kMax) s.unchecked[s.n_unchecked] = instance;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  ++s.n_unchecked;
+}
+
+void lockdep_drop_unchecked(const void* instance) noexcept {
+  LockdepState& s = tls_lockdep;
+  const int n = s.n_unchecked < LockdepState::kMax ? s.n_unchecked : LockdepState::kMax;
+  for (int i = n - 1; i >= 0; --i) {
+    if (s.unchecked[i] != instance) continue;
+    for (int j = i; j + 1 < n; ++j) s.unchecked[j] = s.unchecked[j + 1];
+    break;
+  }
+  --s.n_unchecked;
+}
+
+void lockdep_assert_held(const LockClass* cls, const void* instance) noexcept {
+  LockdepState& s = tls_lockdep;
+  for (int i = s.n - 1; i >= 0; --i)
+    if (s.held[i].instance == instance) return;
+  if (s.n_unchecked > LockdepState::kMax) return;
+  for (int i = s.n_unchecked - 1; i >= 0; --i)
+    if (s.unchecked[i] == instance) return;
+  lockdep_not_held(cls);
+}
+
+void lockdep_not_held(const LockClass* cls) noexcept {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "uepoll lockdep: '%s' (level %s) is not held by this thread\n", cls->name, Level(cls).s);
+  die(buf);
 }
 
 void lockdep_assert_no_spin(const char* what) noexcept {

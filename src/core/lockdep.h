@@ -17,7 +17,9 @@
 //     but only leaf locks (14) may be taken, and never one the thread holds.
 // A violation prints both locks (names and levels) and aborts.  It also
 // checks "no allocation and no user-memory copy under a SpinLock"
-// (lockdep_assert_no_spin, called by core::raw_alloc and the copy sites).
+// (lockdep_assert_no_spin, called by core::raw_alloc and the copy sites),
+// and that a `_locked` helper's lock is held (lockdep_assert_held, through
+// Mutex::assert_held and SpinLock::assert_held).
 // Locks: none (per-thread state only).
 #pragma once
 
@@ -32,6 +34,14 @@ namespace uepoll::core {
 #if UEPOLL_LOCKDEP
 void lockdep_acquire(const LockClass* cls, const void* instance) noexcept;
 void lockdep_release(const LockClass* cls, const void* instance) noexcept;
+// A lock taken without the order check (Mutex::lock_unchecked): recorded
+// only so that lockdep_assert_held finds it.
+void lockdep_hold_unchecked(const void* instance) noexcept;
+void lockdep_drop_unchecked(const void* instance) noexcept;
+// Aborts unless the calling thread holds `instance` (Mutex::assert_held).
+void lockdep_assert_held(const LockClass* cls, const void* instance) noexcept;
+// Prints "cls is not held by this thread" and aborts (SpinLock::assert_held).
+[[noreturn]] void lockdep_not_held(const LockClass* cls) noexcept;
 void lockdep_assert_no_spin(const char* what) noexcept;
 void lockdep_assert_none_held(const char* what) noexcept;
 void lockdep_release_begin() noexcept;
@@ -41,6 +51,9 @@ void lockdep_signal_frame_end(int saved) noexcept;
 #else
 inline void lockdep_acquire(const LockClass*, const void*) noexcept {}
 inline void lockdep_release(const LockClass*, const void*) noexcept {}
+inline void lockdep_hold_unchecked(const void*) noexcept {}
+inline void lockdep_drop_unchecked(const void*) noexcept {}
+inline void lockdep_assert_held(const LockClass*, const void*) noexcept {}
 inline void lockdep_assert_no_spin(const char*) noexcept {}
 inline void lockdep_assert_none_held(const char*) noexcept {}
 inline void lockdep_release_begin() noexcept {}

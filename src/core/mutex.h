@@ -62,11 +62,18 @@ class UEP_CAPABILITY("mutex") Mutex {
     lock_enter();
     int c = 0;
     if (!word_.compare_exchange_strong(c, 1, std::memory_order_acquire, std::memory_order_relaxed)) lock_slow(c);
+    lockdep_hold_unchecked(this);
   }
   void unlock_unchecked() noexcept UEP_RELEASE() {
+    lockdep_drop_unchecked(this);
     if (word_.exchange(0, std::memory_order_release) == 2) wake_one();
     lock_exit();
   }
+  // Preconditions of a `_locked` helper (Abseil's Mutex::AssertHeld): in
+  // lockdep builds, aborts unless the calling thread holds this mutex (the
+  // checker's per-thread record is the owner: the word has none); compiled
+  // out otherwise.  Tells the analysis the lock is held from here on.
+  void assert_held() const noexcept UEP_ASSERT_CAPABILITY(this) { lockdep_assert_held(cls_, this); }
   const LockClass& lock_class() const noexcept { return *cls_; }
 
  private:

@@ -68,6 +68,16 @@ class UEP_CAPABILITY("spinlock") SpinLock {
   // True if the calling thread holds it (exact for the caller's own
   // thread: only this thread can store its own token).
   bool held_by_me() const noexcept { return word_.load(std::memory_order_relaxed) == self(); }
+  // Preconditions of a `_locked` helper (Abseil's Mutex::AssertHeld): in
+  // lockdep builds, aborts unless the calling thread holds this lock (the
+  // word holds the owner, so the check is one load); compiled out
+  // otherwise.  Tells the analysis the lock is held from here on.
+  void assert_held() const noexcept UEP_ASSERT_CAPABILITY(this) {
+#if UEPOLL_LOCKDEP
+    if (!held_by_me()) [[unlikely]]
+      lockdep_not_held(cls_);
+#endif
+  }
   const LockClass& lock_class() const noexcept { return *cls_; }
 
  private:

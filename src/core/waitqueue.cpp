@@ -16,6 +16,7 @@ inline int call(WaitEntry* e, uint32_t key) noexcept {
 }  // namespace
 
 void WaitQueue::add_locked(WaitEntry* e) noexcept {
+  assert_held();
   e->flags &= ~WaitEntry::kExclusive;
   e->prev = &head_;
   e->next = head_.next;
@@ -25,6 +26,7 @@ void WaitQueue::add_locked(WaitEntry* e) noexcept {
 }
 
 void WaitQueue::add_exclusive_locked(WaitEntry* e) noexcept {
+  assert_held();
   e->flags |= WaitEntry::kExclusive;
   e->next = &head_;
   e->prev = head_.prev;
@@ -40,6 +42,7 @@ void WaitQueue::unlink_self(WaitEntry* e) noexcept {
 }
 
 void WaitQueue::wake_oldest_locked(uint32_t key) noexcept {
+  assert_held();
   WaitEntry* e = head_.prev;
   while (e != &head_) {
     WaitEntry* prev = e->prev;  // e may remove itself
@@ -52,6 +55,7 @@ void WaitQueue::wake_oldest_locked(uint32_t key) noexcept {
 }
 
 WaitEntry* WaitQueue::wake_locked(uint32_t key, int nr_exclusive) noexcept {
+  assert_held();
   WaitEntry* e = head_.next;
   while (e != &head_) {
     WaitEntry* next = e->next;  // e may remove itself

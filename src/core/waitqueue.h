@@ -73,6 +73,9 @@ class UEP_CAPABILITY("wait queue") WaitQueue {
   void unlock() noexcept UEP_RELEASE() UEP_NO_THREAD_SAFETY_ANALYSIS { lock_.unlock(); }
   bool is_locked() const noexcept { return lock_.is_locked(); }
   bool held_by_me() const noexcept { return lock_.held_by_me(); }
+  // Preconditions of a `_locked` helper: lockdep builds abort unless the
+  // calling thread holds the lock (SpinLock::assert_held).
+  void assert_held() const noexcept UEP_ASSERT_CAPABILITY(this) { lock_.assert_held(); }
 
   // Preconditions: lock held.  Non-exclusive entries go to the head,
   // exclusive ones to the tail (Linux add_wait_queue / _exclusive).
@@ -82,11 +85,13 @@ class UEP_CAPABILITY("wait queue") WaitQueue {
   // newest such sleeper is woken first (what ep_poll uses for epoll_wait
   // sleepers; checked against Linux by Threads.SleepersWokenNewestFirst).
   void add_exclusive_head_locked(WaitEntry* e) noexcept UEP_REQUIRES(this) {
+    assert_held();
     add_locked(e);
     e->flags |= WaitEntry::kExclusive;
   }
   // Preconditions: lock held; e queued on this queue.
   void remove_locked(WaitEntry* e) noexcept UEP_REQUIRES(this) {
+    assert_held();
     unlink_self(e);
     count_.fetch_sub(1, std::memory_order_relaxed);
   }
@@ -113,17 +118,22 @@ class UEP_CAPABILITY("wait queue") WaitQueue {
   // UEP_EPOLLROUNDROBIN on an instance's own sleepers).
   void wake_oldest_locked(uint32_t key) noexcept UEP_REQUIRES(this);
 
-  // Convenience: lock, wake, unlock.
-  void wake(uint32_t key) noexcept UEP_EXCLUDES(this) {
+  // lock(), wake_locked(key, nr_exclusive), unlock(): a wakeup that changes
+  // no state under the lock (Linux wake_up_poll / wake_up_interruptible_poll
+  // with nr_exclusive 1, wake_up_all with key 0 and nr_exclusive 0).
+  // Returns what wake_locked() returned.
+  WaitEntry* wake(uint32_t key, int nr_exclusive = 1) noexcept UEP_EXCLUDES(this) {
     lock();
-    wake_locked(key);
+    WaitEntry* took = wake_locked(key, nr_exclusive);
     unlock();
+    return took;
   }
 
   // Preconditions: lock held.  Visits every entry with the kItem flag, first
   // to last; stops when fn returns true.
   template <class F>
   WaitEntry* find_locked(F&& pred) noexcept UEP_REQUIRES(this) {
+    assert_held();
     for (WaitEntry* e = head_.next; e != &head_; e = e->next)
       if (pred(e)) return e;
     return nullptr;
