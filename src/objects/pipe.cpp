@@ -68,18 +68,14 @@ void Pipe::wake_reader(uint32_t key, int nr_exclusive) noexcept {
   core::reclaim::ReadGuard g;
   core::File* f = rd_.load(std::memory_order_acquire);
   if (!f) return;
-  f->wq().lock();
-  f->wq().wake_locked(key, nr_exclusive);
-  f->wq().unlock();
+  f->wq().wake(key, nr_exclusive);
 }
 
 void Pipe::wake_writer(uint32_t key, int nr_exclusive) noexcept {
   core::reclaim::ReadGuard g;
   core::File* f = wr_.load(std::memory_order_acquire);
   if (!f) return;
-  f->wq().lock();
-  f->wq().wake_locked(key, nr_exclusive);
-  f->wq().unlock();
+  f->wq().wake(key, nr_exclusive);
 }
 
 namespace {
@@ -287,9 +283,7 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
   if (wake_writer) p.wake_writer(EPOLLOUT | EPOLLWRNORM);
   // Linux wake_next_reader: a reader that slept and left data behind.
   if (attempts > 1 && r > 0 && still_data) {
-    wq().lock();
-    wq().wake_locked(EPOLLIN | EPOLLRDNORM);
-    wq().unlock();
+    wq().wake(EPOLLIN | EPOLLRDNORM);
   }
   p.fasync_writer(POLL_OUT);
   return r;
@@ -305,9 +299,7 @@ void PipeReader::on_release() noexcept {
   if (wake) {
     // Linux pipe_release: wake_up_interruptible_all(&pipe->rd_wait) and
     // (&pipe->wr_wait): key 0, every waiter.
-    wq().lock();
-    wq().wake_locked(0, 0);
-    wq().unlock();
+    wq().wake(0, 0);
     p.wake_writer(0, 0);
     p.fasync_writer(POLL_OUT);
   }
@@ -493,9 +485,7 @@ ssize_t PipeWriter::write_impl(const void* buf, size_t count, bool nonblock) noe
   // empty or not." (every write, even one that returns EAGAIN).
   if (wake_readers) pipe_->wake_reader(EPOLLIN | EPOLLRDNORM);
   if (c.wake_next_writer) {
-    wq().lock();
-    wq().wake_locked(EPOLLOUT | EPOLLWRNORM);
-    wq().unlock();
+    wq().wake(EPOLLOUT | EPOLLWRNORM);
   }
   pipe_->fasync_reader(POLL_IN);  // Linux pipe_write: after every write, whatever its result
   if (c.sigpipe) raise_sigpipe();
@@ -576,9 +566,7 @@ void PipeWriter::on_release() noexcept {
   p.mu_.unlock();
   if (wake) {
     p.wake_reader(0, 0);
-    wq().lock();
-    wq().wake_locked(0, 0);
-    wq().unlock();
+    wq().wake(0, 0);
     p.fasync_reader(POLL_IN);
   }
   p.put();

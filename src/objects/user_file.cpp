@@ -81,9 +81,7 @@ void UserFile::refresh() noexcept {
 }
 
 void UserFile::wake_queue(uint32_t key) noexcept {
-  wq().lock();
-  wq().wake_locked(key);  // Linux wake_up_poll(): nr_exclusive 1
-  wq().unlock();
+  wq().wake(key);  // Linux wake_up_poll(): nr_exclusive 1
 }
 
 void UserFile::wake(uint32_t key) noexcept {
