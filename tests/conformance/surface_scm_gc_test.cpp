@@ -4,7 +4,8 @@
 // files in flight inside it; a socket reachable from a live one is kept;
 // nesting in-flight sockets deeply is allowed (Linux 6.10 dropped
 // MAX_RECURSION_LEVEL); a root process is not held to RLIMIT_NOFILE in
-// flight (too_many_unix_fds: CAP_SYS_RESOURCE).
+// flight (too_many_unix_fds: CAP_SYS_RESOURCE), and without that
+// capability and CAP_SYS_ADMIN a send past it is refused (ETOOMANYREFS).
 //
 // Both collect at the release of a unix socket (the last close of a cycle's
 // descriptor releases none: its socket is still in flight), so each
@@ -14,8 +15,11 @@
 // collects before that close returns.
 #include "conformance/surface_scm.h"
 
+#include <linux/capability.h>
 #include <poll.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace {
 
@@ -169,6 +173,68 @@ TEST(SurfaceScmGc, RootPassesInFlightLimit) {
     t.close(b);  // the queue purged: every in-flight reference released
     kread(t, kr, 8);
     kclose(t, kr);
+    t.close(a);
+  });
+}
+
+// The calling thread's effective capabilities without CAP_SYS_RESOURCE and
+// CAP_SYS_ADMIN while it lives (they stay permitted, so the destructor
+// raises them again).  ok() is false where capget/capset refuse.
+class WithoutResourceCaps {
+ public:
+  WithoutResourceCaps() {
+    ok_ = ::syscall(SYS_capget, &hdr_, saved_) == 0;
+    if (!ok_) return;
+    __user_cap_data_struct lowered[2] = {saved_[0], saved_[1]};
+    for (int cap : {CAP_SYS_RESOURCE, CAP_SYS_ADMIN}) lowered[cap / 32].effective &= ~(1u << (cap % 32));
+    ok_ = ::syscall(SYS_capset, &hdr_, lowered) == 0;
+  }
+  ~WithoutResourceCaps() {
+    if (ok_) ::syscall(SYS_capset, &hdr_, saved_);
+  }
+  WithoutResourceCaps(const WithoutResourceCaps&) = delete;
+  WithoutResourceCaps& operator=(const WithoutResourceCaps&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  __user_cap_header_struct hdr_{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct saved_[2]{};
+  bool ok_ = false;
+};
+
+// Without either capability, a message is refused (ETOOMANYREFS, nothing
+// queued) once more files than RLIMIT_NOFILE are already in flight: the
+// first 100 pass (none in flight before), the next 100 not (100 > 64).
+// Linux counts per user (every process of uid 0 here): batches of 100
+// against a limit of 64 keep the outcome the same whatever fewer than 64
+// files other processes may hold in flight.  The refused message leaves
+// the queue as it was: one read returns the first message's files.
+TEST(SurfaceScmGc, RefusedPastInFlightLimitWithoutCapabilities) {
+  conf::surface_differential([](ST& t) {
+    Scm m(t);
+    struct rlimit old;
+    ::getrlimit(RLIMIT_NOFILE, &old);
+    auto [a, b] = pair_of(t, SOCK_STREAM);
+    auto [kr, kw] = kernel_pipe(t);
+    const std::vector<int> fds(100, kw);
+    {
+      WithoutResourceCaps drop;
+      t.log(std::string("capabilities lowered: ") + (drop.ok() ? "yes" : "no"));
+      struct rlimit low = {64, old.rlim_max};
+      ::setrlimit(RLIMIT_NOFILE, &low);
+      m.send_fds(a, 1, fds);
+      m.send_fds(a, 1, fds);
+      ::setrlimit(RLIMIT_NOFILE, &old);
+    }
+    m.recv(b, 8, CMSG_SPACE(100 * sizeof(int)), MSG_DONTWAIT, "MSG_DONTWAIT");
+    const std::vector<int> got = m.last();
+    t.log("received " + std::to_string(got.size()) + " descriptors");
+    for (int fd : got) kclose(t, fd);
+    m.recv(b, 8, CMSG_SPACE(100 * sizeof(int)), MSG_DONTWAIT, "MSG_DONTWAIT");
+    kclose(t, kw);
+    kread(t, kr, 8);
+    kclose(t, kr);
+    t.close(b);
     t.close(a);
   });
 }
