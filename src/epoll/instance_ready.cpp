@@ -151,9 +151,7 @@ void Instance::ovf_push_locked(Item* it) noexcept {
 void Instance::wake_one_waiter_locked() noexcept {
   if (!waiters_.active_hint()) return;
   if (kicked_ && !kicked_->dead() && core::knob(core::knobs().burst_wake_chain)) return;
-  waiters_.lock();
-  core::WaitEntry* took = waiters_.wake_locked(0);
-  waiters_.unlock();
+  core::WaitEntry* took = waiters_.wake(0);
   // waiters_ holds only epoll_wait sleepers' WaiterEntry entries; the
   // entry's memory stays valid while we hold ready_lock_ (its owner
   // dequeues under it).

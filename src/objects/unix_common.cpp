@@ -91,9 +91,7 @@ void unix_wake(const std::atomic<core::File*>& slot, uint32_t key, int nr_exclus
   core::reclaim::ReadGuard g;
   core::File* f = slot.load(std::memory_order_acquire);  // pairs with the store at creation / release
   if (!f) return;
-  f->wq().lock();
-  f->wq().wake_locked(key, nr_exclusive);
-  f->wq().unlock();
+  f->wq().wake(key, nr_exclusive);
 }
 
 }  // namespace uepoll::objects

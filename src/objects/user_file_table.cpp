@@ -56,11 +56,9 @@ void TableFile::refresh() noexcept {
 }
 
 void TableFile::wake_queue(uint32_t key) noexcept {
-  wq().lock();
   // Linux wake_up_poll(): one exclusive waiter; key 0 wakes every waiter
   // (wake_up_all).
-  wq().wake_locked(key, key ? 1 : 0);
-  wq().unlock();
+  wq().wake(key, key ? 1 : 0);
 }
 
 namespace {
