@@ -75,6 +75,7 @@ void give_locked(ThreadRec* r) noexcept UEP_REQUIRES(g_mutex) {
 bool on() noexcept { return g_on.load(std::memory_order_relaxed); }
 
 void enable_locked(uint64_t seed) noexcept {
+  g_mutex.assert_held();
   if (on()) return;
   g_rng = seed;
   g_on.store(true, std::memory_order_relaxed);
@@ -83,6 +84,7 @@ void enable_locked(uint64_t seed) noexcept {
 }
 
 void disable_locked() noexcept {
+  g_mutex.assert_held();
   if (!on()) return;
   g_on.store(false, std::memory_order_relaxed);
   g_holder = nullptr;
@@ -93,20 +95,24 @@ void disable_locked() noexcept {
 ThreadRec* spawn_locked() noexcept { return on() ? make_locked() : nullptr; }
 
 void adopt_locked(ThreadRec* r) noexcept {
+  g_mutex.assert_held();
   if (!r) return;
   tls_rec = r;
   sleep_end_locked();  // waits for its turn
 }
 
 void drop_locked(ThreadRec* r) noexcept {
+  g_mutex.assert_held();
   if (r) unlist_locked(r);
 }
 
 void self_known_locked() noexcept {
+  g_mutex.assert_held();
   if (on() && !tls_rec) tls_rec = make_locked();
 }
 
 void sleep_begin_locked(SleepScope* s) noexcept {
+  g_mutex.assert_held();
   if (!tls_rec) return;
   tls_rec->sleep = s;
   if (g_holder == tls_rec) g_holder = nullptr;
@@ -131,6 +137,7 @@ void sleep_end_locked() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
 }
 
 void exit_locked() noexcept {
+  g_mutex.assert_held();
   if (!tls_rec) return;
   unlist_locked(tls_rec);
   tls_rec = nullptr;
@@ -138,6 +145,7 @@ void exit_locked() noexcept {
 }
 
 void schedule_locked() noexcept {
+  g_mutex.assert_held();
   if (!on() || g_holder) return;
   const int64_t now = vclock::now();
   uint64_t n = 0;
@@ -154,6 +162,7 @@ void schedule_locked() noexcept {
 }
 
 void fork_child_locked() noexcept {
+  g_mutex.assert_held();
   for (ThreadRec* r = g_head; r;) {
     ThreadRec* nx = r->next;
     if (r != tls_rec) delete r;

@@ -129,6 +129,7 @@ bool link_to_file(Item* it, core::File* tf, uint32_t events, bool alone) noexcep
 // Takes back an item insert_locked() made, before it was linked on its
 // file's queue (nothing saw it).
 void Instance::undo_insert_locked(Shard& s, uint64_t h, Item* it) noexcept {
+  s.mutex.assert_held();
   unhash_locked(s, h, it);
   it->registered.store(false, std::memory_order_relaxed);
   item_unref(it);

@@ -23,6 +23,7 @@ namespace uepoll::epoll {
 
 // Links it between two adjacent links of a ready list.
 void Instance::list_link_locked(ListLink* prev, ListLink* next, Item* it) noexcept {
+  ready_lock_.assert_held();
   ListLink* l = &it->rdlink;
   l->prev = prev;
   l->next = next;
@@ -37,6 +38,7 @@ void Instance::list_add_tail_locked(ListLink* head, Item* it) noexcept { list_li
 void Instance::list_add_head_locked(ListLink* head, Item* it) noexcept { list_link_locked(head, head->next, it); }
 
 void Instance::list_del_locked(Item* it) noexcept {
+  ready_lock_.assert_held();
   ListLink* l = &it->rdlink;
   l->prev->next = l->next;
   l->next->prev = l->prev;
@@ -49,6 +51,7 @@ void Instance::list_del_locked(Item* it) noexcept {
 // marks it in hand (a DEL meanwhile leaves the registration's reference to
 // us instead of freeing it) and makes its file safe to poll.
 core::File* Instance::take_locked(Item* it, bool* pinned) noexcept {
+  ready_lock_.assert_held();
   // In hand before unlinked: qstate, which DEL reads without this lock,
   // must never pass through 0 while the item is still ours.
   it->set_state_locked(Item::kInHand, true);
@@ -83,6 +86,7 @@ bool Instance::give_back_locked(Item* it) noexcept {
 
 // Linux ep_start_scan(): steal the ready list, divert callbacks to ovflist.
 void Instance::start_scan_locked(ListLink* tx) noexcept {
+  ready_lock_.assert_held();
   snap_invalidate_locked();  // the list is about to change hands
   if (rdllist_.next == &rdllist_) {
     tx->prev = tx->next = tx;
@@ -101,6 +105,7 @@ void Instance::start_scan_locked(ListLink* tx) noexcept {
 // front; then wake one waiter if anything is ready, and publish the
 // read-mostly snapshot of what the list now holds.
 void Instance::done_scan_locked(ListLink* tx) noexcept {
+  ready_lock_.assert_held();
   Item* next;
   for (Item* it = ovflist_; it != nullptr; it = next) {
     next = it->ovf_next;
@@ -133,6 +138,7 @@ void Instance::done_scan_locked(ListLink* tx) noexcept {
 // ovf_next); the list holds a reference.  Preconditions: ready_lock_ held,
 // a scan active, the item not on ovflist yet.
 void Instance::ovf_push_locked(Item* it) noexcept {
+  ready_lock_.assert_held();
   it->ovf_next = ovflist_;
   ovflist_ = it;
   it->set_state_locked(Item::kOnOvf, true);
@@ -149,6 +155,7 @@ void Instance::ovf_push_locked(Item* it) noexcept {
 // after the clear and kicks here.  Preconditions: ready_lock_ held
 // (waiters_' lock nests inside it).
 void Instance::wake_one_waiter_locked() noexcept {
+  ready_lock_.assert_held();
   if (!waiters_.active_hint()) return;
   if (kicked_ && !kicked_->dead() && core::knob(core::knobs().burst_wake_chain)) return;
   core::WaitEntry* took = waiters_.wake(0);
@@ -162,6 +169,7 @@ void Instance::wake_one_waiter_locked() noexcept {
 // Beyond Linux: a round-robin item's event goes to the waiter that has slept
 // longest (sleepers are queued newest first).  Preconditions: as above.
 void Instance::wake_oldest_waiter_locked() noexcept {
+  ready_lock_.assert_held();
   if (!waiters_.active_hint()) return;
   waiters_.lock();
   waiters_.wake_oldest_locked(0);

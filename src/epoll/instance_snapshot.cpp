@@ -36,6 +36,7 @@ void Instance::snap_invalidate() noexcept {
 }
 
 void Instance::snap_publish_locked() noexcept {
+  ready_lock_.assert_held();
   // acquire: pairs with the release CAS in snap_invalidate (MOD).
   const uint64_t s = snap_.seq.load(std::memory_order_acquire);
   if (s & 1) return;  // still valid: nothing changed since it was published

@@ -54,6 +54,7 @@ void Pipe::put() noexcept {
 // Preconditions: mu_ held.  Linux anon_pipe_buf_release: keep one page as
 // tmp_page, hand the others back (freed by the caller after unlocking).
 void Pipe::release_page_locked(Buf& b, char** to_free) noexcept {
+  mu_.assert_held();
   if (!tmp_page_) {
     tmp_page_ = b.page;
   } else {
@@ -160,6 +161,7 @@ struct Pipe::ReadPlan {
 };
 
 long Pipe::take_locked(size_t count, bool fault, ReadPlan* plan, bool* wake_writer) noexcept {
+  mu_.assert_held();
   long ret = 0;
   size_t total = count;
   while (!empty_locked() && plan->room()) {
@@ -354,6 +356,7 @@ ssize_t PipeWriter::write(const void* buf, size_t count) noexcept {
 }
 
 bool Pipe::merge_locked(const char* data, size_t n) noexcept {
+  mu_.assert_held();
   if (empty_locked()) return false;
   Buf& b = slot_locked(head_ - 1);
   const size_t offset = b.offset + b.len;
@@ -364,6 +367,7 @@ bool Pipe::merge_locked(const char* data, size_t n) noexcept {
 }
 
 void Pipe::push_page_locked(char* page, size_t n, bool packet) noexcept {
+  mu_.assert_held();
   Buf& b = slot_locked(head_);
   ++head_;
   b.page = page;
@@ -373,6 +377,7 @@ void Pipe::push_page_locked(char* page, size_t n, bool packet) noexcept {
 }
 
 bool PipeWriter::fill_locked(Call& c) noexcept {
+  pipe_->mu_.assert_held();
   while (!pipe_->full_locked()) {
     const size_t n = c.left < kPipePage ? c.left : kPipePage;
     if (!c.spare) c.spare = pipe_->take_tmp_page_locked();
@@ -412,6 +417,7 @@ bool PipeWriter::fill_locked(Call& c) noexcept {
 }
 
 bool PipeWriter::wait_writable_locked(Call& c) noexcept {
+  pipe_->mu_.assert_held();
   // Wait for a free slot (Linux: wake readers if the pipe was empty, then
   // wait_event_interruptible_exclusive(pipe->wr_wait, pipe_writable())).
   pipe_->mu_.unlock();

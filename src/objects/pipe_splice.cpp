@@ -69,6 +69,7 @@ class IovSink final : public core::SpliceSink {
 // ---- the ring ----------------------------------------------------------------
 
 size_t Pipe::peek_locked(char* dst, size_t n) const noexcept {
+  mu_.assert_held();
   size_t got = 0;
   for (unsigned i = tail_; i != head_ && got < n; ++i) {
     const Buf& b = bufs_[i & (ring_size_ - 1)];
@@ -81,6 +82,7 @@ size_t Pipe::peek_locked(char* dst, size_t n) const noexcept {
 }
 
 void Pipe::consume_locked(size_t n, char** to_free, int* nfree, bool* wake_writer) noexcept {
+  mu_.assert_held();
   while (n && !empty_locked()) {
     Buf& b = slot_locked(tail_);
     const size_t c = b.len < n ? b.len : n;

@@ -68,6 +68,7 @@ void UnixDgramConn::put() noexcept {
 void UnixDgramConn::wake(int i, uint32_t key, int nr_exclusive) noexcept { unix_wake(file_[i], key, nr_exclusive); }
 
 UnixDgramConn::Msg* UnixDgramConn::unlink_queue_locked(int i, int* wakes) noexcept {
+  mu_.assert_held();
   Side& s = side_[i];
   Side& w = side_[1 - i];  // the writer of this queue
   Msg* list = s.head;
