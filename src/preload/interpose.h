@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 /* Depth of uepoll calls on this thread: > 0 while an interposer runs
  * uepoll, so that the kernel objects uepoll makes for itself (its waiters'
@@ -60,6 +62,13 @@ int uep_pl_convert_eventfd(int n);
 void uep_pl_convert_inherited_eventfds(void);
 void uep_pl_kernel_signals_syscall(long nr, const long *a);
 void uep_pl_kernel_signals_ioctl(unsigned long request, void *arg);
+/* dgram_named.c: a uepoll datagram pair end's connect to an AF_UNIX
+ * address, or sendmsg of control data to a name, made on a kernel pair
+ * (converted first).  Returns 1 when it answered the call (*result, errno
+ * set), 0 when the caller goes on as usual (fd then possibly a kernel
+ * descriptor now). */
+int uep_pl_dgram_named_connect(int fd, const struct sockaddr *a, socklen_t len, int *result);
+int uep_pl_dgram_named_sendmsg(int fd, const struct msghdr *m, int flags, ssize_t *result);
 int uep_pl_fstatfs(int fd, struct statfs *st);
 int uep_pl_fstatfs64(int fd, struct statfs64 *st);
 int uep_pl_show(int u, int kind);

@@ -218,7 +218,11 @@ static void kernel_rights(const struct msghdr *m) {
   }
 }
 
+/* A datagram pair end's control data to a name: the pair is made a kernel
+ * one first (dgram_named.c), then this is a kernel socket's sendmsg. */
 ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
+  ssize_t r;
+  if (uep_pl_map(fd) && uep_pl_dgram_named_sendmsg(fd, m, flags, &r)) return r;
   if (!uep_pl_map(fd)) kernel_rights(m);
   UEP_PL_FORWARD2(fd, sendmsg, (u, m, flags), sendmsg, (fd, m, flags));
 }
