@@ -420,9 +420,57 @@ static void named(void) {
   rmdir(dir);
 }
 
-int main(void) {
+/* "named-blocked" (under uepoll-run only): a thread blocked on the pair
+ * keeps it uepoll's, so connect() to a name and SCM_RIGHTS of a uepoll pipe
+ * to a name get the library's EOPNOTSUPP, said on stderr; credentials to a
+ * name still go (through a kernel socket). */
+static int named_blocked(void) {
+  char dir[] = "/tmp/uepoll-dgram-XXXXXX";
+  if (!mkdtemp(dir)) return 1;
+  struct sockaddr_un na;
+  socklen_t nl;
+  int n = named_socket(&na, &nl, dir, "b");
+  int s[2];
+  say("socketpair", socketpair(AF_UNIX, SOCK_DGRAM, 0, s));
+  struct reader r = {s[1], 0, 0};
+  pthread_t th;
+  pthread_create(&th, NULL, read_all, &r);
+  usleep(100000);
+  sayn("connect a", connect(s[0], (struct sockaddr *)&na, nl));
+  union {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(struct ucred))];
+  } ctl;
+  memset(&ctl, 0, sizeof ctl);
+  struct iovec io = {"m", 1};
+  struct msghdr m = {.msg_name = &na, .msg_namelen = nl, .msg_iov = &io, .msg_iovlen = 1, .msg_control = ctl.b,
+                     .msg_controllen = CMSG_SPACE(sizeof(int))};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  int p[2];
+  sayn("pipe", pipe(p));
+  *c = (struct cmsghdr){.cmsg_len = CMSG_LEN(sizeof(int)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS};
+  memcpy(CMSG_DATA(c), &p[0], sizeof(int));
+  sayn("sendmsg rights", sendmsg(s[0], &m, 0));
+  m.msg_controllen = CMSG_SPACE(sizeof(struct ucred));
+  *c = (struct cmsghdr){.cmsg_len = CMSG_LEN(sizeof(struct ucred)), .cmsg_level = SOL_SOCKET,
+                        .cmsg_type = SCM_CREDENTIALS};
+  memcpy(CMSG_DATA(c), &(struct ucred){getpid(), getuid(), getgid()}, sizeof(struct ucred));
+  sayn("sendmsg creds", sendmsg(s[0], &m, 0));
+  struct sockaddr_un from;
+  socklen_t fl;
+  show_recvfrom("recvfrom named", n, &from, &fl);
+  send(s[0], "E", 1, 0);
+  pthread_join(th, NULL);
+  printf("reader got %d\n", r.got);
+  unlink(na.sun_path);
+  rmdir(dir);
+  return 0;
+}
+
+int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   signal(SIGPIPE, SIG_IGN);
+  if (argc > 1 && strcmp(argv[1], "named-blocked") == 0) return named_blocked();
   for (int type = SOCK_DGRAM; type <= SOCK_SEQPACKET; type += SOCK_SEQPACKET - SOCK_DGRAM) {
     messages(type);
     blocking(type);
