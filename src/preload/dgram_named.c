@@ -14,6 +14,8 @@
  *   connect   an AF_UNIX address (any, so that a failing lookup is the
  *             kernel's too; AF_UNSPEC stays uepoll's: it only disconnects)
  *   sendmsg   a name and at least one control message header
+ *   sendmmsg  one such message among them (the whole call is then the
+ *             kernel's; a pair that stays uepoll's sends message by message)
  *
  * A pair with a thread blocked on it is left as it is (fork_convert.c);
  * the call then gets the library's answer, and where that is EOPNOTSUPP
@@ -73,10 +75,13 @@ int uep_pl_dgram_named_connect(int fd, const struct sockaddr *a, socklen_t len, 
   return 1;
 }
 
+/* 1 if m names a socket and carries control data. */
+static int named_with_control(const struct msghdr *m) {
+  return readable(m) && m->msg_name && m->msg_namelen && m->msg_control && m->msg_controllen >= sizeof(struct cmsghdr);
+}
+
 int uep_pl_dgram_named_sendmsg(int fd, const struct msghdr *m, int flags, ssize_t *result) {
-  if (uep_pl_inside() || !readable(m) || !m->msg_name || !m->msg_namelen || !m->msg_control ||
-      m->msg_controllen < sizeof(struct cmsghdr) || !dgram_pair(fd))
-    return 0;
+  if (uep_pl_inside() || !named_with_control(m) || !dgram_pair(fd)) return 0;
   if (to_kernel(fd)) return 0; /* the caller forwards it, SCM_RIGHTS made kernel's (interpose_net.c) */
   UEP_PL_ENTER();
   *result = uep_sendmsg(uep_pl_map(fd), m, flags);
@@ -88,4 +93,11 @@ int uep_pl_dgram_named_sendmsg(int fd, const struct msghdr *m, int flags, ssize_
                   "blocked on the pair: not supported (EOPNOTSUPP)");
   errno = e;
   return 1;
+}
+
+int uep_pl_dgram_named_sendmmsg(int fd, const struct mmsghdr *v, unsigned int vlen) {
+  if (uep_pl_inside() || !vlen || !readable(v) || !readable(v + vlen - 1)) return 0;
+  unsigned int i = 0;
+  while (i < vlen && !named_with_control(&v[i].msg_hdr)) ++i;
+  return i < vlen && dgram_pair(fd) && to_kernel(fd);
 }

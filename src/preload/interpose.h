@@ -69,6 +69,13 @@ void uep_pl_kernel_signals_ioctl(unsigned long request, void *arg);
  * descriptor now). */
 int uep_pl_dgram_named_connect(int fd, const struct sockaddr *a, socklen_t len, int *result);
 int uep_pl_dgram_named_sendmsg(int fd, const struct msghdr *m, int flags, ssize_t *result);
+/* 1 when a message of v names a socket with control data and the pair fd
+ * shows was made a kernel one for it (fd is then a kernel descriptor). */
+struct mmsghdr;
+int uep_pl_dgram_named_sendmmsg(int fd, const struct mmsghdr *v, unsigned int vlen);
+/* interpose_net.c: the uepoll pipes and pairs that m's SCM_RIGHTS names
+ * made kernel ones, for a sendmsg on a kernel socket. */
+void uep_pl_kernel_rights(const struct msghdr *m);
 int uep_pl_fstatfs(int fd, struct statfs *st);
 int uep_pl_fstatfs64(int fd, struct statfs64 *st);
 int uep_pl_show(int u, int kind);

@@ -196,7 +196,7 @@ ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, s
  * placeholder: said once. */
 static int plausible(const void *p) { return (uintptr_t)p >= 4096 && (uintptr_t)p < 0x00007ffffffff000ULL; }
 
-static void kernel_rights(const struct msghdr *m) {
+void uep_pl_kernel_rights(const struct msghdr *m) {
   /* A bad pointer is the kernel's to answer (EFAULT): only plausible ones
    * are looked at, and only when uepoll shows descriptors at all. */
   if (uep_pl_inside() || !uep_pl_high_water() || !plausible(m) || !plausible(m->msg_control) ||
@@ -223,7 +223,7 @@ static void kernel_rights(const struct msghdr *m) {
 ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
   ssize_t r;
   if (uep_pl_map(fd) && uep_pl_dgram_named_sendmsg(fd, m, flags, &r)) return r;
-  if (!uep_pl_map(fd)) kernel_rights(m);
+  if (!uep_pl_map(fd)) uep_pl_kernel_rights(m);
   UEP_PL_FORWARD2(fd, sendmsg, (u, m, flags), sendmsg, (fd, m, flags));
 }
 ssize_t recvmsg(int fd, struct msghdr *m, int flags) {

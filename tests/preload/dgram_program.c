@@ -7,7 +7,7 @@
  * pair end talking to named sockets (a path, an abstract name): connect,
  * the old peer's EPERM and ECONNRESET, readiness, a reply to the autobound
  * name, SCM_CREDENTIALS and SCM_RIGHTS (a kernel file, a pipe end) sent
- * with sendmsg to a name (under uepoll-run the pair becomes a kernel one
+ * with sendmsg and sendmmsg to a name (under uepoll-run the pair becomes a kernel one
  * first: src/preload/dgram_named.c).  An ordinary
  * program (no uepoll in it): run plainly it shows what Linux does; under
  * uepoll-run its pairs are uepoll objects, made kernel ones before the fork
@@ -407,6 +407,54 @@ static void control_to_named(const char *dir) {
   unlink(na.sun_path);
 }
 
+/* sendmmsg: a plain datagram to a name, then one carrying a pipe's read
+ * end; the named socket reads both, the second through the pipe. */
+static void mmsg_to_named(const char *dir) {
+  printf("-- dgram sendmmsg with control data to a name\n");
+  struct sockaddr_un na;
+  socklen_t nl;
+  int n = named_socket(&na, &nl, dir, "mm");
+  int s[2], p[2];
+  say("socketpair", socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, s));
+  sayn("pipe", pipe(p));
+  sayn("write pipe", write(p[1], "via-mmsg", 8));
+  union {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(int))];
+  } ctl;
+  memset(&ctl, 0, sizeof ctl);
+  struct iovec io[2] = {{"plain", 5}, {"fd", 2}};
+  struct mmsghdr v[2] = {{.msg_hdr = {.msg_name = &na, .msg_namelen = nl, .msg_iov = &io[0], .msg_iovlen = 1}},
+                         {.msg_hdr = {.msg_name = &na, .msg_namelen = nl, .msg_iov = &io[1], .msg_iovlen = 1,
+                                      .msg_control = ctl.b, .msg_controllen = sizeof ctl.b}}};
+  struct cmsghdr *c = CMSG_FIRSTHDR(&v[1].msg_hdr);
+  *c = (struct cmsghdr){.cmsg_len = CMSG_LEN(sizeof(int)), .cmsg_level = SOL_SOCKET, .cmsg_type = SCM_RIGHTS};
+  memcpy(CMSG_DATA(c), &p[0], sizeof(int));
+  sayn("sendmmsg", sendmmsg(s[0], v, 2, 0));
+  printf("  lengths %u %u\n", v[0].msg_len, v[1].msg_len);
+  char buf[16], in[CMSG_SPACE(sizeof(int))];
+  for (int i = 0; i < 2; ++i) {
+    struct iovec rio = {buf, sizeof buf};
+    struct msghdr r = {.msg_iov = &rio, .msg_iovlen = 1, .msg_control = in, .msg_controllen = sizeof in};
+    ssize_t got = recvmsg(n, &r, 0);
+    printf("recvmsg named = %zd '%.*s' controllen %zu\n", got, got > 0 ? (int)got : 0, buf, (size_t)r.msg_controllen);
+    struct cmsghdr *k = got >= 0 ? CMSG_FIRSTHDR(&r) : NULL;
+    if (k && k->cmsg_type == SCM_RIGHTS) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(k), sizeof fd);
+      char rb[16] = {0};
+      printf("  read %zd '%s'\n", read(fd, rb, sizeof rb - 1), rb);
+      close(fd);
+    }
+  }
+  close(p[0]);
+  close(p[1]);
+  close(s[0]);
+  close(s[1]);
+  close(n);
+  unlink(na.sun_path);
+}
+
 static void named(void) {
   char dir[] = "/tmp/uepoll-dgram-XXXXXX";
   if (!mkdtemp(dir)) {
@@ -417,6 +465,7 @@ static void named(void) {
   connect_named(NULL);
   connect_named_quiet(dir);
   control_to_named(dir);
+  mmsg_to_named(dir);
   rmdir(dir);
 }
 
