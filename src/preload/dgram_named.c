@@ -13,7 +13,10 @@
  *
  *   connect   an AF_UNIX address (any, so that a failing lookup is the
  *             kernel's too; AF_UNSPEC stays uepoll's: it only disconnects)
- *   sendmsg   a name and at least one control message header
+ *   sendmsg   a name and at least one control message header, or a name
+ *             from an end with SO_PASSCRED on (Linux autobinds it and the
+ *             receiver can reply to that name)
+ *   sendto    a name from an end with SO_PASSCRED on
  *   sendmmsg  one such message among them (the whole call is then the
  *             kernel's; a pair that stays uepoll's sends message by message)
  *
@@ -38,15 +41,26 @@
 /* A pointer the preload may read (a bad one is the callee's to answer). */
 static int readable(const void *p) { return (uintptr_t)p >= 4096 && (uintptr_t)p < 0x00007ffffffff000ULL; }
 
-/* 1 if the uepoll descriptor shown as fd is a datagram pair end. */
-static int dgram_pair(int fd) {
-  if (uep_pl_kind(fd) != UEP_PL_SOCKET) return 0;
-  int type = 0;
-  socklen_t len = sizeof type;
+/* The uepoll socket option `name` of fd, or -1. */
+static int int_opt(int fd, int name) {
+  int v = 0;
+  socklen_t len = sizeof v;
   UEP_PL_ENTER();
-  const int r = uep_getsockopt(uep_pl_map(fd), SOL_SOCKET, SO_TYPE, &type, &len);
+  const int r = uep_getsockopt(uep_pl_map(fd), SOL_SOCKET, name, &v, &len);
   UEP_PL_LEAVE();
-  return r == 0 && type == SOCK_DGRAM;
+  return r == 0 ? v : -1;
+}
+
+/* 1 if the uepoll descriptor shown as fd is a datagram pair end. */
+static int dgram_pair(int fd) { return uep_pl_kind(fd) == UEP_PL_SOCKET && int_opt(fd, SO_TYPE) == SOCK_DGRAM; }
+
+/* 1 if a datagram to the name in m (with its control data) from the pair
+ * end fd is to be the kernel's: control data, or SO_PASSCRED on (Linux
+ * then autobinds the sender, which keeps that name). */
+static int named_msg_wants_kernel(int fd, const struct msghdr *m) {
+  if (!readable(m) || !m->msg_name || !m->msg_namelen) return 0;
+  if (m->msg_control && m->msg_controllen >= sizeof(struct cmsghdr)) return 1;
+  return int_opt(fd, SO_PASSCRED) > 0;
 }
 
 /* Makes the pair fd shows a kernel one; 1 if fd is now a kernel descriptor. */
@@ -75,13 +89,9 @@ int uep_pl_dgram_named_connect(int fd, const struct sockaddr *a, socklen_t len, 
   return 1;
 }
 
-/* 1 if m names a socket and carries control data. */
-static int named_with_control(const struct msghdr *m) {
-  return readable(m) && m->msg_name && m->msg_namelen && m->msg_control && m->msg_controllen >= sizeof(struct cmsghdr);
-}
-
 int uep_pl_dgram_named_sendmsg(int fd, const struct msghdr *m, int flags, ssize_t *result) {
-  if (uep_pl_inside() || !named_with_control(m) || !dgram_pair(fd)) return 0;
+  if (uep_pl_inside() || uep_pl_kind(fd) != UEP_PL_SOCKET || !named_msg_wants_kernel(fd, m) || !dgram_pair(fd))
+    return 0;
   if (to_kernel(fd)) return 0; /* the caller forwards it, SCM_RIGHTS made kernel's (interpose_net.c) */
   UEP_PL_ENTER();
   *result = uep_sendmsg(uep_pl_map(fd), m, flags);
@@ -97,7 +107,15 @@ int uep_pl_dgram_named_sendmsg(int fd, const struct msghdr *m, int flags, ssize_
 
 int uep_pl_dgram_named_sendmmsg(int fd, const struct mmsghdr *v, unsigned int vlen) {
   if (uep_pl_inside() || !vlen || !readable(v) || !readable(v + vlen - 1)) return 0;
+  if (uep_pl_kind(fd) != UEP_PL_SOCKET) return 0;
   unsigned int i = 0;
-  while (i < vlen && !named_with_control(&v[i].msg_hdr)) ++i;
+  while (i < vlen && !named_msg_wants_kernel(fd, &v[i].msg_hdr)) ++i;
   return i < vlen && dgram_pair(fd) && to_kernel(fd);
+}
+
+int uep_pl_dgram_named_sendto(int fd, const struct sockaddr *a, socklen_t alen) {
+  if (uep_pl_inside() || !a || !alen || uep_pl_kind(fd) != UEP_PL_SOCKET || int_opt(fd, SO_PASSCRED) <= 0 ||
+      !dgram_pair(fd))
+    return 0;
+  return to_kernel(fd);
 }

@@ -184,7 +184,10 @@ ssize_t send(int fd, const void *buf, size_t len, int flags) {
 ssize_t recv(int fd, void *buf, size_t len, int flags) {
   UEP_PL_FORWARD2(fd, recv, (u, buf, len, flags), recv, (fd, buf, len, flags));
 }
+/* A datagram pair end with SO_PASSCRED sending to a name: made a kernel
+ * pair end first (dgram_named.c), so that Linux autobinds it. */
 ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a, socklen_t alen) {
+  if (a && uep_pl_map(fd)) (void)uep_pl_dgram_named_sendto(fd, a, alen);
   UEP_PL_FORWARD2(fd, sendto, (u, buf, len, flags, a, alen), sendto, (fd, buf, len, flags, a, alen));
 }
 ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, socklen_t *alen) {

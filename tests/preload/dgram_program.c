@@ -7,7 +7,8 @@
  * pair end talking to named sockets (a path, an abstract name): connect,
  * the old peer's EPERM and ECONNRESET, readiness, a reply to the autobound
  * name, SCM_CREDENTIALS and SCM_RIGHTS (a kernel file, a pipe end) sent
- * with sendmsg and sendmmsg to a name (under uepoll-run the pair becomes a kernel one
+ * with sendmsg and sendmmsg to a name, an SO_PASSCRED sender's one
+ * autobound name (under uepoll-run the pair becomes a kernel one
  * first: src/preload/dgram_named.c).  An ordinary
  * program (no uepoll in it): run plainly it shows what Linux does; under
  * uepoll-run its pairs are uepoll objects, made kernel ones before the fork
@@ -455,6 +456,34 @@ static void mmsg_to_named(const char *dir) {
   unlink(na.sun_path);
 }
 
+/* A pair end with SO_PASSCRED sends to a name twice: Linux autobinds it
+ * once, so both datagrams come from the same abstract name, which
+ * getsockname shows and a reply reaches. */
+static void passcred_to_named(const char *dir) {
+  printf("-- dgram SO_PASSCRED sender to a name\n");
+  struct sockaddr_un na, f1, f2, me;
+  socklen_t nl, l1, l2, ml = sizeof me;
+  int n = named_socket(&na, &nl, dir, "pc");
+  int s[2], on = 1;
+  say("socketpair", socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, s));
+  sayn("SO_PASSCRED a", setsockopt(s[0], SOL_SOCKET, SO_PASSCRED, &on, sizeof on));
+  sayn("sendto 1", sendto(s[0], "one", 3, 0, (struct sockaddr *)&na, nl));
+  sayn("sendto 2", sendto(s[0], "two", 3, 0, (struct sockaddr *)&na, nl));
+  show_recvfrom("recvfrom named", n, &f1, &l1);
+  show_recvfrom("recvfrom named", n, &f2, &l2);
+  printf("  same sender: %d\n", l1 == l2 && memcmp(&f1, &f2, l1) == 0);
+  sayn("getsockname a", getsockname(s[0], (struct sockaddr *)&me, &ml));
+  printf("  %s, the sender's: %d\n", name_kind(&me, ml), ml == l1 && memcmp(&me, &f1, ml) == 0);
+  sayn("reply", sendto(n, "re", 2, 0, (struct sockaddr *)&f1, l1));
+  show_recv("recv a", s[0], 8, 0);
+  sayn("send a->b", send(s[0], "ab", 2, 0));
+  show_recv("recv b", s[1], 8, 0);
+  close(s[0]);
+  close(s[1]);
+  close(n);
+  unlink(na.sun_path);
+}
+
 static void named(void) {
   char dir[] = "/tmp/uepoll-dgram-XXXXXX";
   if (!mkdtemp(dir)) {
@@ -466,6 +495,7 @@ static void named(void) {
   connect_named_quiet(dir);
   control_to_named(dir);
   mmsg_to_named(dir);
+  passcred_to_named(dir);
   rmdir(dir);
 }
 
