@@ -2,9 +2,9 @@
  * dgram_named.c - a uepoll datagram socket pair end that talks to a named
  * AF_UNIX socket becomes a kernel pair end first (owned by src/preload/).
  *
- * A uepoll pair carries no names: its connect() to a named socket, and its
- * sendmsg() of control data to one, are not the library's to do
- * (docs/linux-deviations.md).  Under the preload the pair is made a kernel
+ * A uepoll pair carries no names: its connect() to a named socket, its
+ * sendmsg() of control data to one, and the name Linux gives a sender with
+ * SO_PASSCRED are not the library's to do (docs/linux-deviations.md).  Under the preload the pair is made a kernel
  * AF_UNIX datagram pair under the same numbers (uep_pl_convert_stream,
  * fork_convert.c: queued messages, flags, SO_PASSCRED and registrations
  * carried), and the call is then the kernel's: Linux's semantics exactly,
