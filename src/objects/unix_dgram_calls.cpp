@@ -2,8 +2,9 @@
 // datagram or seqpacket pair beyond the queue (unix_dgram.h): Linux 6.18
 // net/unix/af_unix.c (unix_dgram_sendmsg/recvmsg, unix_seqpacket_*,
 // unix_dgram_connect, unix_ioctl, unix_inq_len) and net/core/sock.c
-// (sk_setsockopt/sk_getsockopt) for a connected, unnamed pair.  Per-call
-// MSG_DONTWAIT reaches the queue through core/call_flags.h.
+// (sk_setsockopt/sk_getsockopt) for a connected, unnamed pair; what goes
+// to a named socket is unix_dgram_named.h's.  Per-call MSG_DONTWAIT
+// reaches the queue through core/call_flags.h.
 //
 // Locks: UnixDgramConn::mu_ (leaf) for the few fields read or set here;
 // the queue's locks inside send_msg/recv_msg/disconnect.
@@ -11,14 +12,13 @@
 #include "core/sockopt.h"
 #include "core/user_memory.h"
 #include "objects/unix_dgram.h"
+#include "objects/unix_dgram_named.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 namespace uepoll::objects {
 
@@ -48,36 +48,6 @@ long rmem_max() {
   return v;
 }
 
-// unix_validate_addr: a sun_path of at least one byte, family AF_UNIX.
-long validate_unix_addr(const struct sockaddr* addr, socklen_t len) {
-  if (len <= offsetof(struct sockaddr_un, sun_path) || len > sizeof(struct sockaddr_un)) return -EINVAL;
-  if (addr->sa_family != AF_UNIX) return -EINVAL;
-  return 0;
-}
-
-// A datagram to a named socket: delivered by an unnamed kernel AF_UNIX
-// datagram socket, as the pair's own (unnamed) socket would send it; the
-// kernel's answer (ENOENT, ECONNREFUSED, EPERM, the count) is Linux's.
-long send_to_named(const struct msghdr* msg, int flags, bool nonblocking) {
-  const int k = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (k < 0) return -errno;
-  const long r = ::sendmsg(k, msg, flags | (nonblocking ? MSG_DONTWAIT : 0));
-  const long e = r < 0 ? -errno : r;
-  ::close(k);
-  return e;
-}
-
-// What the kernel answers an unnamed AF_UNIX datagram socket connecting to
-// addr (no effect on the socket found there): 0 when a datagram socket is
-// there, else -ENOENT, -ECONNREFUSED, -EPROTOTYPE, -EACCES...
-long probe_named(const struct sockaddr* addr, socklen_t len) {
-  const int k = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (k < 0) return -errno;
-  const long r = ::connect(k, addr, len) < 0 ? -errno : 0;
-  ::close(k);
-  return r;
-}
-
 }  // namespace
 
 long UnixDgramSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
@@ -98,12 +68,10 @@ long UnixDgramSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
   for (size_t i = 0; i < msg->msg_iovlen; ++i) total += msg->msg_iov[i].iov_len;
   core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, (flags & MSG_NOSIGNAL) != 0);
   if (msg->msg_namelen && !seqpacket) {  // seqpacket ignores the name
-    if (long r = validate_unix_addr(static_cast<const struct sockaddr*>(msg->msg_name), msg->msg_namelen)) return r;
-    if (scm.has_files() || scm.creds().set) {
-      std::fprintf(stderr, "uepoll: sendmsg with control data from a uepoll socket pair to a named socket: not supported (EOPNOTSUPP)\n");
-      return -EOPNOTSUPP;
-    }
-    return send_to_named(msg, flags, nonblocking());
+    if (long r = unix_validate_addr(static_cast<const struct sockaddr*>(msg->msg_name), msg->msg_namelen)) return r;
+    // Through a kernel socket, control data included; SCM_RIGHTS naming a
+    // uepoll file: EOPNOTSUPP (docs/linux-deviations.md).
+    return unix_dgram_send_named(msg, scm, flags, nonblocking(), passcred());
   }
   // unix_scm_to_skb -> unix_attach_fds: too_many_unix_fds
   if (scm.has_files() && unix_too_many_fds(scm.nfiles())) return -ETOOMANYREFS;
@@ -138,18 +106,18 @@ long UnixDgramSocket::connect(const struct sockaddr* addr, socklen_t len) noexce
   if (type() == SOCK_SEQPACKET) {
     // unix_stream_connect: the address, the lookup (ENOENT, ECONNREFUSED,
     // EPROTOTYPE for a socket of another type), then EISCONN.
-    if (long r = validate_unix_addr(addr, len)) return r;
-    const long r = probe_named(addr, len);
+    if (long r = unix_validate_addr(addr, len)) return r;
+    const long r = unix_probe_named(addr, len);
     if (r == 0) return -EPROTOTYPE;  // a datagram socket is there
     return r == -EPROTOTYPE ? -EISCONN : r;
   }
   if (len < sizeof(sa_family_t)) return -EINVAL;
   if (addr->sa_family != AF_UNSPEC) {
-    if (long r = validate_unix_addr(addr, len)) return r;
+    if (long r = unix_validate_addr(addr, len)) return r;
     // Connecting to a named socket: the kernel's refusal if it refuses,
-    // else not modelled.
-    if (long r = probe_named(addr, len)) return r;
-    std::fprintf(stderr, "uepoll: connect() of a uepoll datagram pair to a named socket: not supported (EOPNOTSUPP)\n");
+    // else EOPNOTSUPP, silently as bind() (a pair carries no peer name; the
+    // preload makes the pair a kernel one first: src/preload/dgram_named.c).
+    if (long r = unix_probe_named(addr, len)) return r;
     return -EOPNOTSUPP;
   }
   // AF_UNSPEC: "1003.1g breaking connected state".

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 /* Depth of uepoll calls on this thread: > 0 while an interposer runs
  * uepoll, so that the kernel objects uepoll makes for itself (its waiters'
@@ -60,6 +62,22 @@ int uep_pl_convert_eventfd(int n);
 void uep_pl_convert_inherited_eventfds(void);
 void uep_pl_kernel_signals_syscall(long nr, const long *a);
 void uep_pl_kernel_signals_ioctl(unsigned long request, void *arg);
+/* dgram_named.c: a uepoll datagram pair end's connect to an AF_UNIX
+ * address, or sendmsg to a name with control data or SO_PASSCRED on, made
+ * on a kernel pair (converted first).  Returns 1 when it answered the call (*result, errno
+ * set), 0 when the caller goes on as usual (fd then possibly a kernel
+ * descriptor now). */
+int uep_pl_dgram_named_connect(int fd, const struct sockaddr *a, socklen_t len, int *result);
+int uep_pl_dgram_named_sendmsg(int fd, const struct msghdr *m, int flags, ssize_t *result);
+/* 1 when a message of v is such a sendmsg's and the pair fd
+ * shows was made a kernel one for it (fd is then a kernel descriptor). */
+struct mmsghdr;
+int uep_pl_dgram_named_sendmmsg(int fd, const struct mmsghdr *v, unsigned int vlen);
+/* The same for sendto (a name, SO_PASSCRED on). */
+int uep_pl_dgram_named_sendto(int fd, const struct sockaddr *a, socklen_t alen);
+/* interpose_net.c: the uepoll pipes and pairs that m's SCM_RIGHTS names
+ * made kernel ones, for a sendmsg on a kernel socket. */
+void uep_pl_kernel_rights(const struct msghdr *m);
 int uep_pl_fstatfs(int fd, struct statfs *st);
 int uep_pl_fstatfs64(int fd, struct statfs64 *st);
 int uep_pl_show(int u, int kind);

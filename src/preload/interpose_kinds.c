@@ -379,9 +379,14 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags, struct tim
 }
 
 /* Linux __sys_sendmmsg: each message as sendmsg; an error after some
- * messages ends the call with their count. */
+ * messages ends the call with their count.  A datagram pair's control data
+ * to a name makes it a kernel pair first (dgram_named.c). */
 int sendmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags) {
   int u = uep_pl_map(fd);
+  if (u && uep_pl_dgram_named_sendmmsg(fd, v, vlen)) { /* made a kernel pair (dgram_named.c) */
+    for (unsigned int i = 0; i < vlen && i < UIO_MAXIOV; ++i) uep_pl_kernel_rights(&v[i].msg_hdr);
+    u = 0;
+  }
   if (!u) return UEP_PL_REAL(sendmmsg)(fd, v, vlen, flags);
   if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;
   unsigned int sent = 0;

@@ -184,7 +184,10 @@ ssize_t send(int fd, const void *buf, size_t len, int flags) {
 ssize_t recv(int fd, void *buf, size_t len, int flags) {
   UEP_PL_FORWARD2(fd, recv, (u, buf, len, flags), recv, (fd, buf, len, flags));
 }
+/* A datagram pair end with SO_PASSCRED sending to a name: made a kernel
+ * pair end first (dgram_named.c), so that Linux autobinds it. */
 ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a, socklen_t alen) {
+  if (a && uep_pl_map(fd)) (void)uep_pl_dgram_named_sendto(fd, a, alen);
   UEP_PL_FORWARD2(fd, sendto, (u, buf, len, flags, a, alen), sendto, (fd, buf, len, flags, a, alen));
 }
 ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, socklen_t *alen) {
@@ -196,7 +199,7 @@ ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, s
  * placeholder: said once. */
 static int plausible(const void *p) { return (uintptr_t)p >= 4096 && (uintptr_t)p < 0x00007ffffffff000ULL; }
 
-static void kernel_rights(const struct msghdr *m) {
+void uep_pl_kernel_rights(const struct msghdr *m) {
   /* A bad pointer is the kernel's to answer (EFAULT): only plausible ones
    * are looked at, and only when uepoll shows descriptors at all. */
   if (uep_pl_inside() || !uep_pl_high_water() || !plausible(m) || !plausible(m->msg_control) ||
@@ -218,8 +221,12 @@ static void kernel_rights(const struct msghdr *m) {
   }
 }
 
+/* A datagram pair end's control data to a name: the pair is made a kernel
+ * one first (dgram_named.c), then this is a kernel socket's sendmsg. */
 ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
-  if (!uep_pl_map(fd)) kernel_rights(m);
+  ssize_t r;
+  if (uep_pl_map(fd) && uep_pl_dgram_named_sendmsg(fd, m, flags, &r)) return r;
+  if (!uep_pl_map(fd)) uep_pl_kernel_rights(m);
   UEP_PL_FORWARD2(fd, sendmsg, (u, m, flags), sendmsg, (fd, m, flags));
 }
 ssize_t recvmsg(int fd, struct msghdr *m, int flags) {

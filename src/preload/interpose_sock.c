@@ -133,7 +133,10 @@ int bind(int fd, const struct sockaddr *a, socklen_t len) {
   UEP_PL_FORWARD2(fd, bind, (u, a, len), bind, (fd, a, len));
 }
 int listen(int fd, int backlog) { UEP_PL_FORWARD2(fd, listen, (u, backlog), listen, (fd, backlog)); }
+/* A datagram pair end connecting to an AF_UNIX address: dgram_named.c. */
 int connect(int fd, const struct sockaddr *a, socklen_t len) {
+  int r;
+  if (uep_pl_map(fd) && uep_pl_dgram_named_connect(fd, a, len, &r)) return r;
   UEP_PL_FORWARD2(fd, connect, (u, a, len), connect, (fd, a, len));
 }
 

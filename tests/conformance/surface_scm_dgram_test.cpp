@@ -4,13 +4,17 @@
 // MSG_TRUNC, a short or missing control buffer, read(), MSG_CMSG_CLOEXEC,
 // the errors of the control data before the queue's), files released with
 // unread messages, SO_PASSCRED and SCM_CREDENTIALS, SO_PEERCRED.  Every
-// scenario runs once per type.
+// scenario runs once per type.  Control data sent from a datagram pair to
+// a named (kernel) socket: credentials, kernel descriptors, and the
+// errors of the control data before the name's.
 //
 // Not compared: the sender's address.  Linux autobinds a sender with
 // SO_PASSCRED (unix_dgram_sendmsg), so its getsockname and the receiver's
 // msg_namelen then name an abstract address; uepoll's pair stays unnamed
 // (docs/linux-deviations.md).
 #include "conformance/surface_scm.h"
+
+#include <sys/un.h>
 
 namespace {
 
@@ -171,6 +175,95 @@ TEST(SurfaceScmDgram, Credentials) {
       t.close(a);
       t.close(b);
     }
+  });
+}
+
+// sendmsg of `data` to the name `to` (length tl) with control buffer ctl.
+long send_named(ST& t, int s, const struct sockaddr_un& to, socklen_t tl, const Ctl& ctl, const char* data,
+                const std::string& desc) {
+  struct iovec iov = {const_cast<char*>(data), strlen(data)};
+  struct msghdr m = {};
+  m.msg_name = const_cast<struct sockaddr_un*>(&to);
+  m.msg_namelen = tl;
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = const_cast<char*>(ctl.buf.data());
+  m.msg_controllen = ctl.buf.size();
+  errno = 0;
+  return t.rec("sendmsg(" + t.n(s) + ",named," + desc + ")", t.sa.sendmsg(s, &m, 0));
+}
+
+// A datagram pair end sends control data to a named kernel socket (an
+// abstract name, SO_PASSCRED on): the receiver gets the credentials as
+// written and the kernel descriptors.  A sender with SO_PASSCRED on is
+// autobound by the kernel on both sides: only its name's kind is logged.
+TEST(SurfaceScmDgram, ControlToNamed) {
+  conf::surface_differential([](ST& t) {
+    Scm m(t);
+    struct sockaddr_un to {};
+    to.sun_family = AF_UNIX;
+    static int seq = 0;  // each side binds its own name
+    const int len = snprintf(to.sun_path + 1, sizeof to.sun_path - 1, "uepoll-conf-named-%d-%d", static_cast<int>(getpid()), ++seq);
+    const socklen_t tl = static_cast<socklen_t>(offsetof(struct sockaddr_un, sun_path) + 1 + static_cast<size_t>(len));
+    const int n = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    t.adopt(n);
+    t.rec("bind(named)", ::bind(n, reinterpret_cast<struct sockaddr*>(&to), tl));
+    int one = 1;
+    t.rec("setsockopt(named,SO_PASSCRED,1)", ::setsockopt(n, SOL_SOCKET, SO_PASSCRED, &one, sizeof one));
+    auto [a, b] = pair_of(t, SOCK_DGRAM);
+    auto [kr, kw] = kernel_pipe(t);
+    {
+      Ctl c;
+      c.creds(getpid(), getuid(), getgid());
+      send_named(t, a, to, tl, c, "cred", "CREDENTIALS(self)");
+    }
+    m.recv(n, 8, 64, 0, "0");
+    {
+      Ctl c;
+      c.rights({kw, kw});
+      send_named(t, a, to, tl, c, "fds", "RIGHTS[kw kw]");
+    }
+    m.recv(n, 8, 64, 0, "0");
+    for (int fd : m.last()) kwrite(t, fd, "k");
+    kread(t, kr, 8);
+    for (int fd : m.last()) kclose(t, fd);
+    {
+      Ctl c;
+      c.creds(getpid(), getuid(), getgid());
+      c.rights({kw});
+      send_named(t, b, to, tl, c, "both", "CREDENTIALS(self)+RIGHTS[kw]");
+    }
+    m.recv(n, 8, 64, 0, "0");
+    for (int fd : m.last()) kclose(t, fd);
+    // The control data is checked first: a bad descriptor, a short ucred.
+    {
+      Ctl c;
+      c.rights({-1});
+      send_named(t, a, to, tl, c, "bad", "RIGHTS[-1]");
+      Ctl d;
+      const int short_creds = 0;
+      d.add(SOL_SOCKET, SCM_CREDENTIALS, &short_creds, sizeof short_creds);
+      send_named(t, a, to, tl, d, "short", "CREDENTIALS(4 bytes)");
+    }
+    // SO_PASSCRED on the sender: the kernel names it (autobind).
+    t.rec("setsockopt(a,SO_PASSCRED,1)", t.sa.setsockopt(a, SOL_SOCKET, SO_PASSCRED, &one, sizeof one));
+    {
+      Ctl c;
+      c.creds(getpid(), getuid(), getgid());
+      send_named(t, a, to, tl, c, "named", "CREDENTIALS(self)");
+    }
+    struct sockaddr_un from {};
+    socklen_t fl = sizeof from;
+    char buf[8];
+    const long r = ::recvfrom(n, buf, sizeof buf, 0, reinterpret_cast<struct sockaddr*>(&from), &fl);
+    t.log("recvfrom(named) = " + std::to_string(r) + " from " +
+          (fl <= offsetof(struct sockaddr_un, sun_path) ? "unnamed" : from.sun_path[0] ? "path" : "abstract"));
+    kclose(t, kw);
+    kclose(t, kr);
+    t.close(a);
+    t.close(b);
+    ::close(n);
+    t.forget(n);
   });
 }
 
