@@ -195,9 +195,9 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     return kAgain;
   }
   if (shadow_sleepers_++ == 0) {
-    ep->waiters_.lock();
+    ep->waiters_.lock_nested(ep->ready_lock_);
     ep->waiters_.add_exclusive_head_locked(&ring_.entry);  // Linux: newest sleeper first
-    ep->waiters_.unlock();
+    ep->waiters_.unlock_nested(ep->ready_lock_);
   }
   ep->ready_lock_.unlock();
 
@@ -230,9 +230,9 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
   ep->ready_lock_.lock();
   const bool last = --shadow_sleepers_ == 0;
   if (last) {
-    ep->waiters_.lock();
+    ep->waiters_.lock_nested(ep->ready_lock_);
     ep->waiters_.remove_locked(&ring_.entry);
-    ep->waiters_.unlock();
+    ep->waiters_.unlock_nested(ep->ready_lock_);
   }
   // A ring left for nobody: read it back, as a consumer would.
   const bool consume = saw || (last && ring_pending_);
