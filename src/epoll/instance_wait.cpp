@@ -19,6 +19,7 @@
 #include "epoll/topology.h"
 
 #include <cerrno>
+#include <new>
 #include <optional>
 
 namespace uepoll::epoll {
@@ -98,6 +99,33 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
 
 namespace {
 
+// A core::SignalBlock begun on demand, with the part of std::optional's
+// interface that wait() uses.  Constructing it writes one flag, where
+// GCC's std::optional zero-fills its whole payload (the 128-byte saved
+// mask) on every call.
+class MaybeSignalBlock {
+ public:
+  MaybeSignalBlock() noexcept {}
+  ~MaybeSignalBlock() {
+    if (on_) block_.~SignalBlock();
+  }
+  MaybeSignalBlock(const MaybeSignalBlock&) = delete;
+  MaybeSignalBlock& operator=(const MaybeSignalBlock&) = delete;
+  explicit operator bool() const noexcept { return on_; }
+  // Preconditions: not begun yet.
+  void emplace() noexcept {
+    ::new (&block_) core::SignalBlock();
+    on_ = true;
+  }
+  const core::SignalBlock* operator->() const noexcept { return &block_; }
+
+ private:
+  union {
+    core::SignalBlock block_;
+  };
+  bool on_ = false;
+};
+
 // The direct sleep (kernel_watch.h): epoll_pwait2 on the shadow epoll with
 // the caller's mask, again while it ends with nothing.  Before any sleep,
 // a handler that runs now is one that ran before the call; once a doorbell
@@ -105,7 +133,7 @@ namespace {
 // handler run between the two sleeps unseen, so every signal is blocked.
 // Returns KernelWatch::sleep_direct's result, never 0.
 int sleep_direct(Instance* ep, KernelWatch* kw, struct epoll_event* evs, int maxevents, const timespec* deadline,
-                 const sigset_t* sigmask, std::optional<core::SignalBlock>* blocked) noexcept {
+                 const sigset_t* sigmask, MaybeSignalBlock* blocked) noexcept {
   if (!*blocked && kw->rung()) blocked->emplace();
   const sigset_t* mask = *blocked ? (sigmask ? sigmask : &(*blocked)->saved()) : nullptr;
   for (;;) {
@@ -128,7 +156,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   if (int n = 0; nonblocking && !sigmask && send_events_unchanged(evs, maxevents, &n)) return n;
   // epoll_pwait: the caller's mask is in force for the whole call; we block
   // everything while awake and let ppoll install `sigmask` atomically.
-  std::optional<core::SignalBlock> blocked;
+  MaybeSignalBlock blocked;
   if (sigmask) blocked.emplace();
 
   bool timed_out = nonblocking;
