@@ -11,6 +11,7 @@
 #include "epoll/instance.h"
 #include "epoll/kernel_watch.h"
 
+#include "core/internal_call.h"
 #include "core/waiter.h"
 
 #include <cerrno>
@@ -215,7 +216,8 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     relp = &rel;
   }
   core::note_sleep();
-  int r = relp ? ::epoll_pwait2(shadow_, evs, maxevents, relp, mask) : ::epoll_pwait(shadow_, evs, maxevents, -1, mask);
+  int r = relp ? ::epoll_pwait2(shadow_, evs, maxevents, relp, mask)
+               : core::kernel_epoll_pwait(shadow_, evs, maxevents, -1, mask);
   // Linux ep_poll checks signal_pending() (after the ready list) before
   // every sleep, also one whose time is already up; epoll_pwait2 with a
   // zero timeout does not.
