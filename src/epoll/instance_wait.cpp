@@ -146,6 +146,26 @@ int sleep_direct(Instance* ep, KernelWatch* kw, struct epoll_event* evs, int max
   }
 }
 
+// Whether a direct sleep may be tried now (virtual time: the classic sleep
+// registers with the clock; a deadline needs epoll_pwait2, Linux 5.11).
+bool direct_ok(KernelWatch* kw, const timespec* deadline) noexcept {
+  return kw->direct_hint() && !core::vclock::on() && (!deadline || core::have_epoll_pwait2());
+}
+
+// What wait() does with sleep_direct()'s result n: false when n is the
+// call's result (events, -EINTR, -EFAULT); true when it goes round, with
+// kTimedOut (a last harvest) and kNotDirect (the classic sleep from now on
+// in this call) noted.
+bool direct_goes_round(int n, bool* timed_out, bool* classic) noexcept {
+  if (n == KernelWatch::kTimedOut)
+    *timed_out = true;
+  else if (n == KernelWatch::kNotDirect)
+    *classic = true;
+  else if (n != KernelWatch::kAgain)
+    return false;
+  return true;
+}
+
 }  // namespace
 
 int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadline, bool nonblocking,
@@ -165,17 +185,24 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   // harvest (timeout 0) or under ready_lock_ by the sleep itself, which
   // goes round to harvest when events are listed.
   bool eavail = false;
-  if (!kernel_watch()) {
+  bool classic = false;  // the direct sleep said no: sleep the classic way
+  if (KernelWatch* kw = kernel_watch(); !kw) {
     ready_lock_.lock();
     eavail = events_available_locked();
     ready_lock_.unlock();
+  } else if (!nonblocking && busy_.usecs.load(std::memory_order_relaxed) == 0 && direct_ok(kw, deadline)) {
+    // The loop's first round for a blocking wait that sleeps directly:
+    // with a kernel side it harvests nothing before the first sleep, and
+    // with no busy window it goes straight to the direct sleep.
+    const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked);
+    if (!direct_goes_round(n, &timed_out, &classic)) return n;
+    eavail = true;
   }
 
   SpinWindow spin;
   core::ThreadWaiter* w = nullptr;
   std::optional<core::ScopedEntry> lease;  // not on the stack: see ThreadWaiter::take_entry
   bool pass_on = false;  // this thread was kicked_ (instance.h) and owes the harvest
-  bool classic = false;  // the direct sleep said no: sleep the classic way
   for (;;) {
     // With a kernel side, its events are only known by asking the kernel.
     KernelWatch* kw = kernel_watch();
@@ -202,17 +229,9 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
       eavail = true;
       continue;
     }
-    // Virtual time: the classic sleep registers with the clock.  A wait
-    // with no deadline sleeps in epoll_pwait, one with a deadline needs
-    // epoll_pwait2 (Linux 5.11).
-    if (kw && kw->direct_hint() && !classic && !core::vclock::on() && (!deadline || core::have_epoll_pwait2())) {
+    if (kw && !classic && direct_ok(kw, deadline)) {
       const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked);
-      if (n == KernelWatch::kTimedOut)
-        timed_out = true;
-      else if (n == KernelWatch::kNotDirect)
-        classic = true;  // for the rest of this call
-      else if (n != KernelWatch::kAgain)
-        return n;  // events, -EINTR, -EFAULT
+      if (!direct_goes_round(n, &timed_out, &classic)) return n;
       eavail = true;  // kTimedOut (a last harvest), kAgain, kNotDirect: go round
       continue;
     }
