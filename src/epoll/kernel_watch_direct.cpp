@@ -225,7 +225,7 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     r = -1;
     errno = EINTR;
   }
-  const int err = errno;
+  const int err = r < 0 ? errno : 0;  // read before the calls below
   bool saw = false;
   const int k = r > 0 ? filter_kick(evs, r, &saw) : 0;
 
