@@ -121,8 +121,10 @@ namespace {
 
 // Linux >= 6.15 do_epoll_wait() + ep_check_params(): EBADF, EINVAL
 // (maxevents), EFAULT (access_ok), EINVAL (not an epoll).
-int wait(int epfd, struct epoll_event* events, int maxevents, const timespec* deadline, bool nonblocking,
-         const sigset_t* sigmask) {
+// Inlined, as wait_ms below, into its callers: no call frame between the
+// C entry points and Instance::wait.
+[[gnu::always_inline]] inline int wait(int epfd, struct epoll_event* events, int maxevents,
+                                       const timespec* deadline, bool nonblocking, const sigset_t* sigmask) {
   // A call that cannot sleep uses the instance under an epoch guard without
   // a reference (fd::peek): threads polling one instance with timeout 0 do
   // not bounce its count.  A call that may sleep holds a reference instead
@@ -144,7 +146,8 @@ int wait(int epfd, struct epoll_event* events, int maxevents, const timespec* de
   return static_cast<Instance*>(ep)->wait(events, maxevents, deadline, nonblocking, sigmask);
 }
 
-int wait_ms(int epfd, struct epoll_event* events, int maxevents, int timeout, const sigset_t* sigmask) {
+[[gnu::always_inline]] inline int wait_ms(int epfd, struct epoll_event* events, int maxevents, int timeout,
+                                          const sigset_t* sigmask) {
   // Linux ep_timeout_to_timespec(): negative = forever, 0 = poll once.
   timespec deadline{};
   const timespec* dp = nullptr;

@@ -32,7 +32,7 @@
 
 namespace uepoll::core {
 
-thread_local ThreadLockState tls_lock_state UEP_TLS_INITIAL_EXEC;
+constinit thread_local ThreadLockState tls_lock_state UEP_TLS_INITIAL_EXEC;
 std::atomic<bool> g_fork_gate_closed{false};
 
 namespace {

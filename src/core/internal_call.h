@@ -16,12 +16,30 @@
 
 #include <uepoll/export.h>
 
+#include <signal.h>
+#include <sys/epoll.h>
+
 extern "C" {
 // Depth of InternalCalls scopes on this thread.
 UEP_EXPORT extern __thread int uep__internal_depth;
+// libc's epoll_pwait for uepoll's sleeps on its own kernel epoll
+// descriptors, or null (then ::epoll_pwait).  The preload sets it once at
+// load to the function behind its epoll_pwait interposer, which would
+// otherwise look each such sleep's descriptor up, find it is no uepoll
+// one and count it as a program's call forwarded to the kernel.
+UEP_EXPORT extern int (*uep__kernel_epoll_pwait)(int, struct epoll_event*, int, int, const sigset_t*);
 }
 
 namespace uepoll::core {
+
+// epoll_pwait on one of uepoll's own kernel epoll descriptors (a shadow
+// epoll: KernelWatch::sleep_direct).  Relaxed: the pointer names libc code
+// and publishes no data.
+inline int kernel_epoll_pwait(int epfd, struct epoll_event* evs, int maxevents, int timeout,
+                              const sigset_t* mask) noexcept {
+  auto* const f = __atomic_load_n(&uep__kernel_epoll_pwait, __ATOMIC_RELAXED);
+  return f ? f(epfd, evs, maxevents, timeout, mask) : ::epoll_pwait(epfd, evs, maxevents, timeout, mask);
+}
 
 class InternalCalls {
  public:

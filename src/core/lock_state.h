@@ -34,9 +34,11 @@ struct ThreadLockState {
 // initial-exec: a fixed offset from the thread pointer even in the shared
 // library (no __tls_get_addr on every lock, and none that could allocate
 // in a signal handler); the struct is small enough for the static TLS
-// reserve of a dlopen()ed library.
+// reserve of a dlopen()ed library.  constinit: the initializer is a
+// constant, so every access is one %fs-relative load or store, with no
+// call of (nor test for) a thread_local wrapper of dynamic initialization.
 #define UEP_TLS_INITIAL_EXEC __attribute__((tls_model("initial-exec")))
-extern thread_local ThreadLockState tls_lock_state UEP_TLS_INITIAL_EXEC;
+extern constinit thread_local ThreadLockState tls_lock_state UEP_TLS_INITIAL_EXEC;
 
 // Set while the fork gate is closed (core/fork_gate.cpp).
 extern std::atomic<bool> g_fork_gate_closed;

@@ -64,6 +64,27 @@ class UEP_CAPABILITY("spinlock") SpinLock {
       flush_deferred_kicks();
     lock_exit();
   }
+  // lock() and unlock() of a SpinLock nested inside `outer`, a SpinLock
+  // the caller holds for the whole inner section.  The thread's lock state
+  // already reads "inside uepoll, under a SpinLock" (held > 0, spin > 0)
+  // and the inner release can be neither the last lock nor the last
+  // SpinLock (no deferred work or kicks to run), so both leave that state
+  // as it is; the lock word and lockdep's checks are those of lock().
+  void lock_nested(const SpinLock& outer) noexcept UEP_ACQUIRE() UEP_REQUIRES(outer) {
+    outer.assert_held();
+    lockdep_acquire(cls_, this);
+    const uintptr_t me = self();
+    uintptr_t expected = 0;
+    // acquire: pairs with the release in unlock() and unlock_nested().
+    if (!word_.compare_exchange_strong(expected, me, std::memory_order_acquire, std::memory_order_relaxed))
+      [[unlikely]] lock_slow(me);
+  }
+  void unlock_nested(const SpinLock& outer) noexcept UEP_RELEASE() UEP_REQUIRES(outer) {
+    outer.assert_held();
+    lockdep_release(cls_, this);
+    // release: pairs with the acquire in lock(), try_lock() and lock_nested().
+    word_.store(0, std::memory_order_release);
+  }
   bool is_locked() const noexcept { return word_.load(std::memory_order_relaxed) != 0; }
   // True if the calling thread holds it (exact for the caller's own
   // thread: only this thread can store its own token).

@@ -71,6 +71,15 @@ class UEP_CAPABILITY("wait queue") WaitQueue {
 
   void lock() noexcept UEP_ACQUIRE() UEP_NO_THREAD_SAFETY_ANALYSIS { lock_.lock(); }
   void unlock() noexcept UEP_RELEASE() UEP_NO_THREAD_SAFETY_ANALYSIS { lock_.unlock(); }
+  // lock() and unlock() inside `outer`, a SpinLock held around the whole
+  // section (an instance's ready_lock_ around its waiters_): the thread's
+  // lock state is left to outer (SpinLock::lock_nested).
+  void lock_nested(const SpinLock& outer) noexcept UEP_ACQUIRE() UEP_REQUIRES(outer) UEP_NO_THREAD_SAFETY_ANALYSIS {
+    lock_.lock_nested(outer);
+  }
+  void unlock_nested(const SpinLock& outer) noexcept UEP_RELEASE() UEP_REQUIRES(outer) UEP_NO_THREAD_SAFETY_ANALYSIS {
+    lock_.unlock_nested(outer);
+  }
   bool is_locked() const noexcept { return lock_.is_locked(); }
   bool held_by_me() const noexcept { return lock_.held_by_me(); }
   // Preconditions of a `_locked` helper: lockdep builds abort unless the

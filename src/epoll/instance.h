@@ -91,6 +91,9 @@ class Instance final : public core::File {
   // deadline: absolute CLOCK_MONOTONIC, nullptr = forever; nonblocking:
   // timeout 0.  sigmask: epoll_pwait's mask, nullptr = none.  Returns the
   // number of events, 0 on timeout, or -EINTR / -EFAULT / -ENOMEM.
+  // Preconditions: 0 < maxevents <= kMaxEvents and evs passes
+  // core::user_range_ok for maxevents events (the C API checks both, as
+  // Linux ep_check_params); a copy that faults is still -EFAULT.
   int wait(struct epoll_event* evs, int maxevents, const timespec* deadline, bool nonblocking,
            const sigset_t* sigmask) noexcept;
 

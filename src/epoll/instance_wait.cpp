@@ -19,6 +19,7 @@
 #include "epoll/topology.h"
 
 #include <cerrno>
+#include <new>
 #include <optional>
 
 namespace uepoll::epoll {
@@ -98,6 +99,33 @@ int Instance::send_events(struct epoll_event* evs, int maxevents) noexcept {
 
 namespace {
 
+// A core::SignalBlock begun on demand, with the part of std::optional's
+// interface that wait() uses.  Constructing it writes one flag, where
+// GCC's std::optional zero-fills its whole payload (the 128-byte saved
+// mask) on every call.
+class MaybeSignalBlock {
+ public:
+  MaybeSignalBlock() noexcept {}
+  ~MaybeSignalBlock() {
+    if (on_) block_.~SignalBlock();
+  }
+  MaybeSignalBlock(const MaybeSignalBlock&) = delete;
+  MaybeSignalBlock& operator=(const MaybeSignalBlock&) = delete;
+  explicit operator bool() const noexcept { return on_; }
+  // Preconditions: not begun yet.
+  void emplace() noexcept {
+    ::new (&block_) core::SignalBlock();
+    on_ = true;
+  }
+  const core::SignalBlock* operator->() const noexcept { return &block_; }
+
+ private:
+  union {
+    core::SignalBlock block_;
+  };
+  bool on_ = false;
+};
+
 // The direct sleep (kernel_watch.h): epoll_pwait2 on the shadow epoll with
 // the caller's mask, again while it ends with nothing.  Before any sleep,
 // a handler that runs now is one that ran before the call; once a doorbell
@@ -105,7 +133,7 @@ namespace {
 // handler run between the two sleeps unseen, so every signal is blocked.
 // Returns KernelWatch::sleep_direct's result, never 0.
 int sleep_direct(Instance* ep, KernelWatch* kw, struct epoll_event* evs, int maxevents, const timespec* deadline,
-                 const sigset_t* sigmask, std::optional<core::SignalBlock>* blocked) noexcept {
+                 const sigset_t* sigmask, MaybeSignalBlock* blocked) noexcept {
   if (!*blocked && kw->rung()) blocked->emplace();
   const sigset_t* mask = *blocked ? (sigmask ? sigmask : &(*blocked)->saved()) : nullptr;
   for (;;) {
@@ -118,17 +146,36 @@ int sleep_direct(Instance* ep, KernelWatch* kw, struct epoll_event* evs, int max
   }
 }
 
+// Whether a direct sleep may be tried now (virtual time: the classic sleep
+// registers with the clock; a deadline needs epoll_pwait2, Linux 5.11).
+bool direct_ok(KernelWatch* kw, const timespec* deadline) noexcept {
+  return kw->direct_hint() && !core::vclock::on() && (!deadline || core::have_epoll_pwait2());
+}
+
+// What wait() does with sleep_direct()'s result n: false when n is the
+// call's result (events, -EINTR, -EFAULT); true when it goes round, with
+// kTimedOut (a last harvest) and kNotDirect (the classic sleep from now on
+// in this call) noted.
+bool direct_goes_round(int n, bool* timed_out, bool* classic) noexcept {
+  if (n == KernelWatch::kTimedOut)
+    *timed_out = true;
+  else if (n == KernelWatch::kNotDirect)
+    *classic = true;
+  else if (n != KernelWatch::kAgain)
+    return false;
+  return true;
+}
+
 }  // namespace
 
 int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadline, bool nonblocking,
                    const sigset_t* sigmask) noexcept {
-  if (!core::user_range_ok(evs, static_cast<size_t>(maxevents) * sizeof(struct epoll_event))) return -EFAULT;
   // Beyond Linux, same results: timeout 0 on an unchanged ready list reads
   // its snapshot and writes no shared line (instance_snapshot.cpp).
   if (int n = 0; nonblocking && !sigmask && send_events_unchanged(evs, maxevents, &n)) return n;
   // epoll_pwait: the caller's mask is in force for the whole call; we block
   // everything while awake and let ppoll install `sigmask` atomically.
-  std::optional<core::SignalBlock> blocked;
+  MaybeSignalBlock blocked;
   if (sigmask) blocked.emplace();
 
   bool timed_out = nonblocking;
@@ -137,17 +184,24 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   // harvest (timeout 0) or under ready_lock_ by the sleep itself, which
   // goes round to harvest when events are listed.
   bool eavail = false;
-  if (!kernel_watch()) {
+  bool classic = false;  // the direct sleep said no: sleep the classic way
+  if (KernelWatch* kw = kernel_watch(); !kw) {
     ready_lock_.lock();
     eavail = events_available_locked();
     ready_lock_.unlock();
+  } else if (!nonblocking && busy_.usecs.load(std::memory_order_relaxed) == 0 && direct_ok(kw, deadline)) {
+    // The loop's first round for a blocking wait that sleeps directly:
+    // with a kernel side it harvests nothing before the first sleep, and
+    // with no busy window it goes straight to the direct sleep.
+    const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked);
+    if (!direct_goes_round(n, &timed_out, &classic)) return n;
+    eavail = true;
   }
 
   SpinWindow spin;
   core::ThreadWaiter* w = nullptr;
   std::optional<core::ScopedEntry> lease;  // not on the stack: see ThreadWaiter::take_entry
   bool pass_on = false;  // this thread was kicked_ (instance.h) and owes the harvest
-  bool classic = false;  // the direct sleep said no: sleep the classic way
   for (;;) {
     // With a kernel side, its events are only known by asking the kernel.
     KernelWatch* kw = kernel_watch();
@@ -174,17 +228,9 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
       eavail = true;
       continue;
     }
-    // Virtual time: the classic sleep registers with the clock.  A wait
-    // with no deadline sleeps in epoll_pwait, one with a deadline needs
-    // epoll_pwait2 (Linux 5.11).
-    if (kw && kw->direct_hint() && !classic && !core::vclock::on() && (!deadline || core::have_epoll_pwait2())) {
+    if (kw && !classic && direct_ok(kw, deadline)) {
       const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked);
-      if (n == KernelWatch::kTimedOut)
-        timed_out = true;
-      else if (n == KernelWatch::kNotDirect)
-        classic = true;  // for the rest of this call
-      else if (n != KernelWatch::kAgain)
-        return n;  // events, -EINTR, -EFAULT
+      if (!direct_goes_round(n, &timed_out, &classic)) return n;
       eavail = true;  // kTimedOut (a last harvest), kAgain, kNotDirect: go round
       continue;
     }

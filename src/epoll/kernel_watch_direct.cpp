@@ -11,6 +11,7 @@
 #include "epoll/instance.h"
 #include "epoll/kernel_watch.h"
 
+#include "core/internal_call.h"
 #include "core/waiter.h"
 
 #include <cerrno>
@@ -195,9 +196,9 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     return kAgain;
   }
   if (shadow_sleepers_++ == 0) {
-    ep->waiters_.lock();
+    ep->waiters_.lock_nested(ep->ready_lock_);
     ep->waiters_.add_exclusive_head_locked(&ring_.entry);  // Linux: newest sleeper first
-    ep->waiters_.unlock();
+    ep->waiters_.unlock_nested(ep->ready_lock_);
   }
   ep->ready_lock_.unlock();
 
@@ -215,7 +216,8 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     relp = &rel;
   }
   core::note_sleep();
-  int r = relp ? ::epoll_pwait2(shadow_, evs, maxevents, relp, mask) : ::epoll_pwait(shadow_, evs, maxevents, -1, mask);
+  int r = relp ? ::epoll_pwait2(shadow_, evs, maxevents, relp, mask)
+               : core::kernel_epoll_pwait(shadow_, evs, maxevents, -1, mask);
   // Linux ep_poll checks signal_pending() (after the ready list) before
   // every sleep, also one whose time is already up; epoll_pwait2 with a
   // zero timeout does not.
@@ -223,16 +225,16 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     r = -1;
     errno = EINTR;
   }
-  const int err = errno;
+  const int err = r < 0 ? errno : 0;  // read before the calls below
   bool saw = false;
   const int k = r > 0 ? filter_kick(evs, r, &saw) : 0;
 
   ep->ready_lock_.lock();
   const bool last = --shadow_sleepers_ == 0;
   if (last) {
-    ep->waiters_.lock();
+    ep->waiters_.lock_nested(ep->ready_lock_);
     ep->waiters_.remove_locked(&ring_.entry);
-    ep->waiters_.unlock();
+    ep->waiters_.unlock_nested(ep->ready_lock_);
   }
   // A ring left for nobody: read it back, as a consumer would.
   const bool consume = saw || (last && ring_pending_);
