@@ -44,8 +44,14 @@ thread_local uint64_t tls_sleeps = 0;
 // the eventfd write (a system call) waits until the thread's last SpinLock
 // is released, so that no spin lock is held across a system call.  The
 // count is ThreadLockState::kicks (core/lock_state.h), so that the release
-// checks it inline.  Touched only while a SpinLock is held or being
-// released (held > 0), so a signal handler never runs beside it.
+// checks it inline.  Touched while a SpinLock is held or being released
+// (held > 0), where a signal handler calling uepoll takes no lock, with one
+// exception: PipeWriter::write_from_handler takes the pipe's SpinLock
+// (deferring no kick under it), and its release flushes this list when the
+// interrupted code had released its last SpinLock and was flushing it.  So
+// the flush re-reads the count for each entry and lowers it before the
+// write: an entry interrupted that way is written twice (a spurious
+// wakeup), never skipped and never read past the list's start.
 struct DeferredKicks {
   static constexpr int kMax = 32;
   ThreadWaiter* w[kMax];
@@ -70,7 +76,12 @@ void ThreadWaiter::push_pool(ThreadWaiter* w, ThreadWaiter** head) noexcept {
 void flush_deferred_kicks() noexcept {
   DeferredKicks& k = tls_kicks;
   ThreadLockState& t = tls_lock_state;
-  while (t.kicks > 0) k.w[--t.kicks]->write_kick();
+  for (int n; (n = t.kicks) > 0;) {
+    ThreadWaiter* w = k.w[n - 1];
+    t.kicks = n - 1;
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // the count lowered before the write
+    w->write_kick();
+  }
 }
 
 ThreadWaiter* ThreadWaiter::take_pooled() noexcept {
