@@ -106,7 +106,10 @@ class Scm {
       const size_t got = static_cast<size_t>(r) < len ? static_cast<size_t>(r) : len;  // MSG_TRUNC: r > len
       line += " [" + std::string(b.data(), got) + "] flags=" + msg_flags_str(m.msg_flags) +
               " controllen=" + std::to_string(m.msg_controllen);
-      for (struct cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) line += " " + cmsg_str(c, lowk, lowu, numbers);
+      for (struct cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+        line += ' ';  // appended, not " " + ...: GCC 12's -O3 -Wrestrict misfires on that operator+
+        line += cmsg_str(c, lowk, lowu, numbers);
+      }
     }
     t_.log(line);
     errno = e;
@@ -148,7 +151,9 @@ class Scm {
         t_.adopt(fd);
         last_.push_back(fd);
         const int fl = t_.sa.fcntl(fd, F_GETFD, 0);
-        s += " " + t_.n(fd) + (fl > 0 ? "(cloexec)" : "");
+        s += ' ';
+        s += t_.n(fd);
+        if (fl > 0) s += "(cloexec)";
         if (numbers) s += free_index(fd, lowk, lowu);
       }
     } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS &&
