@@ -35,6 +35,11 @@ UEP_EXPORT int uep__stream_state(int fd, struct uep__stream_state *out);
  * O_ASYNC, its signals carry si_fd = shown (File::kill_fasync). */
 UEP_EXPORT void uep__set_fasync_fd(int fd, int shown);
 
+/* The open file description behind uepoll descriptor fd, as a number equal
+ * for two descriptors exactly when they share it (dup, SCM_RIGHTS within
+ * the process); 0 if fd is not open.  Lock-free. */
+UEP_EXPORT unsigned long long uep__file_id(int fd);
+
 /* uepoll's own kernel descriptors (core/own_fds.h): 1 if fd is one, else
  * 0; the lowest one >= from, or -1.  Lock-free, async-signal-safe (all but
  * uep__park_fd_high). */

@@ -2,6 +2,7 @@
 // what libuepoll-preload.so reads from a pipe end or a socket of a pair to
 // turn it into a kernel one before fork(); uep__own_fd and
 // uep__next_own_fd: uepoll's own kernel descriptors (core/own_fds.h);
+// uep__file_id: a descriptor's open file description, for kcmp;
 // uep__set_scm_hooks: the preload's numbering of passed descriptors
 // (objects/unix_scm.h).
 //
@@ -63,6 +64,11 @@ extern "C" int uep__stream_state(int fd, struct uep__stream_state* out) {
 extern "C" void uep__set_fasync_fd(int fd, int shown) {
   uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
   if (f && (f->status_flags() & O_ASYNC)) f->set_fasync_fd(shown);
+}
+
+extern "C" unsigned long long uep__file_id(int fd) {
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  return reinterpret_cast<uintptr_t>(f.get());
 }
 
 extern "C" int uep__own_fd(int fd) { return uepoll::core::is_own(fd) ? 1 : 0; }

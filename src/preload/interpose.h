@@ -81,6 +81,15 @@ int uep_pl_dgram_named_sendto(int fd, const struct sockaddr *a, socklen_t alen);
 /* interpose_net.c: the uepoll pipes and pairs that m's SCM_RIGHTS names
  * made kernel ones, for a sendmsg on a kernel socket. */
 void uep_pl_kernel_rights(const struct msghdr *m);
+/* interpose_procfd.c: the descriptor number a path names (/proc/self/fd/N,
+ * /proc/thread-self/fd/N, /proc/PID/fd/N with our PID, /dev/fd/N,
+ * /dev/stdin...), or -1; and a stat of such a path that follows the link
+ * (flags: AT_SYMLINK_NOFOLLOW or not): 1 with *st filled for a uepoll
+ * object, -1 with errno ENOENT for one of uepoll's own numbers, 0 when the
+ * kernel answers. */
+struct stat;
+int uep_pl_fd_of_path(const char *path);
+int uep_pl_stat_procfd(const char *path, int flags, struct stat *st);
 int uep_pl_fstatfs(int fd, struct statfs *st);
 int uep_pl_fstatfs64(int fd, struct statfs64 *st);
 int uep_pl_show(int u, int kind);

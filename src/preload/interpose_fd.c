@@ -515,20 +515,31 @@ static int empty_path_at(int dirfd, const char *path, int flags) {
   return (flags & AT_EMPTY_PATH) && path && !*path && uep_pl_map(dirfd);
 }
 
+/* fstatat and statx of a path: the descriptor itself (AT_EMPTY_PATH), or
+ * /proc/self/fd/N of a uepoll object (interpose_procfd.c). */
 int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
-  if (!empty_path_at(dirfd, path, flags)) return UEP_PL_REAL(fstatat)(dirfd, path, st, flags);
-  return fstat(dirfd, st);
+  if (empty_path_at(dirfd, path, flags)) return fstat(dirfd, st);
+  const int c = uep_pl_stat_procfd(path, flags, st);
+  if (c) return c < 0 ? -1 : 0;
+  return UEP_PL_REAL(fstatat)(dirfd, path, st, flags);
 }
 
 int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags) {
-  if (!empty_path_at(dirfd, path, flags)) return UEP_PL_REAL(fstatat64)(dirfd, path, st, flags);
-  return fstat(dirfd, (struct stat *)st);
+  if (empty_path_at(dirfd, path, flags)) return fstat(dirfd, (struct stat *)st);
+  const int c = uep_pl_stat_procfd(path, flags, (struct stat *)st);
+  if (c) return c < 0 ? -1 : 0;
+  return UEP_PL_REAL(fstatat64)(dirfd, path, st, flags);
 }
 
 int statx(int dirfd, const char *path, int flags, unsigned int mask, struct statx *sx) {
-  if (!empty_path_at(dirfd, path, flags)) return UEP_PL_REAL(statx)(dirfd, path, flags, mask, sx);
   struct stat st;
-  if (fstat(dirfd, &st) < 0) return -1;
+  if (empty_path_at(dirfd, path, flags)) {
+    if (fstat(dirfd, &st) < 0) return -1;
+  } else {
+    const int c = uep_pl_stat_procfd(path, flags, &st);
+    if (c < 0) return -1;
+    if (!c) return UEP_PL_REAL(statx)(dirfd, path, flags, mask, sx);
+  }
   memset(sx, 0, sizeof *sx);
   sx->stx_mask = STATX_BASIC_STATS;
   sx->stx_blksize = (uint32_t)st.st_blksize;

@@ -15,7 +15,10 @@
  * /proc/PID/fd/N with the process's own PID, /dev/fd/N, /dev/stdin,
  * /dev/stdout, /dev/stderr; through open, open64, openat, openat64 (an
  * absolute path), their _FORTIFY_SOURCE forms, fopen, fopen64 and freopen.
- * A pipe a thread is blocked on cannot be converted: ENXIO too.
+ * A pipe a thread is blocked on cannot be converted: ENXIO too.  One of
+ * uepoll's own numbers (core/own_fds.h) is no descriptor of the program's:
+ * ENOENT, as for any number with no file.  The paths are parsed by
+ * interpose_procfd.c (uep_pl_fd_of_path).
  *
  * Locks: none.
  */
@@ -26,48 +29,22 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "preload/interpose.h"
 
-/* The descriptor number path names, or -1. */
-static int fd_of_path(const char *path) {
-  if (!path || path[0] != '/') return -1;
-  const char *rest = NULL;
-  if (!strncmp(path, "/dev/", 5)) {
-    const char *d = path + 5;
-    if (!strcmp(d, "stdin")) return 0;
-    if (!strcmp(d, "stdout")) return 1;
-    if (!strcmp(d, "stderr")) return 2;
-    if (!strncmp(d, "fd/", 3)) rest = d + 3;
-  } else if (!strncmp(path, "/proc/", 6)) {
-    const char *p = path + 6;
-    if (!strncmp(p, "self/fd/", 8)) {
-      rest = p + 8;
-    } else if (!strncmp(p, "thread-self/fd/", 15)) {
-      rest = p + 15;
-    } else if (*p >= '1' && *p <= '9') {
-      char *end;
-      long pid = strtol(p, &end, 10);
-      if (pid == (long)getpid() && !strncmp(end, "/fd/", 4)) rest = end + 4;
-    }
-  }
-  if (!rest || *rest < '0' || *rest > '9') return -1;
-  char *end;
-  long n = strtol(rest, &end, 10);
-  if (*end || n > 0x7fffffff) return -1;
-  return (int)n;
-}
-
 /* 0: open path as the kernel would (fd is not a uepoll object, or its pipe
  * is a kernel one now); -1 with errno: the call fails so. */
 static int prepare(const char *path) {
   if (uep_pl_inside()) return 0;
-  int n = fd_of_path(path);
-  if (n < 0 || !uep_pl_map(n)) return 0;
+  int n = uep_pl_fd_of_path(path);
+  if (n < 0) return 0;
+  if (!uep_pl_map(n)) {
+    if (!uep_pl_own(n)) return 0;
+    errno = ENOENT; /* one of uepoll's own numbers: no descriptor of the program's */
+    return -1;
+  }
   if (uep_pl_kind(n) == UEP_PL_PIPE) {
     uep_pl_convert_stream(n);
     if (!uep_pl_map(n)) return 0;

@@ -29,6 +29,7 @@
 #include "preload/preload.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -48,6 +49,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "capi/preload_support.h"
 #include "preload/interpose.h"
 
 #ifndef SYS_cachestat
@@ -58,6 +60,45 @@
 enum { kKernelSigset = _NSIG / 8 };
 
 static int mapped(long fd) { return fd >= 0 && fd <= 0x7fffffff && uep_pl_map((int)fd) != 0; }
+/* One of uepoll's own numbers, which the interposers answer as a free one
+ * (interpose_own.c). */
+static int own(long fd) { return fd >= 0 && fd <= 0x7fffffff && uep_pl_own((int)fd); }
+/* A path naming a uepoll object's or an own number's /proc/self/fd entry
+ * (interpose_procfd.c). */
+static int procfd(long path) {
+  const int n = uep_pl_fd_of_path((const char *)path);
+  return n >= 0 && (uep_pl_map(n) || uep_pl_own(n));
+}
+
+/* kcmp(pid, pid, KCMP_FILE, fd1, fd2) in this process when a uepoll
+ * descriptor is named (kernel/kcmp.c): 0 when both show one open file
+ * description, else 1 or 2 by an order that is fixed for the process's
+ * life (uepoll's files, by their identity mixed with a random value as
+ * Linux mixes its pointers, before every kernel file); EBADF for a number
+ * with no file.  Two kernel descriptors: the kernel's. */
+static long kcmp_uepoll(int fd1, int fd2) {
+  static unsigned long long cookie;
+  unsigned long long c = __atomic_load_n(&cookie, __ATOMIC_RELAXED);
+  if (!c) {
+    c = ((unsigned long long)(uintptr_t)&cookie ^ (unsigned long long)getpid() * 0x9e3779b97f4a7c15ull) | 1;
+    __atomic_store_n(&cookie, c, __ATOMIC_RELAXED);
+  }
+  unsigned long long v[2];
+  const int fds[2] = {fd1, fd2};
+  for (int i = 0; i < 2; ++i) {
+    const int u = uep_pl_map(fds[i]);
+    if (u) {
+      v[i] = (uep__file_id(u) ^ c) * 0x9e3779b97f4a7c15ull;
+      if (v[i] == ~0ull) v[i] = 0; /* below every kernel file */
+    } else if (uep_pl_own(fds[i]) || UEP_PL_REAL(fcntl)(fds[i], F_GETFD) < 0) {
+      errno = EBADF;
+      return -1;
+    } else {
+      v[i] = ~0ull; /* a kernel file: after uepoll's */
+    }
+  }
+  return (v[0] < v[1]) | ((v[0] > v[1]) << 1);
+}
 
 /* The calls uepoll serves, by number: the interposer's answer, or 0 with
  * *handled clear when no descriptor they name is a uepoll one. */
@@ -82,13 +123,24 @@ static long served_by_number(long nr, const long *a, int *handled) {
       }
       break;
 #endif
-    case SYS_fcntl: if (mapped(a[0])) return fcntl((int)a[0], (int)a[1], a[2]); break;
+    case SYS_fcntl: if (mapped(a[0]) || own(a[0])) return fcntl((int)a[0], (int)a[1], a[2]); break;
     case SYS_ioctl: if (mapped(a[0])) return ioctl((int)a[0], (unsigned long)a[1], (void *)a[2]); break;
     case SYS_fstat: if (mapped(a[0])) return fstat((int)a[0], p1); break;
 #ifdef SYS_newfstatat
-    case SYS_newfstatat: if (mapped(a[0])) return fstatat((int)a[0], p1, (struct stat *)a[2], (int)a[3]); break;
+    case SYS_newfstatat: if (mapped(a[0]) || procfd(a[1])) return fstatat((int)a[0], p1, (struct stat *)a[2], (int)a[3]); break;
 #endif
-    case SYS_statx: if (mapped(a[0])) return statx((int)a[0], p1, (int)a[2], (unsigned)a[3], (struct statx *)a[4]); break;
+#ifdef SYS_kcmp
+    case SYS_kcmp:
+      if (a[2] == 0 /* KCMP_FILE */ && a[0] == a[1] && a[0] == (long)getpid() && (mapped(a[3]) || mapped(a[4])))
+        return kcmp_uepoll((int)a[3], (int)a[4]);
+      break;
+#endif
+    case SYS_readlinkat: if (procfd(a[1])) return readlinkat((int)a[0], p1, (char *)a[2], (size_t)a[3]); break;
+#ifdef SYS_readlink
+    case SYS_readlink: if (procfd(a[0])) return readlink((const char *)a[0], p1, (size_t)a[2]); break;
+    case SYS_stat: if (procfd(a[0])) return stat((const char *)a[0], p1); break;
+#endif
+    case SYS_statx: if (mapped(a[0]) || procfd(a[1])) return statx((int)a[0], p1, (int)a[2], (unsigned)a[3], (struct statx *)a[4]); break;
 #ifdef SYS_faccessat2
     case SYS_faccessat2: if (mapped(a[0])) return faccessat((int)a[0], p1, (int)a[2], (int)a[3]); break;
 #endif
@@ -132,9 +184,9 @@ static long served_by_number(long nr, const long *a, int *handled) {
     case SYS_accept4: if (mapped(a[0])) return accept4((int)a[0], p1, (socklen_t *)a[2], (int)a[3]); break;
     case SYS_connect: if (mapped(a[0])) return connect((int)a[0], p1, (socklen_t)a[2]); break;
 #ifdef SYS_dup2
-    case SYS_dup2: if (mapped(a[0]) || mapped(a[1])) return dup2((int)a[0], (int)a[1]); break;
+    case SYS_dup2: if (mapped(a[0]) || mapped(a[1]) || own(a[0]) || own(a[1])) return dup2((int)a[0], (int)a[1]); break;
 #endif
-    case SYS_dup3: if (mapped(a[0]) || mapped(a[1])) return dup3((int)a[0], (int)a[1], (int)a[2]); break;
+    case SYS_dup3: if (mapped(a[0]) || mapped(a[1]) || own(a[0]) || own(a[1])) return dup3((int)a[0], (int)a[1], (int)a[2]); break;
     case SYS_splice:
       if (mapped(a[0]) || mapped(a[2]))
         return splice((int)a[0], p1, (int)a[2], (loff_t *)a[3], (size_t)a[4], (unsigned)a[5]);
@@ -251,11 +303,11 @@ UEP_PL_READS_CALLER_STACK long syscall(long nr, ...) {
     case SYS_socketpair: return socketpair((int)a[0], (int)a[1], (int)a[2], (int *)a[3]);
     case SYS_close_range: return close_range((unsigned)a[0], (unsigned)a[1], (int)a[2]);
     case SYS_close:
-      if (uep_pl_own((int)a[0])) return errno = EBADF, -1L; /* interpose_own.c */
+    case SYS_dup:
+      if (own(a[0])) return errno = EBADF, -1L; /* interpose_own.c */
       /* fall through */
     case SYS_read:
     case SYS_write:
-    case SYS_dup:
       if (uep_pl_map((int)a[0])) {
         if (nr == SYS_close) return close((int)a[0]);
         if (nr == SYS_read) return read((int)a[0], (void *)a[1], (size_t)a[2]);

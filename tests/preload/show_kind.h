@@ -1,18 +1,24 @@
-/* show_kind.h - prints what /proc/self/fd says a descriptor is (the
- * kernel's view: a uepoll object shows its placeholder, a kernel eventfd
- * "anon_inode:[eventfd]").  For the preload's test programs. */
+/* show_kind.h - prints whether the kernel holds an eventfd at a descriptor
+ * number (the kernel's view, from /proc/self/fdinfo: an eventfd's lists
+ * its "eventfd-count"; a uepoll object's placeholder, an O_PATH /dev/null,
+ * does not).  The preload shows /proc/self/fd/N of a uepoll eventfd as
+ * Linux does (anon_inode:[eventfd]), so readlink cannot tell them apart.
+ * For the preload's test programs. */
 #ifndef UEPOLL_TESTS_PRELOAD_SHOW_KIND_H
 #define UEPOLL_TESTS_PRELOAD_SHOW_KIND_H
 
 #include <stdio.h>
-#include <unistd.h>
+#include <string.h>
 
 static inline void show_kind(const char *how, int fd) {
-  char path[64], link[128] = "";
-  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-  ssize_t n = readlink(path, link, sizeof link - 1);
-  if (n >= 0) link[n] = 0;
-  printf("%s: fd %d is %s\n", how, fd, link);
+  char path[64], line[256];
+  snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+  FILE *f = fopen(path, "re");
+  int eventfd = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "eventfd-count:", 14)) eventfd = 1;
+  if (f) fclose(f);
+  printf("%s: fd %d is %s\n", how, fd, eventfd ? "a kernel eventfd" : "not a kernel eventfd");
 }
 
 #endif

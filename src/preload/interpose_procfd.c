@@ -1,0 +1,286 @@
+/*
+ * interpose_procfd.c - the process's descriptor directory as Linux shows it
+ * (owned by src/preload/): /proc/self/fd and its other names.
+ *
+ * On Linux /proc/self/fd/N is a link to the file at N: readlink gives
+ * "pipe:[INO]", "socket:[INO]" (INO: the fstat inode number) or
+ * "anon_inode:[eventfd]", "[eventpoll]", "[timerfd]"; stat follows it to
+ * that file; a number with no file is no entry (ENOENT, and a listing
+ * skips it).  The kernel would show the placeholder behind a uepoll object
+ * (/dev/null, fdmap.h) and list uepoll's own descriptors (core/own_fds.h),
+ * which the program never had.  So, for paths naming this process's
+ * descriptor N (uep_pl_fd_of_path):
+ *   - readlink, readlinkat (an absolute path) and their _FORTIFY_SOURCE
+ *     forms: the text above for a uepoll object, ENOENT for an own number;
+ *   - stat, stat64 and their glibc < 2.33 forms, and fstatat, fstatat64,
+ *     statx without AT_SYMLINK_NOFOLLOW (interpose_fd.c): the object's
+ *     fstat, ENOENT for an own number (uep_pl_stat_procfd);
+ *   - opendir of the directory itself: readdir and readdir64 skip the own
+ *     numbers (a descriptor-leak check that counts its entries, as
+ *     Python's test support does, sees the numbers Linux shows).
+ * Not reached: getdents64 on such a directory, scandir (it reads inside
+ * libc), and other processes' views (ls -l /proc/PID/fd).
+ *
+ * Locks: none; the open directories are kept in a small lock-free table.
+ */
+#define _GNU_SOURCE
+#include "preload/preload.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "preload/interpose.h"
+
+/* "N" after a descriptor directory's path, or NULL. *dir_only set when the
+ * path is the directory itself ("/proc/self/fd" or with a trailing '/'). */
+static const char *fd_part(const char *path, int *dir_only) {
+  *dir_only = 0;
+  if (!path || path[0] != '/') return NULL;
+  const char *rest = NULL;
+  if (!strncmp(path, "/dev/fd", 7)) {
+    rest = path + 7;
+  } else if (!strncmp(path, "/proc/", 6)) {
+    const char *p = path + 6;
+    if (!strncmp(p, "self/fd", 7)) {
+      rest = p + 7;
+    } else if (!strncmp(p, "thread-self/fd", 14)) {
+      rest = p + 14;
+    } else if (*p >= '1' && *p <= '9') {
+      char *end;
+      const long pid = strtol(p, &end, 10);
+      if (pid == (long)getpid() && !strncmp(end, "/fd", 3)) rest = end + 3;
+    }
+  }
+  if (!rest) return NULL;
+  if (!*rest || (rest[0] == '/' && !rest[1])) {
+    *dir_only = 1;
+    return NULL;
+  }
+  return rest[0] == '/' ? rest + 1 : NULL;
+}
+
+/* The number in a descriptor directory's entry path ("N" as the kernel
+ * names it: no sign, no leading zero), or -1. */
+static int fd_of_entry_path(const char *path) {
+  int dir_only;
+  const char *rest = fd_part(path, &dir_only);
+  if (!rest || *rest < '0' || *rest > '9' || (rest[0] == '0' && rest[1])) return -1;
+  char *end;
+  const long n = strtol(rest, &end, 10);
+  if (*end || n > 0x7fffffff) return -1;
+  return (int)n;
+}
+
+int uep_pl_fd_of_path(const char *path) {
+  if (path && !strncmp(path, "/dev/", 5)) {
+    const char *d = path + 5;
+    if (!strcmp(d, "stdin")) return 0;
+    if (!strcmp(d, "stdout")) return 1;
+    if (!strcmp(d, "stderr")) return 2;
+  }
+  return fd_of_entry_path(path);
+}
+
+/* What number n is to the program: 1 a uepoll object's; -1 with errno
+ * ENOENT one of uepoll's own (no descriptor of the program's); 0 anything
+ * else, which the kernel answers. */
+static int classify_number(int n) {
+  if (n < 0 || uep_pl_inside()) return 0;
+  if (uep_pl_map(n)) return 1;
+  if (uep_pl_own(n)) {
+    errno = ENOENT;
+    return -1;
+  }
+  return 0;
+}
+
+/* The same for the number path names (*n). */
+static int classify(const char *path, int *n) {
+  *n = uep_pl_fd_of_path(path);
+  return classify_number(*n);
+}
+
+/* The same for readlink, which reads the path's last link only: /dev/stdin
+ * is itself a link (to /proc/self/fd/0), the kernel's. */
+static int classify_link(const char *path, int *n) {
+  *n = fd_of_entry_path(path);
+  return classify_number(*n);
+}
+
+/* Linux's link text for the uepoll object at n (fs/pipe.c pipefs_dname,
+ * net/socket.c sockfs_dname, fs/anon_inodes.c): its length, or -1. */
+static int link_text(int n, char *buf, size_t cap) {
+  const char *anon = NULL;
+  switch (uep_pl_kind(n)) {
+    case UEP_PL_EVENTFD: anon = "eventfd"; break;
+    case UEP_PL_EPOLL: anon = "eventpoll"; break;
+    case UEP_PL_TIMER: anon = "timerfd"; break;
+    default: break;
+  }
+  if (anon) return snprintf(buf, cap, "anon_inode:[%s]", anon);
+  struct stat st;
+  if (fstat(n, &st) < 0) return -1;
+  return snprintf(buf, cap, "%s:[%lu]", S_ISFIFO(st.st_mode) ? "pipe" : "socket", (unsigned long)st.st_ino);
+}
+
+/* readlink's copy: at most len bytes, no terminating NUL (fs/namei.c). */
+static ssize_t give_link(int n, char *buf, size_t len) {
+  char text[64];
+  const int t = link_text(n, text, sizeof text);
+  if (t < 0) return -1;
+  const size_t k = (size_t)t < len ? (size_t)t : len;
+  memcpy(buf, text, k);
+  return (ssize_t)k;
+}
+
+/* Linux checks the size first (EINVAL for 0 or past INT_MAX): the kernel's. */
+static int size_ok(size_t len) { return len > 0 && len <= 0x7fffffff; }
+
+ssize_t readlink(const char *path, char *buf, size_t len) {
+  int n, c = size_ok(len) ? classify_link(path, &n) : 0;
+  if (c < 0) return -1;
+  if (c > 0) return give_link(n, buf, len);
+  return UEP_PL_REAL(readlink)(path, buf, len);
+}
+
+ssize_t readlinkat(int dirfd, const char *path, char *buf, size_t len) {
+  int n, c = size_ok(len) ? classify_link(path, &n) : 0;
+  if (c < 0) return -1;
+  if (c > 0) return give_link(n, buf, len);
+  return UEP_PL_REAL(readlinkat)(dirfd, path, buf, len);
+}
+
+extern ssize_t __readlink_chk(const char *path, char *buf, size_t len, size_t buflen);
+extern ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t len, size_t buflen);
+void __chk_fail(void) __attribute__((noreturn));
+
+ssize_t __readlink_chk(const char *path, char *buf, size_t len, size_t buflen) {
+  if (len > buflen) __chk_fail();
+  return readlink(path, buf, len);
+}
+
+ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t len, size_t buflen) {
+  if (len > buflen) __chk_fail();
+  return readlinkat(dirfd, path, buf, len);
+}
+
+int uep_pl_stat_procfd(const char *path, int flags, struct stat *st) {
+  if (flags & AT_SYMLINK_NOFOLLOW) return 0;
+  int n;
+  const int c = classify(path, &n);
+  if (c <= 0) return c;
+  return fstat(n, st) < 0 ? -1 : 1;
+}
+
+int stat(const char *path, struct stat *st) {
+  const int c = uep_pl_stat_procfd(path, 0, st);
+  if (c) return c < 0 ? -1 : 0;
+  return UEP_PL_REAL(stat)(path, st);
+}
+
+int stat64(const char *path, struct stat64 *st) {
+  const int c = uep_pl_stat_procfd(path, 0, (struct stat *)st);
+  if (c) return c < 0 ? -1 : 0;
+  return UEP_PL_REAL(stat64)(path, st);
+}
+
+/* Binaries built against glibc < 2.33 call these for stat. */
+static void *compat_fn(const char *name) {
+  void *p = uep_pl_resolve_optional(name);
+  if (!p) p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+  return p;
+}
+int __xstat(int ver, const char *path, struct stat *st) {
+  const int c = uep_pl_stat_procfd(path, 0, st);
+  if (c) return c < 0 ? -1 : 0;
+  int (*real)(int, const char *, struct stat *) = (int (*)(int, const char *, struct stat *))compat_fn("__xstat");
+  if (!real) return errno = ENOSYS, -1;
+  return real(ver, path, st);
+}
+int __xstat64(int ver, const char *path, struct stat64 *st) {
+  const int c = uep_pl_stat_procfd(path, 0, (struct stat *)st);
+  if (c) return c < 0 ? -1 : 0;
+  int (*real)(int, const char *, struct stat64 *) = (int (*)(int, const char *, struct stat64 *))compat_fn("__xstat64");
+  if (!real) return errno = ENOSYS, -1;
+  return real(ver, path, st);
+}
+
+/* ---- listings ----------------------------------------------------------------------- */
+
+/* The open DIR streams of a descriptor directory.  A slot is claimed by
+ * compare-and-swap from NULL and cleared by closedir; acq_rel/acquire so
+ * that a stream seen here is the one opendir returned.  Streams past the
+ * table's size are listed unfiltered. */
+enum { kDirs = 16 };
+static DIR *g_dirs[kDirs];
+/* Streams in g_dirs, so that other listings skip the table.  Relaxed: a
+ * stream is entered before opendir returns it to the thread that lists it. */
+static int g_ndirs;
+
+static int is_fd_dir(DIR *d) {
+  if (!__atomic_load_n(&g_ndirs, __ATOMIC_RELAXED)) return 0;
+  for (int i = 0; i < kDirs; ++i)
+    if (__atomic_load_n(&g_dirs[i], __ATOMIC_ACQUIRE) == d) return 1;
+  return 0;
+}
+
+DIR *opendir(const char *path) {
+  DIR *d = UEP_PL_REAL(opendir)(path);
+  int dir_only;
+  if (!d || uep_pl_inside() || fd_part(path, &dir_only) || !dir_only) return d;
+  for (int i = 0; i < kDirs; ++i) {
+    DIR *none = NULL;
+    if (__atomic_compare_exchange_n(&g_dirs[i], &none, d, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      __atomic_add_fetch(&g_ndirs, 1, __ATOMIC_RELAXED);
+      break;
+    }
+  }
+  return d;
+}
+
+/* Clears d's slot, if it has one (d is not NULL: opendir never enters it). */
+static void forget_dir(DIR *d) {
+  for (int i = 0; i < kDirs; ++i) {
+    DIR *mine = d;
+    if (__atomic_compare_exchange_n(&g_dirs[i], &mine, NULL, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      __atomic_sub_fetch(&g_ndirs, 1, __ATOMIC_RELAXED);
+      return;
+    }
+  }
+}
+
+int closedir(DIR *d) {
+  if (is_fd_dir(d)) forget_dir(d);
+  return UEP_PL_REAL(closedir)(d);
+}
+
+/* An entry of a descriptor directory that names an own number. */
+static int own_entry(const char *name) {
+  if (*name < '0' || *name > '9') return 0;
+  char *end;
+  const long n = strtol(name, &end, 10);
+  return !*end && n <= 0x7fffffff && uep_pl_own((int)n);
+}
+
+struct dirent *readdir(DIR *d) {
+  struct dirent *e;
+  do {
+    e = UEP_PL_REAL(readdir)(d);
+  } while (e && is_fd_dir(d) && own_entry(e->d_name));
+  return e;
+}
+
+struct dirent64 *readdir64(DIR *d) {
+  struct dirent64 *e;
+  do {
+    e = UEP_PL_REAL(readdir64)(d);
+  } while (e && is_fd_dir(d) && own_entry(e->d_name));
+  return e;
+}
