@@ -508,11 +508,19 @@ int ioctl(int fd, unsigned long request, ...) {
 }
 
 /* ---- stat --------------------------------------------------------------------------- */
-int fstat(int fd, struct stat *st) { UEP_PL_FORWARD2(fd, fstat, (u, st), fstat, (fd, st)); }
-int fstat64(int fd, struct stat64 *st) { UEP_PL_FORWARD2(fd, fstat, (u, (struct stat *)st), fstat64, (fd, st)); }
+/* One of uepoll's own numbers is a free one to the program: EBADF, so that
+ * a scan for open descriptors by fstat does not see it (interpose_own.c). */
+int fstat(int fd, struct stat *st) {
+  if (uep_pl_own(fd)) return errno = EBADF, -1;
+  UEP_PL_FORWARD2(fd, fstat, (u, st), fstat, (fd, st));
+}
+int fstat64(int fd, struct stat64 *st) {
+  if (uep_pl_own(fd)) return errno = EBADF, -1;
+  UEP_PL_FORWARD2(fd, fstat, (u, (struct stat *)st), fstat64, (fd, st));
+}
 
 static int empty_path_at(int dirfd, const char *path, int flags) {
-  return (flags & AT_EMPTY_PATH) && path && !*path && uep_pl_map(dirfd);
+  return (flags & AT_EMPTY_PATH) && path && !*path && (uep_pl_map(dirfd) || uep_pl_own(dirfd));
 }
 
 /* fstatat and statx of a path: the descriptor itself (AT_EMPTY_PATH), or

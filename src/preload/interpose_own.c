@@ -7,9 +7,10 @@
  * live at high numbers the program never got (core/own_fds.h).  On Linux
  * those numbers are free in the program, so its calls on them answer as on
  * a free number and leave uepoll's descriptors alone:
- *   - close(n), fcntl(n, ...), dup(n), dup2/dup3 from n: EBADF (so a scan
- *     for open descriptors with F_GETFD, as daemons and leak checkers do,
- *     does not see them);
+ *   - close(n), fcntl(n, ...), fstat(n), dup(n), dup2/dup3 from n: EBADF,
+ *     by name and by syscall() (so a scan for open descriptors with
+ *     F_GETFD or fstat, as daemons and leak checkers do, does not see
+ *     them); /proc/self/fd/n is no entry (interpose_procfd.c);
  *   - close_range(first, last, flags), closefrom(first): every other number
  *     in the range is closed (or marked close-on-exec), the own ones are
  *     skipped (they are close-on-exec already);

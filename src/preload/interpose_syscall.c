@@ -125,9 +125,9 @@ static long served_by_number(long nr, const long *a, int *handled) {
 #endif
     case SYS_fcntl: if (mapped(a[0]) || own(a[0])) return fcntl((int)a[0], (int)a[1], a[2]); break;
     case SYS_ioctl: if (mapped(a[0])) return ioctl((int)a[0], (unsigned long)a[1], (void *)a[2]); break;
-    case SYS_fstat: if (mapped(a[0])) return fstat((int)a[0], p1); break;
+    case SYS_fstat: if (mapped(a[0]) || own(a[0])) return fstat((int)a[0], p1); break;
 #ifdef SYS_newfstatat
-    case SYS_newfstatat: if (mapped(a[0]) || procfd(a[1])) return fstatat((int)a[0], p1, (struct stat *)a[2], (int)a[3]); break;
+    case SYS_newfstatat: if (mapped(a[0]) || own(a[0]) || procfd(a[1])) return fstatat((int)a[0], p1, (struct stat *)a[2], (int)a[3]); break;
 #endif
 #ifdef SYS_kcmp
     case SYS_kcmp:
@@ -140,7 +140,7 @@ static long served_by_number(long nr, const long *a, int *handled) {
     case SYS_readlink: if (procfd(a[0])) return readlink((const char *)a[0], p1, (size_t)a[2]); break;
     case SYS_stat: if (procfd(a[0])) return stat((const char *)a[0], p1); break;
 #endif
-    case SYS_statx: if (mapped(a[0]) || procfd(a[1])) return statx((int)a[0], p1, (int)a[2], (unsigned)a[3], (struct statx *)a[4]); break;
+    case SYS_statx: if (mapped(a[0]) || own(a[0]) || procfd(a[1])) return statx((int)a[0], p1, (int)a[2], (unsigned)a[3], (struct statx *)a[4]); break;
 #ifdef SYS_faccessat2
     case SYS_faccessat2: if (mapped(a[0])) return faccessat((int)a[0], p1, (int)a[2], (int)a[3]); break;
 #endif

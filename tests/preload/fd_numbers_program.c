@@ -117,7 +117,7 @@ static void daemon_start(const char *how) {
 /* Under uepoll-run only ("own"): the numbers above the program's that the
  * kernel lists in /proc/self/fd (getdents64 by number, which the preload
  * passes through) are uepoll's own; the program's calls on them answer as
- * on free numbers, by name and by number (close, fcntl: EBADF; dup2: EBADF at or past the soft
+ * on free numbers, by name and by number (close, fcntl, fstat: EBADF; dup2: EBADF at or past the soft
  * limit, EBUSY below it, see docs/linux-deviations.md; readlink, stat and
  * open of /proc/self/fd/N: ENOENT; readdir of /proc/self/fd skips them)
  * and uepoll keeps working. */
@@ -172,13 +172,16 @@ static int own_check(void) {
     ++found;
     hid += hidden(fd);
     closed_ebadf += close(fd) < 0 && errno == EBADF;
-    fcntl_ebadf += fcntl(fd, F_GETFD) < 0 && errno == EBADF && syscall(SYS_fcntl, fd, F_GETFD) < 0 && errno == EBADF;
+    struct stat st;
+    fcntl_ebadf += fcntl(fd, F_GETFD) < 0 && errno == EBADF && syscall(SYS_fcntl, fd, F_GETFD) < 0 && errno == EBADF &&
+                   fstat(fd, &st) < 0 && errno == EBADF && fstatat(fd, "", &st, AT_EMPTY_PATH) < 0 && errno == EBADF &&
+                   syscall(SYS_fstat, fd, &st) < 0 && errno == EBADF;
     dup2_refused += dup2(1, fd) < 0 && errno == ((rlim_t)fd >= rl.rlim_cur ? EBADF : EBUSY);
     dup_ebadf += dup(fd) < 0 && errno == EBADF && dup2(fd, 50) < 0 && errno == EBADF && dup3(fd, 50, 0) < 0 &&
                  errno == EBADF && syscall(SYS_dup, fd) < 0 && errno == EBADF && syscall(SYS_dup3, fd, 50, 0) < 0 &&
                  errno == EBADF;
   }
-  printf("own %s: close EBADF %s, fcntl EBADF %s, dup2 refused %s, dup from EBADF %s, /proc/self/fd hides %s\n",
+  printf("own %s: close EBADF %s, fcntl and fstat EBADF %s, dup2 refused %s, dup from EBADF %s, /proc/self/fd hides %s\n",
          found >= 3 ? "found" : "MISSING", closed_ebadf == found ? "all" : "NOT all",
          fcntl_ebadf == found ? "all" : "NOT all", dup2_refused == found ? "all" : "NOT all",
          dup_ebadf == found ? "all" : "NOT all", hid == found ? "all" : "NOT all");
