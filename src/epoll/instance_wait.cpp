@@ -149,7 +149,7 @@ class MaybeSignalBlock {
 
 // Whether a direct sleep may be tried now (virtual time: the classic sleep
 // registers with the clock; a deadline needs epoll_pwait2, Linux 5.11).
-bool direct_ok(KernelWatch* kw, const timespec* deadline) noexcept {
+[[gnu::always_inline]] inline bool direct_ok(KernelWatch* kw, const timespec* deadline) noexcept {
   return kw->direct_hint() && !core::vclock::on() && (!deadline || core::have_epoll_pwait2());
 }
 
