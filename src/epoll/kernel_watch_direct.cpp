@@ -226,7 +226,7 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     relp = &rel;
   }
   core::note_sleep();
-  int r = relp ? ::epoll_pwait2(shadow_, evs, maxevents, relp, mask)
+  int r = relp ? core::kernel_epoll_pwait2(shadow_, evs, maxevents, relp, mask)
                : core::kernel_epoll_pwait(shadow_, evs, maxevents, -1, mask);
   // Linux ep_poll checks signal_pending() (after the ready list) before
   // every sleep, also one whose time is already up; epoll_pwait2 with a
