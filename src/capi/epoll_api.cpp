@@ -136,7 +136,9 @@ namespace {
     guard.emplace();
     ep = uepoll::fd::peek(epfd);
   } else {
-    ref = FileRef(uepoll::fd::lookup(epfd));
+    // fd::lookup's body, inlined: a guard only for as long as the pin takes.
+    uepoll::core::reclaim::ReadGuard pin;
+    ref = FileRef(uepoll::fd::lookup_guarded(epfd));
     ep = ref.get();
   }
   if (!ep) return -EBADF;

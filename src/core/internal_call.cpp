@@ -1,9 +1,11 @@
 // internal_call.cpp - the thread-local depth of uepoll's own libc calls
-// and the preload's libc epoll_pwait for uepoll's own sleeps (see
+// and the preload's libc epoll_pwait and epoll_pwait2 for uepoll's own sleeps (see
 // internal_call.h).  Locks: none.
 #include "core/internal_call.h"
 
 extern "C" {
 UEP_EXPORT __thread int uep__internal_depth = 0;
 UEP_EXPORT int (*uep__kernel_epoll_pwait)(int, struct epoll_event*, int, int, const sigset_t*) = nullptr;
+UEP_EXPORT int (*uep__kernel_epoll_pwait2)(int, struct epoll_event*, int, const struct timespec*,
+                                           const sigset_t*) = nullptr;
 }

@@ -28,6 +28,9 @@ UEP_EXPORT extern __thread int uep__internal_depth;
 // otherwise look each such sleep's descriptor up, find it is no uepoll
 // one and count it as a program's call forwarded to the kernel.
 UEP_EXPORT extern int (*uep__kernel_epoll_pwait)(int, struct epoll_event*, int, int, const sigset_t*);
+// The same for epoll_pwait2 (a direct sleep with a deadline).
+UEP_EXPORT extern int (*uep__kernel_epoll_pwait2)(int, struct epoll_event*, int, const struct timespec*,
+                                                  const sigset_t*);
 }
 
 namespace uepoll::core {
@@ -39,6 +42,12 @@ inline int kernel_epoll_pwait(int epfd, struct epoll_event* evs, int maxevents, 
                               const sigset_t* mask) noexcept {
   auto* const f = __atomic_load_n(&uep__kernel_epoll_pwait, __ATOMIC_RELAXED);
   return f ? f(epfd, evs, maxevents, timeout, mask) : ::epoll_pwait(epfd, evs, maxevents, timeout, mask);
+}
+// epoll_pwait2 on one of uepoll's own kernel epoll descriptors, as above.
+inline int kernel_epoll_pwait2(int epfd, struct epoll_event* evs, int maxevents, const struct timespec* timeout,
+                               const sigset_t* mask) noexcept {
+  auto* const f = __atomic_load_n(&uep__kernel_epoll_pwait2, __ATOMIC_RELAXED);
+  return f ? f(epfd, evs, maxevents, timeout, mask) : ::epoll_pwait2(epfd, evs, maxevents, timeout, mask);
 }
 
 class InternalCalls {

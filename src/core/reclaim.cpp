@@ -164,7 +164,8 @@ void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
 void ReadGuard::enter_slow() noexcept {
   ThreadRecord* r = tls_record.fallback_depth ? nullptr : self();
   if (!r) {  // no memory for a record: count as a reader that blocks advances
-    outer_ = false;
+    outer_ = nullptr;
+    fallback_ = true;
     if (tls_record.fallback_depth++ == 0) g_fallback_readers.fetch_add(1, std::memory_order_seq_cst);
     return;
   }

@@ -63,15 +63,18 @@ class ReadGuard {
     else
       enter_slow();
   }
+  // Leaves as entered, without reading the thread's record again: a guard
+  // entered with the record sees no fallback guard until it ends (one
+  // starts only while another is outstanding or no record exists), and
+  // one entered as a fallback reader leaves as one.
   ~ReadGuard() {
-    detail::RecordHolder& h = detail::tls_record;
-    if (h.fallback_depth) [[unlikely]] {
+    if (fallback_) [[unlikely]] {
       leave_fallback();
       return;
     }
     // release: everything read inside the section happens before a
     // reclaimer that sees the quiescent state frees anything.
-    if (outer_) h.rec->state.store(0, std::memory_order_release);
+    if (outer_) outer_->state.store(0, std::memory_order_release);
   }
   ReadGuard(const ReadGuard&) = delete;
   ReadGuard& operator=(const ReadGuard&) = delete;
@@ -82,7 +85,8 @@ class ReadGuard {
     // writes the record's state, so a relaxed load tells whether an outer
     // guard already published.  seq_cst: one total order with the
     // unlinks, retire's load of the epoch and the advance (reclaim.cpp).
-    outer_ = r->state.load(std::memory_order_relaxed) == 0;
+    fallback_ = false;
+    outer_ = r->state.load(std::memory_order_relaxed) == 0 ? r : nullptr;
     if (outer_) {
       const uint64_t e = detail::g_epoch.load(std::memory_order_seq_cst);
       r->state.store((e << 1) | 1, std::memory_order_seq_cst);
@@ -91,7 +95,8 @@ class ReadGuard {
   void enter_slow() noexcept;
   void leave_fallback() noexcept;
 
-  bool outer_;
+  detail::ThreadRecord* outer_;  // the record this guard published, or null
+  bool fallback_;                 // entered as a g_fallback_readers reader
 };
 
 // Defers r->free_fn(r) until a grace period has passed.  Never blocks.

@@ -131,8 +131,9 @@ class MaybeSignalBlock {
 // a handler that runs now is one that ran before the call; once a doorbell
 // can end a sleep with nothing (rung()), the re-sleep must not let a
 // handler run between the two sleeps unseen, so every signal is blocked.
-// Returns KernelWatch::sleep_direct's result, never 0.
-int sleep_direct(Instance* ep, KernelWatch* kw, struct epoll_event* evs, int maxevents, const timespec* deadline,
+// Returns KernelWatch::sleep_direct's result, never 0.  Inlined into
+// wait(): its first round makes the call with no frame of its own.
+[[gnu::always_inline]] inline int sleep_direct(Instance* ep, KernelWatch* kw, struct epoll_event* evs, int maxevents, const timespec* deadline,
                  const sigset_t* sigmask, MaybeSignalBlock* blocked) noexcept {
   if (!*blocked && kw->rung()) blocked->emplace();
   const sigset_t* mask = *blocked ? (sigmask ? sigmask : &(*blocked)->saved()) : nullptr;
@@ -148,7 +149,7 @@ int sleep_direct(Instance* ep, KernelWatch* kw, struct epoll_event* evs, int max
 
 // Whether a direct sleep may be tried now (virtual time: the classic sleep
 // registers with the clock; a deadline needs epoll_pwait2, Linux 5.11).
-bool direct_ok(KernelWatch* kw, const timespec* deadline) noexcept {
+[[gnu::always_inline]] inline bool direct_ok(KernelWatch* kw, const timespec* deadline) noexcept {
   return kw->direct_hint() && !core::vclock::on() && (!deadline || core::have_epoll_pwait2());
 }
 

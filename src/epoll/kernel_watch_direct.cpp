@@ -54,11 +54,15 @@ core::ThreadWaiter* KernelWatch::make_kick(int shadow, uint64_t tag) noexcept {
   return w;
 }
 
-int KernelWatch::filter_kick(struct epoll_event* evs, int n, bool* saw) const noexcept {
-  const uint64_t tag = kick_tag();
+namespace {
+
+// filter_kick's body, inlined into sleep_direct (no call per sleep).
+// `kick` is whether a doorbell exists.
+[[gnu::always_inline]] inline int drop_kick(struct epoll_event* evs, int n, uint64_t tag, bool kick,
+                                            bool* saw) noexcept {
   int k = 0;
   for (int i = 0; i < n; ++i) {
-    if (evs[i].data.u64 == tag && evs[i].events == EPOLLIN && kick_) {
+    if (evs[i].data.u64 == tag && evs[i].events == EPOLLIN && kick) {
       *saw = true;
       continue;
     }
@@ -66,6 +70,12 @@ int KernelWatch::filter_kick(struct epoll_event* evs, int n, bool* saw) const no
     ++k;
   }
   return k;
+}
+
+}  // namespace
+
+int KernelWatch::filter_kick(struct epoll_event* evs, int n, bool* saw) const noexcept {
+  return drop_kick(evs, n, kick_tag(), kick_ != nullptr, saw);
 }
 
 void KernelWatch::ring_locked() noexcept {
@@ -216,7 +226,7 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     relp = &rel;
   }
   core::note_sleep();
-  int r = relp ? ::epoll_pwait2(shadow_, evs, maxevents, relp, mask)
+  int r = relp ? core::kernel_epoll_pwait2(shadow_, evs, maxevents, relp, mask)
                : core::kernel_epoll_pwait(shadow_, evs, maxevents, -1, mask);
   // Linux ep_poll checks signal_pending() (after the ready list) before
   // every sleep, also one whose time is already up; epoll_pwait2 with a
@@ -227,7 +237,7 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
   }
   const int err = r < 0 ? errno : 0;  // read before the calls below
   bool saw = false;
-  const int k = r > 0 ? filter_kick(evs, r, &saw) : 0;
+  const int k = r > 0 ? drop_kick(evs, r, kick_tag(), kick_ != nullptr, &saw) : 0;  // filter_kick
 
   ep->ready_lock_.lock();
   const bool last = --shadow_sleepers_ == 0;

@@ -19,9 +19,10 @@ extern __thread int uep_pl_depth;
  * fork handlers and its own threads (core/internal_call.h). */
 extern __thread int uep__internal_depth;
 static inline int uep_pl_inside(void) { return uep_pl_depth > 0 || uep__internal_depth > 0; }
-/* libc's epoll_pwait for the library's sleeps on its own kernel epolls
+/* libc's epoll_pwait and epoll_pwait2 for the library's sleeps on its own kernel epolls
  * (core/internal_call.h); set by interpose_fd.c at load. */
 extern int (*uep__kernel_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+extern int (*uep__kernel_epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
 #define UEP_PL_ENTER() (++uep_pl_depth)
 #define UEP_PL_LEAVE() (--uep_pl_depth)
 

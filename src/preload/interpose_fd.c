@@ -220,10 +220,12 @@ int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
 }
 
 /* The library's sleeps on its own kernel epolls (a uepoll instance's
- * shadow epoll) call libc's epoll_pwait directly, not the interposer below:
+ * shadow epoll) call libc's epoll_pwait and epoll_pwait2 directly, not the
+ * interposers below:
  * their descriptor is never a uepoll one, nor a call of the program's. */
 __attribute__((constructor)) static void kernel_sleeps_at_load(void) {
   __atomic_store_n(&uep__kernel_epoll_pwait, UEP_PL_REAL(epoll_pwait), __ATOMIC_RELAXED);
+  __atomic_store_n(&uep__kernel_epoll_pwait2, UEP_PL_REAL(epoll_pwait2), __ATOMIC_RELAXED);
 }
 
 int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask) {
