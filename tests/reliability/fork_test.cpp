@@ -24,7 +24,7 @@
 
 #include <gtest/gtest.h>
 
-#include "forked_child.h"
+#include "support/forked_child.h"
 
 #include <atomic>
 #include <cerrno>
@@ -57,8 +57,8 @@ extern "C" const char* __tsan_default_options() { return "die_after_fork=0"; }
 
 namespace {
 
-using uepoll_test::rel::in_child;
-using Child = uepoll_test::rel::ForkedChild;
+using uepoll_support::in_child;
+using Child = uepoll_support::ForkedChild;
 
 // Waits up to ms for one byte on fd (the child's "done" signal); false on
 // timeout (the child failed first: its join() says why).

@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "forked_child.h"
+#include "support/forked_child.h"
 
 #include <cerrno>
 #include <cstddef>
@@ -193,7 +193,7 @@ std::string run_checks(bool probing_expected) {
 // Forks; the child installs the filter and runs the checks.  Returns what
 // the child reported, "" on success.
 std::string in_sandbox(int err, bool refuse_pipes) {
-  return uepoll_test::rel::in_child([&]() -> std::string {
+  return uepoll_support::in_child([&]() -> std::string {
     if (int r = install_filter(err, refuse_pipes); r < 0) return "seccomp: " + std::string(strerror(-r));
     // The filter bites.
     char a[8] = {}, b[8] = {};
@@ -227,7 +227,7 @@ TEST(Sandbox, PipesRefusedToo) {
 }
 // Without a filter, the same checks (the process_vm path).
 TEST(Sandbox, NoFilter) {
-  EXPECT_EQ(uepoll_test::rel::in_child([] { return run_checks(true); }), "");
+  EXPECT_EQ(uepoll_support::in_child([] { return run_checks(true); }), "");
 }
 
 }  // namespace

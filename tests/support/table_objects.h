@@ -14,6 +14,7 @@
 #pragma once
 
 #include "api.h"
+#include "eventfd_rules.h"
 
 #include <uepoll/file.h>
 #include <uepoll/uepoll.h>
@@ -47,11 +48,7 @@ struct TableEventFd {
   static uint32_t poll(void* ctx) {  // Linux eventfd_poll
     auto* e = static_cast<TableEventFd*>(ctx);
     std::lock_guard<std::mutex> g(e->mu);
-    uint32_t m = 0;
-    if (e->count > 0) m |= EPOLLIN;
-    if (e->count == ULLONG_MAX) m |= EPOLLERR;
-    if (ULLONG_MAX - 1 > e->count) m |= EPOLLOUT;
-    return m;
+    return eventfd_rules::poll_mask(e->count);
   }
   // Linux eventfd_read (->read_iter): at least 8 bytes, across segments.
   static ssize_t read_iter(void* ctx, const struct iovec* iov, int n, const uep_file_call*) {
@@ -63,7 +60,7 @@ struct TableEventFd {
     {
       std::lock_guard<std::mutex> g(e->mu);
       if (e->count == 0) return -EAGAIN;  // uepoll sleeps for a blocking read
-      v = e->semaphore ? 1 : e->count;
+      v = eventfd_rules::read_value(e->count, e->semaphore);
       e->count -= v;
       uep_file_notify(e->handle, EPOLLOUT);  // wake_up_locked_poll, lock held
     }
@@ -100,7 +97,7 @@ struct TableEventFd {
     std::memcpy(&v, buf, 8);
     if (v == ULLONG_MAX) return -EINVAL;
     std::lock_guard<std::mutex> g(e->mu);
-    if (!(ULLONG_MAX - e->count > v)) return -EAGAIN;
+    if (!eventfd_rules::write_fits(e->count, v)) return -EAGAIN;
     e->count += v;
     uep_file_notify(e->handle, EPOLLIN);
     return 8;
@@ -125,7 +122,7 @@ struct TableEventFd {
 
   // eventfd(2) over uep_file_create: same flags, same errors.
   static int create(unsigned int initval, int flags) {
-    if (flags & ~(EFD_SEMAPHORE | EFD_CLOEXEC | EFD_NONBLOCK)) return errno = EINVAL, -1;
+    if (!eventfd_rules::create_flags_ok(flags)) return errno = EINVAL, -1;
     auto* e = new TableEventFd;
     e->count = initval;
     e->semaphore = (flags & EFD_SEMAPHORE) != 0;

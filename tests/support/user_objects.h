@@ -16,6 +16,7 @@
 #pragma once
 
 #include "api.h"
+#include "eventfd_rules.h"
 
 #include <uepoll/uepoll.h>
 
@@ -42,11 +43,7 @@ struct UserEventFd {
   static uint32_t poll(void* ctx) {  // Linux eventfd_poll
     auto* e = static_cast<UserEventFd*>(ctx);
     std::lock_guard<std::mutex> g(e->mu);
-    uint32_t m = 0;
-    if (e->count > 0) m |= EPOLLIN;
-    if (e->count == ULLONG_MAX) m |= EPOLLERR;
-    if (ULLONG_MAX - 1 > e->count) m |= EPOLLOUT;
-    return m;
+    return eventfd_rules::poll_mask(e->count);
   }
   static ssize_t read(void* ctx, void* buf, size_t len) {  // Linux eventfd_read
     auto* e = static_cast<UserEventFd*>(ctx);
@@ -55,7 +52,7 @@ struct UserEventFd {
     {
       std::lock_guard<std::mutex> g(e->mu);
       if (e->count == 0) return errno = EAGAIN, -1;
-      v = e->semaphore ? 1 : e->count;
+      v = eventfd_rules::read_value(e->count, e->semaphore);
       e->count -= v;
     }
     uep_file_wake(e->handle, EPOLLOUT);
@@ -72,7 +69,7 @@ struct UserEventFd {
     if (v == ULLONG_MAX) return errno = EINVAL, -1;
     {
       std::lock_guard<std::mutex> g(e->mu);
-      if (!(ULLONG_MAX - e->count > v)) return errno = EAGAIN, -1;
+      if (!eventfd_rules::write_fits(e->count, v)) return errno = EAGAIN, -1;
       e->count += v;
     }
     uep_file_wake(e->handle, EPOLLIN);
@@ -87,7 +84,7 @@ struct UserEventFd {
 
   // eventfd(2) over uep_file_open: same flags, same errors.
   static int create(unsigned int initval, int flags) {
-    if (flags & ~(EFD_SEMAPHORE | EFD_CLOEXEC | EFD_NONBLOCK)) return errno = EINVAL, -1;
+    if (!eventfd_rules::create_flags_ok(flags)) return errno = EINVAL, -1;
     auto* e = new UserEventFd;
     e->count = initval;
     e->semaphore = (flags & EFD_SEMAPHORE) != 0;

@@ -1,5 +1,5 @@
 // vclock_conformance_test.cpp - the conformance suite's timerfd and timeout
-// scenarios (tests/conformance/objects_test.cpp, wait_test.cpp,
+// scenarios (tests/conformance/objects_timerfd_test.cpp, wait_test.cpp,
 // poll_test.cpp) rerun on the virtual clock: each scenario runs once on
 // real Linux descriptors in real time (1 unit = 1 ms) and once on uepoll in
 // automatic virtual time (1 unit = 1 minute), and the two traces must be
