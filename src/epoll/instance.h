@@ -180,10 +180,10 @@ class Instance final : public core::File {
   void undo_insert_locked(Shard& s, uint64_t h, Item* it) noexcept UEP_REQUIRES(s.mutex);
   inline int finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child, core::File* const* leaves,
                                size_t nleaves, bool check_paths) noexcept UEP_REQUIRES(s.mutex);
-  // Preconditions: shard lock of it held.  Unlinks it from its file's
-  // queue (unless release did), from the ready list, marks it unregistered
-  // and drops the registration reference.
-  void detach_locked(Item* it) noexcept;
+  // Preconditions: s.mutex held, s the shard of it's key.  Unlinks it from
+  // its file's queue (unless release did), from the ready list, marks it
+  // unregistered and drops the registration reference.
+  void detach_locked(Shard& s, Item* it) noexcept UEP_REQUIRES(s.mutex);
   // MOD, DEL and DISABLE once the key's shard is locked (mod(), del(),
   // disable() and ctl_run()).  Preconditions: s.mutex held, h the key's hash.
   inline int mod_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data) noexcept

@@ -159,7 +159,7 @@ void Instance::undo_insert_locked(Shard& s, uint64_t h, Item* it) noexcept {
   if (!err && child) err = KernelWatch::on_nest(this, child);
   if (err) {
     unhash_locked(s, h, it);
-    detach_locked(it);
+    detach_locked(s, it);
     return err;
   }
   // Linux ep_item_poll() in ep_insert(): queue it if already ready.
@@ -263,7 +263,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
   Item* it = find_locked(s, h, tf, fd);
   if (!it) return -ENOENT;
   unhash_locked(s, h, it);
-  detach_locked(it);
+  detach_locked(s, it);
   return 0;
 }
 
@@ -271,7 +271,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
   Item* it = find_locked(s, h, tf, fd);
   if (!it) return -ENOENT;
   int r = 0;
-  ready_lock_.lock();
+  core::SpinGuard g(ready_lock_);
   uint32_t events;
   uint64_t data;
   it->read_event(&events, &data);  // stable: MOD is kept out by the shard lock
@@ -284,7 +284,6 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     snap_invalidate_locked();  // (a ONESHOT item is never in it; kept for the rule)
     if (it->linked()) list_del_locked(it);
   }
-  ready_lock_.unlock();
   return r;
 }
 
@@ -363,7 +362,8 @@ int Instance::ctl_run(const CtlCmd* cmds, int n, int* res) noexcept UEP_NO_THREA
   return k;
 }
 
-void Instance::detach_locked(Item* it) noexcept {
+void Instance::detach_locked(Shard& s, Item* it) noexcept {
+  s.mutex.assert_held();
   core::File* f = it->file;
   f->wq().lock();
   if (it->wait.queued()) {  // else a release of the file unlinked it
@@ -398,11 +398,13 @@ void Instance::remove_released(Item* it) noexcept {
   const uint64_t h = hash_key(it->file, it->fd);
   Shard& s = shard_for(h);
   core::MutexLock sl(s.mutex);
-  ready_lock_.lock();
-  const bool registered = it->registered.load(std::memory_order_relaxed);
-  ready_lock_.unlock();
+  bool registered;
+  {
+    core::SpinGuard g(ready_lock_);
+    registered = it->registered.load(std::memory_order_relaxed);
+  }
   if (!registered) return;  // DEL or the instance's own teardown got it
   unhash_locked(s, h, it);
-  detach_locked(it);
+  detach_locked(s, it);
 }
 }  // namespace uepoll::epoll
