@@ -262,9 +262,9 @@ class Instance final : public core::File {
   // clears it there, before its harvest).  While it is set, and its thread
   // alive, wake_one_waiter_locked() kicks nobody else: that thread's
   // harvest wakes the next sleeper if events remain (done_scan_locked, as
-  // Linux's ep_done_scan does), so a burst no longer wakes one thread per
+  // Linux's ep_done_scan does), so a burst does not wake one thread per
   // event on a machine that cannot run them (bench/RESULTS.md, "The herd
-  // question", option (b)).  A ThreadWaiter is never freed, so the pointer
+  // question").  A ThreadWaiter is never freed, so the pointer
   // stays valid; after fork() the parent's threads' waiters read dead().
   core::ThreadWaiter* kicked_ UEP_GUARDED_BY(ready_lock_) = nullptr;
   // The read-mostly snapshot of the ready list, on lines of its own: read

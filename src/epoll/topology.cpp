@@ -32,7 +32,7 @@ constexpr int kTargetMutexes = 64;
 // count themselves in a reader slot on a cache line of its own, so
 // concurrent readers never write a shared line; a writer (an
 // instance-into-instance ADD, rare) raises `writer` and waits for every slot
-// to drain.  Beyond the 2026 seed, whose rwsem still bounces one counter
+// to drain; a single reader counter (an rwsem) would bounce its line
 // between readers.  It is one uepoll lock (level 3 of core/lock_order.h)
 // for the thread's lock count and the checker; writer_mutex_ is its
 // internal part, not a lock of its own.
@@ -156,8 +156,8 @@ class UEP_CAPABILITY("topology lock") TopologyLock {
 
 thread_local TopologyLock::ReaderSlot TopologyLock::tls_reader;
 
-// 2026 seed, patch 2: the topology lock, the generation stamp and each
-// target mutex on cache lines of their own.
+// The topology lock, the generation stamp and each target mutex on cache
+// lines of their own, so that their writers do not share a line.
 struct alignas(kCacheLine) PaddedTopologyLock {
   TopologyLock m;
 };
