@@ -287,13 +287,15 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
   return r;
 }
 
-int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept {
   CtlLocks l(this, tf, fd);
+  l.shard.mutex.assert_held();  // by l.shard_lock, which the analysis cannot tie to l.shard
   return mod_locked(l.shard, l.h, tf, fd, events, data);
 }
 
-int Instance::del(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+int Instance::del(core::File* tf, int fd) noexcept {
   CtlLocks l(this, tf, fd);
+  l.shard.mutex.assert_held();  // by l.shard_lock, as in mod()
   return del_locked(l.shard, l.h, tf, fd);
 }
 
@@ -303,8 +305,9 @@ int Instance::del(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS
 // item's under ready_lock_ (send_events), and disarms it in the same
 // critical section, so either that happened first (EBUSY) or the harvest
 // will see the disarmed mask and skip the item.
-int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {  // CtlLocks, as del()
+int Instance::disable(core::File* tf, int fd) noexcept {
   CtlLocks l(this, tf, fd);
+  l.shard.mutex.assert_held();  // by l.shard_lock, as in mod()
   return disable_locked(l.shard, l.h, tf, fd);
 }
 
@@ -315,7 +318,8 @@ int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANAL
 // lock as mod()/del()/disable() would, and in the run's order, which keeps
 // duplicate targets and the stop after a failure exact.  The lock checker
 // sees the lowest shard (a lock of class kShard); the others are taken
-// unchecked (Mutex::lock_unchecked), as members of that set.
+// unchecked (Mutex::lock_unchecked), as members of that set.  Not analysed:
+// the set of shard locks held is a run-time mask, taken and released in loops.
 int Instance::ctl_run(const CtlCmd* cmds, int n, int* res) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   topology::GlobalCtlGuard global(!core::knob(core::knobs().rcu_ctl));
   core::MaybeMutexLock ctl(ctl_mutex_, CtlLocks::ctl_taken());

@@ -87,6 +87,7 @@ class UEP_CAPABILITY("topology lock") TopologyLock {
     writer_mutex_.m.unlock();
     core::lock_exit();
   }
+  // Not analysed: which capability it takes depends on `exclusive`.
   void lock_shared_or_exclusive(bool exclusive) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
     if (exclusive)
       lock();
@@ -481,6 +482,7 @@ void topology_thread_exit() noexcept { topology::state().lock.m.thread_exit(); }
 
 namespace uepoll::epoll::topology {
 
+// Not analysed: taken here, released in unlock(), of a lock topology.h cannot name.
 void GlobalCtlGuard::lock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { state().lock.m.lock(); }
 
 void GlobalCtlGuard::unlock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { state().lock.m.unlock(); }
