@@ -31,7 +31,7 @@
 //                               line).  Exclusive: adding an instance to an
 //                               instance (loop, depth and path checks).
 //                               Shared: adding a leaf file to an instance that
-//                               is itself watched (2026 seed), unless its
+//                               is itself watched (parallel_nested_add), unless its
 //                               cached path profile passes (kCached, which
 //                               takes neither 3 nor 4).  Never taken on
 //                               DEL, MOD, wait, or ADD to a flat instance.

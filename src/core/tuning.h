@@ -1,6 +1,6 @@
 // tuning.h - the run-time switches behind include/uepoll/tuning.h.  Each
-// scaling mechanism can be turned off so that one build shows a seed's
-// before/after table.  Read with relaxed loads on every call: a knob is a
+// scaling mechanism can be turned off so that one build measures it on and
+// off (docs/design.md section 6).  Read with relaxed loads on every call: a knob is a
 // policy choice, it guards no data.
 #pragma once
 
@@ -9,11 +9,11 @@
 namespace uepoll::core {
 
 struct Knobs {
-  std::atomic<bool> rcu_ctl{true};               // 2013 seed
-  std::atomic<bool> lockless_nested_poll{true};  // 2017 seed
-  std::atomic<bool> exclusive_autoremove{true};  // 2020 seed
-  std::atomic<bool> alloc_reuse{true};           // 2024 seed
-  std::atomic<bool> parallel_nested_add{true};   // 2026 seed
+  std::atomic<bool> rcu_ctl{true};               // DEL, lookups and flat ADD take no topology lock
+  std::atomic<bool> lockless_nested_poll{true};  // nested poll takes no global mutex
+  std::atomic<bool> exclusive_autoremove{true};  // a wakeup removes its waiter's entry
+  std::atomic<bool> alloc_reuse{true};           // items from slabs and per-thread caches
+  std::atomic<bool> parallel_nested_add{true};   // leaf ADD into a watched instance: lock shared
   std::atomic<bool> concurrent_ctl{true};        // beyond Linux
   std::atomic<bool> burst_wake_chain{true};      // beyond Linux: Instance::kicked_
   std::atomic<long> max_user_watches{-1};        // -1: not read yet

@@ -300,7 +300,9 @@ namespace {
 
 // Linux it_real_fn: SIGALRM to the process; an interval timer re-arms at
 // once (hrtimer_forward_now, HRTIMER_RESTART).
-void itimer_fire(Timer* t) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {  // under g_mutex (advance_to_locked)
+// Called by advance_to_locked through Timer::fire, with g_mutex held.
+void itimer_fire(Timer* t) noexcept UEP_REQUIRES(g_mutex) {
+  g_mutex.assert_held();
   struct sigaction sa {};
   if (sigaction(SIGALRM, nullptr, &sa) == 0 && sa.sa_handler != SIG_IGN && sa.sa_handler != SIG_DFL)
     g_signal_pending = true;  // a handler will interrupt some thread's sleep

@@ -118,8 +118,10 @@ void sleep_begin_locked(SleepScope* s) noexcept {
   if (g_holder == tls_rec) g_holder = nullptr;
 }
 
-// Not analysed: g_mutex is released while the thread waits for its turn.
-void sleep_end_locked() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+// g_mutex is released while the thread waits for its turn, and held again
+// when it returns.
+void sleep_end_locked() noexcept {
+  g_mutex.assert_held();
   ThreadRec* me = tls_rec;
   if (!me) return;
   me->sleep = nullptr;

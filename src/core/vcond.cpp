@@ -102,6 +102,8 @@ void signal(const void* cond, bool all) noexcept {
   }
 }
 
+// Not analysed: the child's one thread makes each bucket lock anew and
+// clears what it guarded (no other thread can hold or wait for it).
 void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   for (Bucket& b : g_buckets) {
     new (&b.mu) Mutex(lock_class::kCondBucket);

@@ -69,6 +69,7 @@ class UEP_CAPABILITY("wait queue") WaitQueue {
   WaitQueue(const WaitQueue&) = delete;
   WaitQueue& operator=(const WaitQueue&) = delete;
 
+  // Not analysed: the capability is the queue, the lock taken its member lock_.
   void lock() noexcept UEP_ACQUIRE() UEP_NO_THREAD_SAFETY_ANALYSIS { lock_.lock(); }
   void unlock() noexcept UEP_RELEASE() UEP_NO_THREAD_SAFETY_ANALYSIS { lock_.unlock(); }
   // lock() and unlock() inside `outer`, a SpinLock held around the whole

@@ -1,5 +1,5 @@
 // busy_poll.h - an instance's busy-poll parameters (EPIOCSPARAMS) and the
-// per-wait spin window (beyond Linux, issue 10).
+// per-wait spin window (beyond Linux).
 //
 // Owns: BusyPoll, the three values of Linux's struct epoll_params kept by
 // each instance (relaxed atomics: each is a policy value read once per

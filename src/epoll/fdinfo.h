@@ -1,5 +1,5 @@
-// fdinfo.h - /proc/self/fdinfo/FD text for uepoll files (beyond Linux,
-// issue 10) and the structured list of an instance's registrations.
+// fdinfo.h - /proc/self/fdinfo/FD text for uepoll files (beyond Linux)
+// and the structured list of an instance's registrations.
 // Locks: an instance's shard locks (6), one at a time (for_each_item).
 #pragma once
 

@@ -29,14 +29,15 @@ namespace uepoll::epoll {
 // ---------------------------------------------------------------------------
 // Construction and lifetime
 
-// Not analysed: constructors initialise guarded fields before publication.
-Instance::Instance(int status_flags) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS
+// Constructors and destructors are outside the analysis: they run before
+// publication and after the last reference.
+Instance::Instance(int status_flags) noexcept
     : core::File(core::FileKind::kEpoll, status_flags) {
   set_poll_unpinned();  // poll reads only the instance's own lists
   rdllist_.prev = rdllist_.next = &rdllist_;
 }
 
-Instance::~Instance() UEP_NO_THREAD_SAFETY_ANALYSIS {  // the last holder: no lock needed
+Instance::~Instance() {
   KernelWatch::destroy(kernel_.load(std::memory_order_acquire));
 }
 
@@ -63,7 +64,10 @@ void Instance::on_release() noexcept {
   if (KernelWatch* kw = kernel_watch()) kw->release(this);
   for (Shard& s : shards_) {
     core::MutexLock g(s.mutex);
-    s.index.drain([this](Item* it) { detach_locked(it); });
+    s.index.drain([this, &s](Item* it) {
+      s.mutex.assert_held();  // drain runs its callback in this scope
+      detach_locked(s, it);
+    });
   }
 }
 

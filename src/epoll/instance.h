@@ -180,10 +180,10 @@ class Instance final : public core::File {
   void undo_insert_locked(Shard& s, uint64_t h, Item* it) noexcept UEP_REQUIRES(s.mutex);
   inline int finish_add_locked(Shard& s, uint64_t h, Item* it, Instance* child, core::File* const* leaves,
                                size_t nleaves, bool check_paths) noexcept UEP_REQUIRES(s.mutex);
-  // Preconditions: shard lock of it held.  Unlinks it from its file's
-  // queue (unless release did), from the ready list, marks it unregistered
-  // and drops the registration reference.
-  void detach_locked(Item* it) noexcept;
+  // Preconditions: s.mutex held, s the shard of it's key.  Unlinks it from
+  // its file's queue (unless release did), from the ready list, marks it
+  // unregistered and drops the registration reference.
+  void detach_locked(Shard& s, Item* it) noexcept UEP_REQUIRES(s.mutex);
   // MOD, DEL and DISABLE once the key's shard is locked (mod(), del(),
   // disable() and ctl_run()).  Preconditions: s.mutex held, h the key's hash.
   inline int mod_locked(Shard& s, uint64_t h, core::File* tf, int fd, uint32_t events, uint64_t data) noexcept
@@ -262,9 +262,9 @@ class Instance final : public core::File {
   // clears it there, before its harvest).  While it is set, and its thread
   // alive, wake_one_waiter_locked() kicks nobody else: that thread's
   // harvest wakes the next sleeper if events remain (done_scan_locked, as
-  // Linux's ep_done_scan does), so a burst no longer wakes one thread per
+  // Linux's ep_done_scan does), so a burst does not wake one thread per
   // event on a machine that cannot run them (bench/RESULTS.md, "The herd
-  // question", option (b)).  A ThreadWaiter is never freed, so the pointer
+  // question").  A ThreadWaiter is never freed, so the pointer
   // stays valid; after fork() the parent's threads' waiters read dead().
   core::ThreadWaiter* kicked_ UEP_GUARDED_BY(ready_lock_) = nullptr;
   // The read-mostly snapshot of the ready list, on lines of its own: read

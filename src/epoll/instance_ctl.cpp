@@ -159,7 +159,7 @@ void Instance::undo_insert_locked(Shard& s, uint64_t h, Item* it) noexcept {
   if (!err && child) err = KernelWatch::on_nest(this, child);
   if (err) {
     unhash_locked(s, h, it);
-    detach_locked(it);
+    detach_locked(s, it);
     return err;
   }
   // Linux ep_item_poll() in ep_insert(): queue it if already ready.
@@ -263,7 +263,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
   Item* it = find_locked(s, h, tf, fd);
   if (!it) return -ENOENT;
   unhash_locked(s, h, it);
-  detach_locked(it);
+  detach_locked(s, it);
   return 0;
 }
 
@@ -271,7 +271,7 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
   Item* it = find_locked(s, h, tf, fd);
   if (!it) return -ENOENT;
   int r = 0;
-  ready_lock_.lock();
+  core::SpinGuard g(ready_lock_);
   uint32_t events;
   uint64_t data;
   it->read_event(&events, &data);  // stable: MOD is kept out by the shard lock
@@ -284,17 +284,18 @@ int Instance::add(core::File* tf, int fd, uint32_t events, uint64_t data) noexce
     snap_invalidate_locked();  // (a ONESHOT item is never in it; kept for the rule)
     if (it->linked()) list_del_locked(it);
   }
-  ready_lock_.unlock();
   return r;
 }
 
-int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+int Instance::mod(core::File* tf, int fd, uint32_t events, uint64_t data) noexcept {
   CtlLocks l(this, tf, fd);
+  l.shard.mutex.assert_held();  // by l.shard_lock, which the analysis cannot tie to l.shard
   return mod_locked(l.shard, l.h, tf, fd, events, data);
 }
 
-int Instance::del(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+int Instance::del(core::File* tf, int fd) noexcept {
   CtlLocks l(this, tf, fd);
+  l.shard.mutex.assert_held();  // by l.shard_lock, as in mod()
   return del_locked(l.shard, l.h, tf, fd);
 }
 
@@ -304,8 +305,9 @@ int Instance::del(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS
 // item's under ready_lock_ (send_events), and disarms it in the same
 // critical section, so either that happened first (EBUSY) or the harvest
 // will see the disarmed mask and skip the item.
-int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {  // CtlLocks, as del()
+int Instance::disable(core::File* tf, int fd) noexcept {
   CtlLocks l(this, tf, fd);
+  l.shard.mutex.assert_held();  // by l.shard_lock, as in mod()
   return disable_locked(l.shard, l.h, tf, fd);
 }
 
@@ -316,7 +318,8 @@ int Instance::disable(core::File* tf, int fd) noexcept UEP_NO_THREAD_SAFETY_ANAL
 // lock as mod()/del()/disable() would, and in the run's order, which keeps
 // duplicate targets and the stop after a failure exact.  The lock checker
 // sees the lowest shard (a lock of class kShard); the others are taken
-// unchecked (Mutex::lock_unchecked), as members of that set.
+// unchecked (Mutex::lock_unchecked), as members of that set.  Not analysed:
+// the set of shard locks held is a run-time mask, taken and released in loops.
 int Instance::ctl_run(const CtlCmd* cmds, int n, int* res) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   topology::GlobalCtlGuard global(!core::knob(core::knobs().rcu_ctl));
   core::MaybeMutexLock ctl(ctl_mutex_, CtlLocks::ctl_taken());
@@ -363,7 +366,8 @@ int Instance::ctl_run(const CtlCmd* cmds, int n, int* res) noexcept UEP_NO_THREA
   return k;
 }
 
-void Instance::detach_locked(Item* it) noexcept {
+void Instance::detach_locked(Shard& s, Item* it) noexcept {
+  s.mutex.assert_held();
   core::File* f = it->file;
   f->wq().lock();
   if (it->wait.queued()) {  // else a release of the file unlinked it
@@ -398,11 +402,13 @@ void Instance::remove_released(Item* it) noexcept {
   const uint64_t h = hash_key(it->file, it->fd);
   Shard& s = shard_for(h);
   core::MutexLock sl(s.mutex);
-  ready_lock_.lock();
-  const bool registered = it->registered.load(std::memory_order_relaxed);
-  ready_lock_.unlock();
+  bool registered;
+  {
+    core::SpinGuard g(ready_lock_);
+    registered = it->registered.load(std::memory_order_relaxed);
+  }
   if (!registered) return;  // DEL or the instance's own teardown got it
   unhash_locked(s, h, it);
-  detach_locked(it);
+  detach_locked(s, it);
 }
 }  // namespace uepoll::epoll

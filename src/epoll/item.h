@@ -4,8 +4,8 @@
 // uepoll files have exactly one wait queue each, so an item needs exactly
 // one wait entry; it is embedded here rather than allocated beside the item
 // (Linux allocates an eppoll_entry per queue).  Recycling the item therefore
-// recycles the wait entry too: the 2024 seed's single cached entry becomes a
-// per-thread cache of whole items (epoll/item_cache.h).
+// recycles the wait entry too: a per-thread cache of whole items
+// (epoll/item_cache.h) serves both.
 //
 // Fields and their guards:
 //   wait            the target file's WaitQueue lock; wait.flags has kItem
@@ -44,7 +44,7 @@
 // refs, qstate, registered (3) and fd (4) in the rest of its first 24 bytes,
 // ep and file (16), rdlink (16), ovf_next (8), data (8), events and seq
 // (8).  The instance's index (epoll/item_index.h) adds 10-15 bytes per item;
-// the item no longer carries a hash link.  Whether the item is still on its
+// the item carries no hash link.  Whether the item is still on its
 // file's queue is wait.queued(), under the queue's lock (no flag of its own).
 #pragma once
 
@@ -138,10 +138,10 @@ struct alignas(16) Item {  // 16: item_index.h keeps 4 bits in the low bits of a
   }
 };
 
-// Linux: BUILD_BUG_ON(sizeof(struct epitem) > 128) (2013 seed, patch 3).  Ours
+// Linux: BUILD_BUG_ON(sizeof(struct epitem) > 128).  Ours
 // also contains the wait entry, which Linux keeps in a separate 64-byte
 // eppoll_entry, and no index link (item_index.h): 80 bytes, which with the
-// index's 10-15 keeps a registration under 96 (issue 11: half of Linux).
+// index's 10-15 keeps a registration under 96 (less than Linux's epitem alone).
 static_assert(sizeof(Item) == 80, "an item (with its wait entry) is 80 bytes: see 'Where the bytes go'");
 static_assert(offsetof(Item, wait) == 0);
 static_assert(offsetof(Item, fd) + sizeof(int) == 24, "refs, qstate, registered, fd live in the entry's tail padding");

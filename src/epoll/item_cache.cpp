@@ -94,7 +94,7 @@ void spill(ThreadCache& c) {
 void item_cache_thread_exit() noexcept { tls_cache.give_back(); }
 
 // The fork hooks (core/fork.h), not analysed (-Wthread-safety): a lock taken
-// in prepare is released in parent or child. the free list is whole in the child.  The
+// in prepare is released in parent or child, so the free list is whole in the child.  The
 // caches of the parent's other threads are lost to the child (at most
 // kCacheMax items each).
 void item_cache_fork_prepare() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { g_free_mutex.lock(); }

@@ -2,10 +2,9 @@
 //
 // With the "alloc_reuse" knob on (default), items are carved 64 at a time
 // out of slabs and recycled through a per-thread cache, overflowing into a
-// process-wide free list: steady-state ADD/DEL allocates nothing (2024 seed,
-// generalised from one cached eppoll_entry per instance to every item of
-// every thread).  With it off, every item is a fresh malloc and every free
-// a free(): Linux's behaviour before the seed.
+// process-wide free list: steady-state ADD/DEL allocates nothing, for every
+// item of every thread.  With it off, every item is a fresh malloc and
+// every free a free().
 //
 // Locks: the global free list's mutex (a leaf, 15), only when a thread cache
 // under- or overflows, and never with a SpinLock held: item_alloc must not

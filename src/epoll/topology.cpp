@@ -32,7 +32,7 @@ constexpr int kTargetMutexes = 64;
 // count themselves in a reader slot on a cache line of its own, so
 // concurrent readers never write a shared line; a writer (an
 // instance-into-instance ADD, rare) raises `writer` and waits for every slot
-// to drain.  Beyond the 2026 seed, whose rwsem still bounces one counter
+// to drain; a single reader counter (an rwsem) would bounce its line
 // between readers.  It is one uepoll lock (level 3 of core/lock_order.h)
 // for the thread's lock count and the checker; writer_mutex_ is its
 // internal part, not a lock of its own.
@@ -87,6 +87,7 @@ class UEP_CAPABILITY("topology lock") TopologyLock {
     writer_mutex_.m.unlock();
     core::lock_exit();
   }
+  // Not analysed: which capability it takes depends on `exclusive`.
   void lock_shared_or_exclusive(bool exclusive) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
     if (exclusive)
       lock();
@@ -156,8 +157,8 @@ class UEP_CAPABILITY("topology lock") TopologyLock {
 
 thread_local TopologyLock::ReaderSlot TopologyLock::tls_reader;
 
-// 2026 seed, patch 2: the topology lock, the generation stamp and each
-// target mutex on cache lines of their own.
+// The topology lock, the generation stamp and each target mutex on cache
+// lines of their own, so that their writers do not share a line.
 struct alignas(kCacheLine) PaddedTopologyLock {
   TopologyLock m;
 };
@@ -481,6 +482,7 @@ void topology_thread_exit() noexcept { topology::state().lock.m.thread_exit(); }
 
 namespace uepoll::epoll::topology {
 
+// Not analysed: taken here, released in unlock(), of a lock topology.h cannot name.
 void GlobalCtlGuard::lock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { state().lock.m.lock(); }
 
 void GlobalCtlGuard::unlock() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { state().lock.m.unlock(); }

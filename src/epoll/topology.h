@@ -4,14 +4,14 @@
 //
 // Modes an ADD runs in (decided by Instance::add):
 //   kNone       target is an ordinary file and the instance is not watched
-//               (flat topology): no process-wide lock at all (2013 seed).
+//               (flat topology): no process-wide lock at all (rcu_ctl).
 //   kShared     target is an ordinary file, the instance is watched: the
 //               topology lock shared + the hashed mutex of the target, then
-//               the reverse path check for the target (2026 seed).
+//               the reverse path check for the target (parallel_nested_add).
 //   kExclusive  target is an instance: the topology lock exclusive, the
 //               loop/depth check and path checks of every leaf below.
 //   kCached     as kShared, when the instance's cached path profile says a
-//               leaf watched by it alone passes (beyond the 2026 seed): no
+//               leaf watched by it alone passes: no
 //               topology lock, no target mutex and no walk.  The ADD checks
 //               cached_add_ok() under its shard lock after inserting its
 //               item (no writer active, profile current and passing) and
@@ -99,7 +99,7 @@ void edges_changed() noexcept;
 long parents_of(core::File* f, std::vector<Instance*>* out) noexcept;
 
 // "exclusive everywhere" for the rcu_ctl knob off: every ctl takes the
-// topology lock exclusively (Linux before the 2013 seed, epmutex).
+// topology lock exclusively, as one Linux epmutex would serialize them.
 class GlobalCtlGuard {
  public:
   explicit GlobalCtlGuard(bool take) noexcept : taken_(take) {
@@ -115,8 +115,8 @@ class GlobalCtlGuard {
   bool taken_;
 };
 
-// The global mutex used only when the "lockless_nested_poll" knob is off
-// (Linux's ep_call_nested before the 2017 seed).
+// The global mutex used only when the "lockless_nested_poll" knob is off:
+// every nested poll serializes on it, as under a Linux ep_call_nested.
 // Taken by a thread's outermost instance poll or harvest only (the same
 // thread's nested polls inside it pass through), and always before any
 // scan mutex.

@@ -86,9 +86,9 @@ ssize_t EventFd::read(void* buf, size_t count) noexcept {
   if (r > 0) {
     wake_after(EPOLLOUT, in_handler);  // Linux: wake_up_locked_poll(&ctx->wqh, EPOLLOUT)
   } else if (!nonblocking() && !in_handler) {
-    // Preconditions of the op: wq() locked (block_on; not expressible to
-    // the analysis, which cannot see that block_on holds it).
-    r = core::block_on(wq(), false, EPOLLIN, [&]() UEP_NO_THREAD_SAFETY_ANALYSIS -> long {
+    // block_on runs the op with wq() locked.
+    r = core::block_on(wq(), false, EPOLLIN, [&]() -> long {
+      wq().assert_held();
       const long x = take(&ucnt);
       if (x > 0) wq().wake_locked(EPOLLOUT);
       return x;
@@ -114,7 +114,8 @@ ssize_t EventFd::write(const void* buf, size_t count) noexcept {
   if (r > 0) {
     wake_after(EPOLLIN, in_handler);  // Linux: wake_up_locked_poll(&ctx->wqh, EPOLLIN)
   } else if (!nonblocking() && !in_handler) {
-    r = core::block_on(wq(), false, EPOLLOUT, [&]() UEP_NO_THREAD_SAFETY_ANALYSIS -> long {
+    r = core::block_on(wq(), false, EPOLLOUT, [&]() -> long {
+      wq().assert_held();  // block_on runs the op with wq() locked
       const long x = add(ucnt);
       if (x > 0) wq().wake_locked(EPOLLIN);
       return x;

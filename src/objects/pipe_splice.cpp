@@ -105,9 +105,8 @@ void Pipe::consume_locked(size_t n, char** to_free, int* nfree, bool* wake_write
 long PipeReader::wait_data(bool nonblock) noexcept {
   Pipe& p = *pipe_;
   return core::block_on(wq(), nonblock, EPOLLIN | EPOLLRDNORM | EPOLLHUP, [&]() -> long {
-    p.mu_.lock();
+    core::SpinGuard g(p.mu_);
     const long r = !p.empty_locked() ? 1 : p.writers_ ? -EAGAIN : 0;
-    p.mu_.unlock();
     return r;
   });
 }
@@ -186,9 +185,8 @@ long PipeWriter::wait_room(bool nonblock) noexcept {
   Pipe& p = *pipe_;
   // Linux wait_for_space: no readers first, then room.
   const long r = core::block_on(wq(), nonblock, EPOLLOUT | EPOLLWRNORM, [&]() -> long {
-    p.mu_.lock();
+    core::SpinGuard g(p.mu_);
     const long res = !p.readers_ ? -EPIPE : p.full_locked() ? -EAGAIN : 0;
-    p.mu_.unlock();
     return res;
   });
   if (r == -EPIPE) raise_sigpipe();

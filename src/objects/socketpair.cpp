@@ -88,7 +88,7 @@ UnixSocket::UnixSocket(UnixConn* c, int index, int status_flags) noexcept
 
 uint32_t UnixSocket::poll(int) noexcept {
   UnixConn& c = *conn_;
-  c.mu_.lock();
+  core::SpinGuard g(c.mu_);
   const UnixConn::Side& s = c.side_[me_];
   uint32_t mask = 0;
   // Linux unix_poll, in its order.
@@ -100,7 +100,6 @@ uint32_t UnixSocket::poll(int) noexcept {
   // "we set writable also when the other side has shut down the connection"
   if (((s.wmem + 1) << 2) <= kUnixSndBuf) mask |= EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
   else c.nospace_[me_].store(true, std::memory_order_relaxed);  // sk_set_bit(SOCKWQ_ASYNC_NOSPACE)
-  c.mu_.unlock();
   return mask;
 }
 
@@ -468,9 +467,8 @@ int UnixSocket::shutdown(int how) noexcept {
 
 int UnixSocket::shutdown_bits() noexcept {
   UnixConn& c = *conn_;
-  c.mu_.lock();
+  core::SpinGuard g(c.mu_);
   const int bits = c.side_[me_].shutdown;
-  c.mu_.unlock();
   return bits;
 }
 
@@ -508,16 +506,14 @@ void UnixSocket::on_release() noexcept {
 
 void UnixSocket::gc_scan(void (*visit)(UnixGcNode*, void*), void* arg) noexcept {
   UnixConn& c = *conn_;
-  c.mu_.lock();
+  core::SpinGuard g(c.mu_);
   unix_gc_scan_queue(c.side_[me_].head, visit, arg);
-  c.mu_.unlock();
 }
 
 int UnixSocket::gc_detach(bool (*is_garbage)(UnixGcNode*), ScmPayload** out, int room) noexcept {
   UnixConn& c = *conn_;
-  c.mu_.lock();
+  core::SpinGuard g(c.mu_);
   const int n = unix_gc_detach_queue(c.side_[me_].head, is_garbage, out, room);
-  c.mu_.unlock();
   return n;
 }
 
@@ -529,16 +525,14 @@ int make_socketpair(int status_flags, int out[2]) noexcept {
 }
 
 bool UnixSocket::passcred() noexcept {
-  conn_->mu_.lock();
+  core::SpinGuard g(conn_->mu_);
   const bool on = conn_->side_[me_].passcred;
-  conn_->mu_.unlock();
   return on;
 }
 
 void UnixSocket::set_passcred(bool on) noexcept {
-  conn_->mu_.lock();
+  core::SpinGuard g(conn_->mu_);
   conn_->side_[me_].passcred = on;
-  conn_->mu_.unlock();
 }
 
 void UnixSocket::show_fdinfo(std::string& out) noexcept {
@@ -553,25 +547,22 @@ void UnixSocket::show_fdinfo(std::string& out) noexcept {
 }
 
 int UnixSocket::take_error() noexcept {
-  conn_->mu_.lock();
+  core::SpinGuard g(conn_->mu_);
   const int e = conn_->side_[me_].err;
   conn_->side_[me_].err = 0;
-  conn_->mu_.unlock();
   return e;
 }
 
 long UnixSocket::inq() noexcept {
   long n = 0;
-  conn_->mu_.lock();
+  core::SpinGuard g(conn_->mu_);
   for (const UnixConn::Skb* skb = conn_->side_[me_].head; skb; skb = skb->next) n += skb->len - skb->consumed;
-  conn_->mu_.unlock();
   return n;
 }
 
 long UnixSocket::outq() noexcept {
-  conn_->mu_.lock();
+  core::SpinGuard g(conn_->mu_);
   const long n = conn_->side_[me_].wmem;
-  conn_->mu_.unlock();
   return n;
 }
 

@@ -88,7 +88,7 @@ UnixDgramSocket::UnixDgramSocket(UnixDgramConn* c, int index, int status_flags) 
 
 uint32_t UnixDgramSocket::poll(int) noexcept {
   UnixDgramConn& c = *conn_;
-  c.mu_.lock();
+  core::SpinGuard g(c.mu_);
   const UnixDgramConn::Side& s = c.side_[me_];
   uint32_t mask = 0;
   // Linux unix_dgram_poll, in its order.  (A seqpacket socket is
@@ -98,7 +98,6 @@ uint32_t UnixDgramSocket::poll(int) noexcept {
   if (s.shutdown == UnixDgramConn::kShutdownMask) mask |= EPOLLHUP;
   if (s.head) mask |= EPOLLIN | EPOLLRDNORM;
   if (unix_writable(s.wmem, s.sndbuf)) mask |= kUnixWriteSpace;
-  c.mu_.unlock();
   return mask;
 }
 
@@ -113,7 +112,7 @@ struct UnixDgramSocket::Taken {
 
 long UnixDgramSocket::take(bool peek, Taken* out, int* wakes) noexcept {
   UnixDgramConn& c = *conn_;
-  c.mu_.lock();
+  core::SpinGuard g(c.mu_);
   UnixDgramConn::Side& s = c.side_[me_];
   UnixDgramConn::Side& w = c.side_[1 - me_];
   long r;
@@ -138,7 +137,6 @@ long UnixDgramSocket::take(bool peek, Taken* out, int* wakes) noexcept {
   } else {
     r = -EAGAIN;
   }
-  c.mu_.unlock();
   return r;
 }
 
@@ -221,9 +219,8 @@ ssize_t UnixDgramSocket::read(void* buf, size_t count) noexcept {
 // ---- send --------------------------------------------------------------------
 
 long UnixDgramSocket::sndbuf() noexcept {
-  conn_->mu_.lock();
+  core::SpinGuard g(conn_->mu_);
   const long b = conn_->side_[me_].sndbuf;
-  conn_->mu_.unlock();
   return b;
 }
 
@@ -241,7 +238,7 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, 
   // the charge is taken with the room (skb_set_owner_w).
   bool passcred = false;  // SO_PASSCRED at either end, read with the room
   const long room = core::block_on(wq(), nonblocking(), kUnixWriteSpace, [&]() -> long {
-    c.mu_.lock();
+    core::SpinGuard g(c.mu_);
     UnixDgramConn::Side& s = c.side_[me_];
     long res = 0;
     if (s.err) {
@@ -255,7 +252,6 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, 
     } else {
       res = -EAGAIN;
     }
-    c.mu_.unlock();
     return res;
   });
   if (room < 0) return room;
@@ -334,14 +330,13 @@ void UnixDgramSocket::disconnect() noexcept {
   bool reset = false;
   {
     core::MutexLock io(iolock_);  // no MSG_PEEK copy is reading our queue
-    c.mu_.lock();
+    core::SpinGuard g(c.mu_);
     purge = c.unlink_queue_locked(me_, &wakes);
     UnixDgramConn::Side& p = c.side_[peer];
     if (purge && !p.dead && p.connected) {
       p.err = ECONNRESET;  // "one link of bidirectional dgram pipe is disconnected"
       reset = true;
     }
-    c.mu_.unlock();
   }
   for (int i = 0; i < wakes; ++i) c.wake(peer, kUnixWriteSpace);
   if (reset) c.wake(peer, EPOLLERR);  // sk_error_report
@@ -358,9 +353,8 @@ ssize_t UnixDgramSocket::write_iter(const struct iovec* iov, int iovcnt, size_t 
 }
 
 bool UnixDgramSocket::passcred() noexcept {
-  conn_->mu_.lock();
+  core::SpinGuard g(conn_->mu_);
   const bool on = conn_->side_[me_].passcred;
-  conn_->mu_.unlock();
   return on;
 }
 
@@ -423,16 +417,14 @@ void UnixDgramSocket::on_release() noexcept {
 
 void UnixDgramSocket::gc_scan(void (*visit)(UnixGcNode*, void*), void* arg) noexcept {
   UnixDgramConn& c = *conn_;
-  c.mu_.lock();
+  core::SpinGuard g(c.mu_);
   unix_gc_scan_queue(c.side_[me_].head, visit, arg);
-  c.mu_.unlock();
 }
 
 int UnixDgramSocket::gc_detach(bool (*is_garbage)(UnixGcNode*), ScmPayload** out, int room) noexcept {
   UnixDgramConn& c = *conn_;
-  c.mu_.lock();
+  core::SpinGuard g(c.mu_);
   const int n = unix_gc_detach_queue(c.side_[me_].head, is_garbage, out, room);
-  c.mu_.unlock();
   return n;
 }
 

@@ -172,9 +172,8 @@ long UnixDgramSocket::setsockopt(int level, int optname, const void* optval, soc
   if (const long e = unix_setsockopt_int(level, optname, optval, optlen, &val)) return e;
   switch (optname) {
     case SO_PASSCRED: {
-      conn_->mu_.lock();
+      core::SpinGuard g(conn_->mu_);
       conn_->side_[me_].passcred = val != 0;
-      conn_->mu_.unlock();
       return 0;
     }
     case SO_SNDBUF: {
@@ -196,9 +195,8 @@ long UnixDgramSocket::setsockopt(int level, int optname, const void* optval, soc
                                   ? static_cast<unsigned>(val)
                                   : static_cast<unsigned long>(rmem_max());
       const long b = static_cast<long>(v) * 2 > kMinRcvBuf ? static_cast<long>(v) * 2 : kMinRcvBuf;
-      conn_->mu_.lock();
+      core::SpinGuard g(conn_->mu_);
       conn_->side_[me_].rcvbuf = b;  // read back only: AF_UNIX never checks it
-      conn_->mu_.unlock();
       return 0;
     }
     default:

@@ -11,10 +11,10 @@
  *
  *   1. the kernel object is made (pipe2, with O_DIRECT when the write end
  *      is packetized; socketpair AF_UNIX SOCK_STREAM);
- *   2. the bytes queued in the uepoll object are moved, in order: a pipe's
- *      ring is read from its read end and written to the kernel write end
- *      (packet by packet in O_DIRECT mode); each socket's receive queue is
- *      read and written through the kernel peer;
+ *   2. the bytes queued in the uepoll object are moved, in order
+ *      (fork_move.c): a pipe's ring is read from its read end and written
+ *      to the kernel write end (packet by packet in O_DIRECT mode); each
+ *      socket's receive queue is read and written through the kernel peer;
  *   3. shutdown() state, O_NONBLOCK, O_ASYNC (set on the number, for
  *      si_fd), the owner (F_SETOWN_EX) and F_SETSIG are carried over;
  *      an end that no descriptor shows any more (closed) is closed in the
@@ -70,20 +70,6 @@ struct shown {
   int done; /* converted (or skipped) with its group */
 };
 
-
-static int write_all(int fd, const char *p, size_t len) {
-  while (len) {
-    ssize_t w = UEP_PL_REAL(write)(fd, p, len);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
 /* Makes room for one more element in a doubling array: the array (moved or
  * not, *cap updated), or NULL when out of memory (arr still valid). */
 void *uep_pl_grow_for_one(void *arr, int *cap, int used, size_t elem) {
@@ -93,30 +79,6 @@ void *uep_pl_grow_for_one(void *arr, int *cap, int used, size_t elem) {
   if (t) *cap = ncap;
   return t;
 }
-
-/* Moves what is queued for reading at uepoll descriptor u (FIONREAD) to
- * kernel descriptor k, one read at a time (a read of an O_DIRECT pipe gives
- * one packet, written as one). */
-static int move_queued(int u, int k) {
-  enum { kChunk = 65536 };
-  char *buf = malloc(kChunk);
-  if (!buf) return -1;
-  int rc = 0;
-  for (;;) {
-    int avail = 0;
-    if (uep_ioctl(u, FIONREAD, &avail) < 0 || avail <= 0) break;
-    ssize_t r = uep_read(u, buf, avail < kChunk ? (size_t)avail : kChunk);
-    if (r <= 0) break; /* another thread took them, or an error is pending */
-    if (write_all(k, buf, (size_t)r) < 0) {
-      rc = -1;
-      break;
-    }
-  }
-  free(buf);
-  return rc;
-}
-
-static void convert_streams_of(int only);
 
 /* The pipes and pairs whose bytes are being moved now (a pair's in-flight
  * pipe or pair is converted from inside its move): not converted again
@@ -129,129 +91,6 @@ static int is_active(unsigned long long conn) {
   for (int i = 0; i < nactive; ++i)
     if (active_conn[i] == conn) return 1;
   return 0;
-}
-
-/* A number a received message gave (fds below): a kernel descriptor, or a
- * uepoll one shown under it; closed either way. */
-static void drop_number(int n) {
-  const int u = uep_pl_unbind(n);
-  if (u) uep_close(u);
-  UEP_PL_REAL(close)(n);
-}
-
-/* The descriptors of the SCM_RIGHTS message in m (at most max), made
- * passable over a kernel socket: a uepoll pipe or pair becomes a kernel
- * one (its own group converted first), any other uepoll object cannot be
- * and is dropped, said once.  Returns the count kept in out. */
-static int kernel_passable(struct msghdr *m, int *out, int max) {
-  int n = 0;
-  for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-    const size_t cnt = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < cnt && n < max; ++i) {
-      int fd;
-      memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      const int kind = uep_pl_kind(fd);
-      if (uep_pl_map(fd) && (kind == UEP_PL_PIPE || kind == UEP_PL_SOCKET)) convert_streams_of(fd);
-      if (uep_pl_map(fd)) {
-        uep_pl_refuse("fork(): a uepoll descriptor in flight over a uepoll socket pair (an epoll, eventfd or "
-                      "timerfd, or a pair carrying itself) cannot go into the kernel pair the fork makes of it: dropped");
-        drop_number(fd);
-        continue;
-      }
-      out[n++] = fd;
-    }
-  }
-  return n;
-}
-
-/* The buffer of one receive's control messages: its credentials and as many
- * descriptors as one message carries (SCM_MAX_FD). */
-enum { kMaxFd = 253 };
-union rights_buf {
-  char b[CMSG_SPACE(sizeof(struct ucred)) + CMSG_SPACE(kMaxFd * sizeof(int))];
-  struct cmsghdr align;
-};
-
-/* Makes w carry fds[0..nfds) as one SCM_RIGHTS message in ctl (none when
- * nfds is 0). */
-static void put_rights(struct msghdr *w, union rights_buf *ctl, const int *fds, int nfds) {
-  if (!nfds) return;
-  w->msg_control = ctl->b;
-  w->msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-  struct cmsghdr *c = CMSG_FIRSTHDR(w);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-  memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-}
-
-/* move_queued for a socket: each receive ends where Linux's does (after
- * bytes that carried files), and its files go with those bytes through the
- * kernel peer k. */
-static int move_queued_socket(int u, int k) {
-  enum { kChunk = 65536 };
-  char *buf = malloc(kChunk);
-  union rights_buf ctl;
-  int fds[kMaxFd];
-  if (!buf) return -1;
-  int rc = 0;
-  for (;;) {
-    int avail = 0;
-    if (uep_ioctl(u, FIONREAD, &avail) < 0 || avail <= 0) break;
-    struct iovec iov = {buf, avail < kChunk ? (size_t)avail : kChunk};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b};
-    ssize_t r = uep_recvmsg(u, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (r <= 0) break; /* another thread took them, or an error is pending */
-    const int nfds = m.msg_controllen ? kernel_passable(&m, fds, kMaxFd) : 0;
-    size_t off = 0;
-    while (off < (size_t)r) {
-      struct iovec out = {buf + off, (size_t)r - off};
-      struct msghdr w = {.msg_iov = &out, .msg_iovlen = 1};
-      if (off == 0) put_rights(&w, &ctl, fds, nfds);
-      ssize_t s = UEP_PL_REAL(sendmsg)(k, &w, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (s < 0 && errno == EINTR) continue;
-      if (s <= 0) {
-        rc = -1;
-        break;
-      }
-      off += (size_t)s;
-    }
-    for (int i = 0; i < nfds; ++i) drop_number(fds[i]);
-    if (rc < 0) break;
-  }
-  free(buf);
-  return rc;
-}
-
-/* Moves the n messages queued at uepoll descriptor u of a datagram or
- * seqpacket pair to kernel descriptor k, one send per message (boundaries
- * and zero-length messages kept, each with the descriptors it carries). */
-static int move_messages(int u, long n, int k) {
-  enum { kMax = 1 << 23 }; /* above any sk_sndbuf (2 * wmem_max) a message can fill */
-  char *buf = malloc(kMax);
-  union rights_buf ctl;
-  int fds[kMaxFd];
-  if (!buf) return -1;
-  int rc = 0;
-  for (long i = 0; i < n; ++i) {
-    struct iovec iov = {buf, kMax};
-    struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b};
-    ssize_t r = uep_recvmsg(u, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (r < 0) break; /* another thread took them, or an error is pending */
-    const int nfds = m.msg_controllen ? kernel_passable(&m, fds, kMaxFd) : 0;
-    struct iovec out = {buf, (size_t)r};
-    struct msghdr w = {.msg_iov = &out, .msg_iovlen = 1};
-    put_rights(&w, &ctl, fds, nfds);
-    const ssize_t s = UEP_PL_REAL(sendmsg)(k, &w, MSG_DONTWAIT);
-    for (int j = 0; j < nfds; ++j) drop_number(fds[j]);
-    if (s != r) {
-      rc = -1;
-      break;
-    }
-  }
-  free(buf);
-  return rc;
 }
 
 /* The object of a registered uepoll pipe end or socket (its connection), or
@@ -408,12 +247,12 @@ static int make_kernel_object(struct group *g) {
   if (g->is_socket) {
     for (int side = 0; side < 2 && ok; ++side) {
       if (!g->end_u[side]) continue;
-      if (g->sock_type == SOCK_STREAM ? move_queued_socket(g->end_u[side], g->k[1 - side]) < 0
-                                      : move_messages(g->end_u[side], queued_msgs(g, side), g->k[1 - side]) < 0)
+      if (g->sock_type == SOCK_STREAM ? uep_pl_move_queued_socket(g->end_u[side], g->k[1 - side]) < 0
+                                      : uep_pl_move_messages(g->end_u[side], queued_msgs(g, side), g->k[1 - side]) < 0)
         ok = 0;
     }
   } else if (g->end_u[0]) {
-    ok = move_queued(g->end_u[0], g->k[1]) == 0;
+    ok = uep_pl_move_queued(g->end_u[0], g->k[1]) == 0;
   }
   for (int side = 0; side < 2; ++side)
     if (reset[side]) (void)UEP_PL_REAL(send)(g->k[side], "r", 1, MSG_DONTWAIT);
@@ -519,7 +358,7 @@ static int convert_group(struct shown *s, int ns, int first, const struct uep_pl
 
 /* Converts every uepoll pipe and socket pair the program shows (only < 0),
  * or only the one that number `only` shows. */
-static void convert_streams_of(int only) {
+void uep_pl_convert_streams_of(int only) {
   const int hw = uep_pl_high_water();
   struct shown *s = NULL;
   int ns = 0, cap = 0;
@@ -565,7 +404,7 @@ static void convert_streams_of(int only) {
   free(s);
 }
 
-static void convert_streams(void) { convert_streams_of(-1); }
+static void convert_streams(void) { uep_pl_convert_streams_of(-1); }
 
 /* stdin, stdout, stderr: glibc's stdio reads and writes them with its
  * internal calls, which only a kernel descriptor serves, so a uepoll pipe or
@@ -573,7 +412,7 @@ static void convert_streams(void) { convert_streams_of(-1); }
  * (interpose_fd.c).  Returns with `n` a kernel descriptor, or unchanged
  * when the object could not be converted (a thread blocked on it). */
 void uep_pl_convert_stream(int n) {
-  if (!uep_pl_inside()) convert_streams_of(n);
+  if (!uep_pl_inside()) uep_pl_convert_streams_of(n);
 }
 
 pid_t fork(void) {

@@ -58,6 +58,18 @@ struct uep_pl_reg *uep_pl_collect_registrations(int hw, int *count, unsigned lon
 /* Room for one more element in a doubling array (realloc; NULL when out of
  * memory, arr still valid). */
 void *uep_pl_grow_for_one(void *arr, int *cap, int used, size_t elem);
+/* fork_convert.c: converts every uepoll pipe and socket pair the program
+ * shows (only < 0), or only the one that number `only` shows; called inside
+ * uepoll (UEP_PL_ENTER) or from the fork interposers. */
+void uep_pl_convert_streams_of(int only);
+/* fork_move.c: moves what is queued at uepoll descriptor u to kernel
+ * descriptor k: a pipe's bytes (one read, one write: an O_DIRECT pipe's
+ * packets stay whole), a stream socket's bytes with the descriptors they
+ * carry, or the n messages of a datagram or seqpacket socket.  0, or -1
+ * when a write failed or memory ran out. */
+int uep_pl_move_queued(int u, int k);
+int uep_pl_move_queued_socket(int u, int k);
+int uep_pl_move_messages(int u, long n, int k);
 /* eventfd_convert.c: makes the uepoll eventfd shown as n (and every number
  * showing the same eventfd) a kernel eventfd, under the same numbers: 0, or
  * -1 when n shows no uepoll eventfd or no kernel one could be made.  The
