@@ -50,7 +50,12 @@ void interrupted(T& t, bool sa_restart, const std::string& what, const std::func
     for (int i = 0; i < 2000 && !asleep(tid); ++i) usleep(1000);
     usleep(10000);
     pthread_kill(self, SIGUSR1);
-    usleep(30000);
+    // `then` runs once the handler has run and, without SA_RESTART, the
+    // call has returned: a thread that the scheduler stalls past the
+    // signal must not find room first (Linux's pipe_write then writes, as
+    // it looks for room before it looks for signals).
+    for (int i = 0; i < 5000 && !g_handled; ++i) usleep(1000);
+    for (int i = 0; i < 30 && !returned; ++i) usleep(1000);
     then();
   });
   errno = 0;
