@@ -102,6 +102,10 @@ void uep_pl_kernel_rights(const struct msghdr *m);
  * kernel answers. */
 struct stat;
 int uep_pl_fd_of_path(const char *path);
+/* interpose_fd.c: a glibc compatibility symbol (the plain name, else its
+ * GLIBC_2.2.5 version, as binaries built against glibc < 2.33 bind the
+ * stat family), or NULL. */
+void *uep_pl_compat_fn(const char *name);
 int uep_pl_stat_procfd(const char *path, int flags, struct stat *st);
 int uep_pl_fstatfs(int fd, struct statfs *st);
 int uep_pl_fstatfs64(int fd, struct statfs64 *st);

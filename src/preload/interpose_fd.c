@@ -573,20 +573,20 @@ int statx(int dirfd, const char *path, int flags, unsigned int mask, struct stat
 
 /* Binaries built against glibc < 2.33 call these instead of fstat; newer
  * glibc keeps them only as versioned compatibility symbols. */
-static void *compat_fn(const char *name) {
+void *uep_pl_compat_fn(const char *name) {
   void *p = uep_pl_resolve_optional(name);
   if (!p) p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
   return p;
 }
 int __fxstat(int ver, int fd, struct stat *st) {
-  if (uep_pl_map(fd)) return fstat(fd, st);
-  int (*real)(int, int, struct stat *) = (int (*)(int, int, struct stat *))compat_fn("__fxstat");
+  if (uep_pl_map(fd) || uep_pl_own(fd)) return fstat(fd, st);
+  int (*real)(int, int, struct stat *) = (int (*)(int, int, struct stat *))uep_pl_compat_fn("__fxstat");
   if (!real) return errno = ENOSYS, -1;
   return real(ver, fd, st);
 }
 int __fxstat64(int ver, int fd, struct stat64 *st) {
-  if (uep_pl_map(fd)) return fstat(fd, (struct stat *)st);
-  int (*real)(int, int, struct stat64 *) = (int (*)(int, int, struct stat64 *))compat_fn("__fxstat64");
+  if (uep_pl_map(fd) || uep_pl_own(fd)) return fstat(fd, (struct stat *)st);
+  int (*real)(int, int, struct stat64 *) = (int (*)(int, int, struct stat64 *))uep_pl_compat_fn("__fxstat64");
   if (!real) return errno = ENOSYS, -1;
   return real(ver, fd, st);
 }

@@ -27,7 +27,6 @@
 #include "preload/preload.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -192,22 +191,17 @@ int stat64(const char *path, struct stat64 *st) {
 }
 
 /* Binaries built against glibc < 2.33 call these for stat. */
-static void *compat_fn(const char *name) {
-  void *p = uep_pl_resolve_optional(name);
-  if (!p) p = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
-  return p;
-}
 int __xstat(int ver, const char *path, struct stat *st) {
   const int c = uep_pl_stat_procfd(path, 0, st);
   if (c) return c < 0 ? -1 : 0;
-  int (*real)(int, const char *, struct stat *) = (int (*)(int, const char *, struct stat *))compat_fn("__xstat");
+  int (*real)(int, const char *, struct stat *) = (int (*)(int, const char *, struct stat *))uep_pl_compat_fn("__xstat");
   if (!real) return errno = ENOSYS, -1;
   return real(ver, path, st);
 }
 int __xstat64(int ver, const char *path, struct stat64 *st) {
   const int c = uep_pl_stat_procfd(path, 0, (struct stat *)st);
   if (c) return c < 0 ? -1 : 0;
-  int (*real)(int, const char *, struct stat64 *) = (int (*)(int, const char *, struct stat64 *))compat_fn("__xstat64");
+  int (*real)(int, const char *, struct stat64 *) = (int (*)(int, const char *, struct stat64 *))uep_pl_compat_fn("__xstat64");
   if (!real) return errno = ENOSYS, -1;
   return real(ver, path, st);
 }
