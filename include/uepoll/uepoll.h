@@ -419,8 +419,9 @@ int uep_epoll_ctl_batch(int epfd, struct uep_ctl_cmd *cmds, int ncmds);
  * O_CLOEXEC when the descriptor has FD_CLOEXEC, as Linux), "mnt_id:" (0: uepoll
  * files are on no mount), "ino:" (the file's uepoll id), then per type:
  * instances one "tfd: %8d events: %8x data: %16llx  pos:0 ino:%lx sdev:%x"
- * line per registration (ino: the target's uepoll id, sdev: 0), sorted by
- * (target id, fd); eventfds "eventfd-count:", "eventfd-id:" (the file id),
+ * line per registration of a uepoll file (ino: the target's uepoll id,
+ * sdev: 0), sorted by (target id, fd), then the kernel's own lines for the
+ * kernel descriptors it watches; eventfds "eventfd-count:", "eventfd-id:" (the file id),
  * "eventfd-semaphore:"; timerfds the kernel's own lines; socket pairs
  * "scm_fds: 0"; pipes nothing more.  A kernel fd gives the kernel's text. */
 long uep_fdinfo(int fd, char *buf, unsigned long len);

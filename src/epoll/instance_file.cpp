@@ -78,6 +78,7 @@ void Instance::show_fdinfo(std::string& out) noexcept {
     }
   } catch (...) {  // out of memory: the lines that fitted
   }
+  if (KernelWatch* kw = kernel_watch()) kw->show_fdinfo(out);  // the kernel descriptors' lines
 }
 
 int Instance::sleep_fds(struct pollfd* out) noexcept {

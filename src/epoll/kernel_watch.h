@@ -69,6 +69,7 @@
 #include <cstdint>
 #include <ctime>
 #include <poll.h>
+#include <string>
 #include <sys/epoll.h>
 
 namespace uepoll::core {
@@ -128,6 +129,11 @@ class KernelWatch {
   void release(Instance* ep) noexcept;
   // ~Instance: closes the kernel descriptors, frees the memory.
   static void destroy(KernelWatch* kw) noexcept;
+
+  // Appends the "tfd:" fdinfo lines of the kernel descriptors watched
+  // (shadow_'s registrations, read from the kernel's fdinfo of shadow_;
+  // kernel_watch_fdinfo.cpp).  Reads /proc: no SpinLock may be held.
+  void show_fdinfo(std::string& out) const noexcept;
 
   // The descriptors a sleeper or uep_poll waits on (shadow_, hub_ if any),
   // POLLIN; returns how many (1 or 2).

@@ -107,6 +107,9 @@ int uep_pl_fd_of_path(const char *path);
  * stat family), or NULL. */
 void *uep_pl_compat_fn(const char *name);
 int uep_pl_stat_procfd(const char *path, int flags, struct stat *st);
+/* An open of /proc/self/fdinfo/N (flags: open's): the new descriptor, -1
+ * with errno (ENOENT for an own number), or -2 when the kernel answers. */
+int uep_pl_open_fdinfo(const char *path, int flags);
 int uep_pl_fstatfs(int fd, struct statfs *st);
 int uep_pl_fstatfs64(int fd, struct statfs64 *st);
 int uep_pl_show(int u, int kind);

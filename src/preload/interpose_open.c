@@ -18,7 +18,8 @@
  * A pipe a thread is blocked on cannot be converted: ENXIO too.  One of
  * uepoll's own numbers (core/own_fds.h) is no descriptor of the program's:
  * ENOENT, as for any number with no file.  The paths are parsed by
- * interpose_procfd.c (uep_pl_fd_of_path).
+ * interpose_procfd.c (uep_pl_fd_of_path), which also answers the opens of
+ * /proc/self/fdinfo/N (uep_pl_open_fdinfo).
  *
  * Locks: none.
  */
@@ -29,6 +30,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,11 +59,32 @@ static mode_t mode_arg(int flags, va_list ap) {
   return (flags & (O_CREAT | __O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
 }
 
+/* fopen of /proc/self/fdinfo/N for reading ("r", with glibc's 'e' for
+ * close-on-exec): the stream over interpose_procfd.c's answer; NULL with
+ * *done clear when the kernel answers. */
+static FILE *fdinfo_stream(const char *path, const char *mode, int *done) {
+  *done = 0;
+  if (!mode || mode[0] != 'r' || strchr(mode, '+')) return NULL;
+  const int fd = uep_pl_open_fdinfo(path, O_RDONLY | (strchr(mode, 'e') ? O_CLOEXEC : 0));
+  if (fd == -2) return NULL;
+  *done = 1;
+  if (fd < 0) return NULL;
+  FILE *f = UEP_PL_REAL(fdopen)(fd, mode);
+  if (!f) {
+    const int e = errno;
+    UEP_PL_REAL(close)(fd);
+    errno = e;
+  }
+  return f;
+}
+
 int open(const char *path, int flags, ...) {
   va_list ap;
   va_start(ap, flags);
   mode_t m = mode_arg(flags, ap);
   va_end(ap);
+  const int fi = uep_pl_open_fdinfo(path, flags);
+  if (fi != -2) return fi;
   if (prepare(path) < 0) return -1;
   return UEP_PL_REAL(open)(path, flags, m);
 }
@@ -70,6 +93,8 @@ int open64(const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t m = mode_arg(flags, ap);
   va_end(ap);
+  const int fi = uep_pl_open_fdinfo(path, flags);
+  if (fi != -2) return fi;
   if (prepare(path) < 0) return -1;
   return UEP_PL_REAL(open64)(path, flags, m);
 }
@@ -78,6 +103,8 @@ int openat(int dirfd, const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t m = mode_arg(flags, ap);
   va_end(ap);
+  const int fi = uep_pl_open_fdinfo(path, flags);
+  if (fi != -2) return fi;
   if (prepare(path) < 0) return -1;
   return UEP_PL_REAL(openat)(dirfd, path, flags, m);
 }
@@ -86,6 +113,8 @@ int openat64(int dirfd, const char *path, int flags, ...) {
   va_start(ap, flags);
   mode_t m = mode_arg(flags, ap);
   va_end(ap);
+  const int fi = uep_pl_open_fdinfo(path, flags);
+  if (fi != -2) return fi;
   if (prepare(path) < 0) return -1;
   return UEP_PL_REAL(openat64)(dirfd, path, flags, m);
 }
@@ -97,6 +126,8 @@ extern int __openat_2(int dirfd, const char *path, int flags);
 extern int __openat64_2(int dirfd, const char *path, int flags);
 #define CHK_OPEN(name, params, args)                                               \
   int name params {                                                                \
+    const int fi = uep_pl_open_fdinfo(path, flags);                                \
+    if (fi != -2) return fi;                                                       \
     if (prepare(path) < 0) return -1;                                              \
     static int(*real) params;                                                      \
     if (!__atomic_load_n(&real, __ATOMIC_RELAXED))                                 \
@@ -109,10 +140,16 @@ CHK_OPEN(__openat_2, (int dirfd, const char *path, int flags), (dirfd, path, fla
 CHK_OPEN(__openat64_2, (int dirfd, const char *path, int flags), (dirfd, path, flags))
 
 FILE *fopen(const char *path, const char *mode) {
+  int done;
+  FILE *fi = fdinfo_stream(path, mode, &done);
+  if (done) return fi;
   if (prepare(path) < 0) return NULL;
   return UEP_PL_REAL(fopen)(path, mode);
 }
 FILE *fopen64(const char *path, const char *mode) {
+  int done;
+  FILE *fi = fdinfo_stream(path, mode, &done);
+  if (done) return fi;
   if (prepare(path) < 0) return NULL;
   return UEP_PL_REAL(fopen64)(path, mode);
 }

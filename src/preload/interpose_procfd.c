@@ -15,8 +15,12 @@
  *   - stat, stat64 and their glibc < 2.33 forms, and fstatat, fstatat64,
  *     statx without AT_SYMLINK_NOFOLLOW (interpose_fd.c): the object's
  *     fstat, ENOENT for an own number (uep_pl_stat_procfd);
- *   - opendir of the directory itself: readdir and readdir64 skip the own
- *     numbers (a descriptor-leak check that counts its entries, as
+ *   - open, fopen (read-only) of /proc/self/fdinfo/N: a memfd holding
+ *     uep_fdinfo's text for the object (Linux's lines; a registration's
+ *     tfd shows the program's number), ENOENT for an own number
+ *     (uep_pl_open_fdinfo, called by interpose_open.c);
+ *   - opendir of the directory itself (or of fdinfo): readdir and
+ *     readdir64 skip the own numbers (a descriptor-leak check that counts its entries, as
  *     Python's test support does, sees the numbers Linux shows).
  * Not reached: getdents64 on such a directory, scandir (it reads inside
  * libc), and other processes' views (ls -l /proc/PID/fd).
@@ -32,30 +36,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "preload/interpose.h"
+#include <uepoll/uepoll.h>
 
-/* "N" after a descriptor directory's path, or NULL. *dir_only set when the
- * path is the directory itself ("/proc/self/fd" or with a trailing '/'). */
-static const char *fd_part(const char *path, int *dir_only) {
+/* "N" after the path of the process's directory `dir` ("fd" or "fdinfo"),
+ * or NULL; *dir_only set when the path is the directory itself
+ * ("/proc/self/fd", or with a trailing '/').  /dev/fd is the first. */
+static const char *entry_part(const char *path, const char *dir, int *dir_only) {
   *dir_only = 0;
   if (!path || path[0] != '/') return NULL;
+  const size_t dl = strlen(dir);
   const char *rest = NULL;
-  if (!strncmp(path, "/dev/fd", 7)) {
+  if (!strcmp(dir, "fd") && !strncmp(path, "/dev/fd", 7)) {
     rest = path + 7;
   } else if (!strncmp(path, "/proc/", 6)) {
     const char *p = path + 6;
-    if (!strncmp(p, "self/fd", 7)) {
-      rest = p + 7;
-    } else if (!strncmp(p, "thread-self/fd", 14)) {
-      rest = p + 14;
+    if (!strncmp(p, "self/", 5)) {
+      p += 5;
+    } else if (!strncmp(p, "thread-self/", 12)) {
+      p += 12;
     } else if (*p >= '1' && *p <= '9') {
       char *end;
       const long pid = strtol(p, &end, 10);
-      if (pid == (long)getpid() && !strncmp(end, "/fd", 3)) rest = end + 3;
+      p = pid == (long)getpid() && *end == '/' ? end + 1 : NULL;
+    } else {
+      p = NULL;
     }
+    if (p && !strncmp(p, dir, dl)) rest = p + dl;
   }
   if (!rest) return NULL;
   if (!*rest || (rest[0] == '/' && !rest[1])) {
@@ -65,16 +76,20 @@ static const char *fd_part(const char *path, int *dir_only) {
   return rest[0] == '/' ? rest + 1 : NULL;
 }
 
-/* The number in a descriptor directory's entry path ("N" as the kernel
- * names it: no sign, no leading zero), or -1. */
-static int fd_of_entry_path(const char *path) {
-  int dir_only;
-  const char *rest = fd_part(path, &dir_only);
+/* The number an entry name gives ("N" as the kernel names it: no sign, no
+ * leading zero), or -1. */
+static int entry_number(const char *rest) {
   if (!rest || *rest < '0' || *rest > '9' || (rest[0] == '0' && rest[1])) return -1;
   char *end;
   const long n = strtol(rest, &end, 10);
   if (*end || n > 0x7fffffff) return -1;
   return (int)n;
+}
+
+/* The number in a /proc/self/fd (or /dev/fd) entry's path, or -1. */
+static int fd_of_entry_path(const char *path) {
+  int dir_only;
+  return entry_number(entry_part(path, "fd", &dir_only));
 }
 
 int uep_pl_fd_of_path(const char *path) {
@@ -206,6 +221,69 @@ int __xstat64(int ver, const char *path, struct stat64 *st) {
   return real(ver, path, st);
 }
 
+/* ---- /proc/self/fdinfo ---------------------------------------------------------------- */
+
+/* The number the program shows uepoll descriptor u under, or -1. */
+static int shown_number(int u, int hw) {
+  for (int n = 0; n < hw; ++n)
+    if (uep_pl_map(n) == u) return n;
+  return -1;
+}
+
+/* text (uep_fdinfo's) into fd, each "tfd:" line's uepoll descriptor
+ * number replaced by the number the program registered it under. */
+static int write_fdinfo(int fd, const char *text) {
+  const int hw = uep_pl_high_water();
+  for (const char *line = text; *line;) {
+    const char *eol = strchr(line, '\n');
+    const size_t len = eol ? (size_t)(eol - line) + 1 : strlen(line);
+    char *num_end;
+    const long t = strncmp(line, "tfd:", 4) ? -1 : strtol(line + 4, &num_end, 10);
+    if (t >= UEP_FD_BASE) {
+      if (dprintf(fd, "tfd: %8d%.*s", shown_number((int)t, hw), (int)(line + len - num_end), num_end) < 0) return -1;
+    } else if (write(fd, line, len) != (ssize_t)len) {
+      return -1;
+    }
+    line += len;
+  }
+  return 0;
+}
+
+int uep_pl_open_fdinfo(const char *path, int flags) {
+  if (uep_pl_inside()) return -2;
+  int dir_only;
+  const int n = entry_number(entry_part(path, "fdinfo", &dir_only));
+  if (n < 0) return -2;
+  const int u = uep_pl_map(n);
+  if (!u) {
+    if (!uep_pl_own(n)) return -2;
+    errno = ENOENT;
+    return -1;
+  }
+  /* A read-only open is served; any other gets the kernel's answer on the
+   * placeholder's entry, a file of the same kind. */
+  if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_DIRECTORY | O_PATH | O_TRUNC))) return -2;
+  UEP_PL_ENTER();
+  char *text = NULL;
+  long len = uep_fdinfo(u, NULL, 0);
+  int fd = -1;
+  if (len >= 0 && (text = malloc((size_t)len + 1)) && uep_fdinfo(u, text, (unsigned long)len + 1) == len)
+    fd = memfd_create("fdinfo", (flags & O_CLOEXEC) ? MFD_CLOEXEC : 0);
+  else if (len >= 0)
+    errno = ENOMEM; /* the object changed meanwhile, or no memory: as a failed open */
+  if (fd >= 0 && (write_fdinfo(fd, text) < 0 || lseek(fd, 0, SEEK_SET) < 0)) {
+    const int e = errno;
+    close(fd);
+    fd = -1;
+    errno = e;
+  }
+  const int e = errno;
+  free(text);
+  UEP_PL_LEAVE();
+  errno = e;
+  return fd;
+}
+
 /* ---- listings ----------------------------------------------------------------------- */
 
 /* The open DIR streams of a descriptor directory.  A slot is claimed by
@@ -227,8 +305,11 @@ static int is_fd_dir(DIR *d) {
 
 DIR *opendir(const char *path) {
   DIR *d = UEP_PL_REAL(opendir)(path);
-  int dir_only;
-  if (!d || uep_pl_inside() || fd_part(path, &dir_only) || !dir_only) return d;
+  int dir_fd, dir_info;
+  if (!d || uep_pl_inside()) return d;
+  (void)entry_part(path, "fd", &dir_fd);
+  (void)entry_part(path, "fdinfo", &dir_info);
+  if (!dir_fd && !dir_info) return d;
   for (int i = 0; i < kDirs; ++i) {
     DIR *none = NULL;
     if (__atomic_compare_exchange_n(&g_dirs[i], &none, d, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {

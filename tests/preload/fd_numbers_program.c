@@ -119,7 +119,8 @@ static void daemon_start(const char *how) {
  * passes through) are uepoll's own; the program's calls on them answer as
  * on free numbers, by name and by number (close, fcntl, fstat: EBADF; dup2: EBADF at or past the soft
  * limit, EBUSY below it, see docs/linux-deviations.md; readlink, stat and
- * open of /proc/self/fd/N: ENOENT; readdir of /proc/self/fd skips them)
+ * open of /proc/self/fd/N and open of /proc/self/fdinfo/N: ENOENT; readdir
+ * of both directories skips them)
  * and uepoll keeps working. */
 static char g_listed[65536];
 
@@ -151,9 +152,13 @@ static int hidden(int fd) {
   int ok = readlink(path, target, sizeof target) < 0 && errno == ENOENT;
   ok = ok && stat(path, &st) < 0 && errno == ENOENT;
   ok = ok && open(path, O_RDONLY) < 0 && errno == ENOENT;
-  DIR *d = opendir("/proc/self/fd");
-  for (struct dirent *e; d && (e = readdir(d));) ok = ok && strtol(e->d_name, NULL, 10) != fd;
-  if (d) closedir(d);
+  snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+  ok = ok && open(path, O_RDONLY) < 0 && errno == ENOENT && !fopen(path, "r") && errno == ENOENT;
+  for (int i = 0; i < 2; ++i) {
+    DIR *d = opendir(i ? "/proc/self/fdinfo" : "/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d));) ok = ok && strtol(e->d_name, NULL, 10) != fd;
+    if (d) closedir(d);
+  }
   return ok;
 }
 

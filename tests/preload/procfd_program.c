@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <netinet/in.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -100,6 +101,76 @@ static void object(const char *what, int fd) {
   printf("%s: lstat type %o\n", what, n == 0 ? st.st_mode & S_IFMT : 0);
 }
 
+/* The lines of /proc/self/fdinfo/N whose values do not depend on the run
+ * (flags, the eventfd's count, the timer's clock and ticks, and each
+ * registration's number, events and data, sorted by number: Linux lists
+ * them in kernel address order), read with fopen or with open. */
+static void show_fdinfo(const char *what, int fd, int with_open) {
+  char path[64], text[4096];
+  snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+  size_t len = 0;
+  if (with_open) {
+    const int f = open(path, O_RDONLY | O_CLOEXEC);
+    const ssize_t n = f >= 0 ? read(f, text, sizeof text - 1) : -1;
+    if (f >= 0) close(f);
+    len = n > 0 ? (size_t)n : 0;
+  } else {
+    FILE *f = fopen(path, "re");
+    len = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f) fclose(f);
+  }
+  text[len] = 0;
+  int tfds[16][3], nt = 0;
+  for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+    if (!strncmp(line, "flags:", 6) || !strncmp(line, "eventfd-count:", 14) || !strncmp(line, "clockid:", 8) ||
+        !strncmp(line, "eventfd-semaphore:", 18))
+      printf("%s fdinfo (%s): %s\n", what, with_open ? "open" : "fopen", line);
+    unsigned ev, data;
+    int t;
+    if (nt < 16 && sscanf(line, "tfd: %d events: %x data: %x", &t, &ev, &data) == 3) {
+      tfds[nt][0] = t;
+      tfds[nt][1] = (int)ev;
+      tfds[nt++][2] = (int)data;
+    }
+  }
+  for (int i = 0; i < nt; ++i)
+    for (int j = i + 1; j < nt; ++j)
+      if (tfds[j][0] < tfds[i][0])
+        for (int k = 0; k < 3; ++k) {
+          const int x = tfds[i][k];
+          tfds[i][k] = tfds[j][k];
+          tfds[j][k] = x;
+        }
+  for (int i = 0; i < nt; ++i)
+    printf("%s fdinfo: tfd %d events %x data %x\n", what, tfds[i][0], tfds[i][1], tfds[i][2]);
+  if (!len) printf("%s fdinfo: nothing read\n", what);
+}
+
+/* fdinfo: each kind, and an instance holding uepoll objects and a kernel
+ * socket. */
+static void fdinfo_check(const int p[2], int sock, int e, int ep, int t) {
+  const int k = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct epoll_event r1 = {.events = EPOLLIN, .data.u32 = 0x11}, r2 = {.events = EPOLLOUT | EPOLLET, .data.u32 = 0x22},
+                     r3 = {.events = EPOLLIN | EPOLLONESHOT, .data.u32 = 0x33};
+  epoll_ctl(ep, EPOLL_CTL_ADD, e, &r1);
+  epoll_ctl(ep, EPOLL_CTL_ADD, p[1], &r2);
+  epoll_ctl(ep, EPOLL_CTL_ADD, k, &r3);
+  eventfd_write(e, 5);
+  show_fdinfo("pipe read end", p[0], 0);
+  show_fdinfo("pipe write end", p[1], 1);
+  show_fdinfo("socket", sock, 0);
+  show_fdinfo("eventfd", e, 1);
+  show_fdinfo("epoll", ep, 0);
+  show_fdinfo("epoll", ep, 1);
+  show_fdinfo("timerfd", t, 0);
+  epoll_ctl(ep, EPOLL_CTL_DEL, e, NULL);
+  epoll_ctl(ep, EPOLL_CTL_DEL, p[1], NULL);
+  epoll_ctl(ep, EPOLL_CTL_DEL, k, NULL);
+  close(k);
+  eventfd_t v;
+  eventfd_read(e, &v);
+}
+
 static int entries(void) {
   DIR *d = opendir("/proc/self/fd");
   int n = 0;
@@ -130,6 +201,7 @@ int main(void) {
   object("eventfd", e);
   object("epoll", ep);
   object("timerfd", t);
+  fdinfo_check(p, s[0], e, ep, t);
   /* uepoll's own descriptors are made now: a blocking wait, a timer. */
   struct itimerspec its = {{0, 0}, {0, 1000000}};
   timerfd_settime(t, 0, &its, NULL);
