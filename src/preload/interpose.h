@@ -23,6 +23,13 @@ static inline int uep_pl_inside(void) { return uep_pl_depth > 0 || uep__internal
  * (core/internal_call.h); set by interpose_fd.c at load. */
 extern int (*uep__kernel_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 extern int (*uep__kernel_epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
+/* A path argument that no process can have mapped: the first page, or an
+ * address in the kernel's half.  The path interposers pass it to the
+ * kernel unread, which answers EFAULT as Linux does, instead of reading it
+ * themselves and faulting. */
+static inline int uep_pl_unmapped(const void *p) {
+  return (unsigned long)p < 4096 || (long)p < 0;
+}
 #define UEP_PL_ENTER() (++uep_pl_depth)
 #define UEP_PL_LEAVE() (--uep_pl_depth)
 
@@ -102,6 +109,12 @@ void uep_pl_kernel_rights(const struct msghdr *m);
  * kernel answers. */
 struct stat;
 int uep_pl_fd_of_path(const char *path);
+/* The N of a path naming /proc/self/fdinfo/N (its other names as above), or -1. */
+int uep_pl_fdinfo_of_path(const char *path);
+/* interpose_fddir.c: syscall(nr) for getdents or getdents64 of kernel
+ * descriptor fd, a descriptor directory's listing without uepoll's own
+ * numbers. */
+long uep_pl_getdents(long nr, int fd, void *buf, unsigned long n);
 /* interpose_fd.c: a glibc compatibility symbol (the plain name, else its
  * GLIBC_2.2.5 version, as binaries built against glibc < 2.33 bind the
  * stat family), or NULL. */

@@ -12,7 +12,8 @@
  * (core/own_fds.h).  The kernel's answer for the template is Linux's answer
  * for the program's object, with its errno order: signalfd (EINVAL: not a
  * signalfd), inotify_add_watch/inotify_rm_watch and fanotify_mark (EINVAL),
- * fchdir and getdents64 (ENOTDIR),
+ * fchdir and getdents64 (ENOTDIR; getdents64 in interpose_fddir.c, which
+ * also filters descriptor directories' listings),
  * fstatfs (pipefs, sockfs, anon_inodefs), fallocate/posix_fallocate,
  * posix_fadvise, readahead, sync_file_range, syncfs, the f*xattr calls,
  * setns, fstatvfs, fpathconf, fchmod/fchown/futimens (and their *at forms
@@ -184,7 +185,6 @@ int fsetxattr(int fd, const char *name, const void *value, size_t size, int flag
   ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fsetxattr)(fd_, name, value, size, flags));
 }
 int fremovexattr(int fd, const char *name) { ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fremovexattr)(fd_, name)); }
-ssize_t getdents64(int fd, void *buf, size_t n) { ON_TEMPLATE(ssize_t, -1, fd, UEP_PL_REAL(getdents64)(fd_, buf, n)); }
 int fanotify_mark(int fd, unsigned int flags, uint64_t mask, int dirfd, const char *path) {
   ON_TEMPLATE(int, -1, fd, UEP_PL_REAL(fanotify_mark)(fd_, flags, mask, dirfd, path));
 }

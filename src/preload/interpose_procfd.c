@@ -19,18 +19,15 @@
  *     uep_fdinfo's text for the object (Linux's lines; a registration's
  *     tfd shows the program's number), ENOENT for an own number
  *     (uep_pl_open_fdinfo, called by interpose_open.c);
- *   - opendir of the directory itself (or of fdinfo): readdir and
- *     readdir64 skip the own numbers (a descriptor-leak check that counts its entries, as
- *     Python's test support does, sees the numbers Linux shows).
- * Not reached: getdents64 on such a directory, scandir (it reads inside
- * libc), and other processes' views (ls -l /proc/PID/fd).
+ * Listings of the directories, which must skip the own numbers, are
+ * interpose_fddir.c's.  Not reached: other processes' views (ls -l
+ * /proc/PID/fd).
  *
- * Locks: none; the open directories are kept in a small lock-free table.
+ * Locks: none.
  */
 #define _GNU_SOURCE
 #include "preload/preload.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -48,7 +45,7 @@
  * ("/proc/self/fd", or with a trailing '/').  /dev/fd is the first. */
 static const char *entry_part(const char *path, const char *dir, int *dir_only) {
   *dir_only = 0;
-  if (!path || path[0] != '/') return NULL;
+  if (uep_pl_unmapped(path) || path[0] != '/') return NULL;
   const size_t dl = strlen(dir);
   const char *rest = NULL;
   if (!strcmp(dir, "fd") && !strncmp(path, "/dev/fd", 7)) {
@@ -92,8 +89,13 @@ static int fd_of_entry_path(const char *path) {
   return entry_number(entry_part(path, "fd", &dir_only));
 }
 
+int uep_pl_fdinfo_of_path(const char *path) {
+  int dir_only;
+  return entry_number(entry_part(path, "fdinfo", &dir_only));
+}
+
 int uep_pl_fd_of_path(const char *path) {
-  if (path && !strncmp(path, "/dev/", 5)) {
+  if (!uep_pl_unmapped(path) && !strncmp(path, "/dev/", 5)) {
     const char *d = path + 5;
     if (!strcmp(d, "stdin")) return 0;
     if (!strcmp(d, "stdout")) return 1;
@@ -251,8 +253,7 @@ static int write_fdinfo(int fd, const char *text) {
 
 int uep_pl_open_fdinfo(const char *path, int flags) {
   if (uep_pl_inside()) return -2;
-  int dir_only;
-  const int n = entry_number(entry_part(path, "fdinfo", &dir_only));
+  const int n = uep_pl_fdinfo_of_path(path);
   if (n < 0) return -2;
   const int u = uep_pl_map(n);
   if (!u) {
@@ -282,80 +283,4 @@ int uep_pl_open_fdinfo(const char *path, int flags) {
   UEP_PL_LEAVE();
   errno = e;
   return fd;
-}
-
-/* ---- listings ----------------------------------------------------------------------- */
-
-/* The open DIR streams of a descriptor directory.  A slot is claimed by
- * compare-and-swap from NULL and cleared by closedir; acq_rel/acquire so
- * that a stream seen here is the one opendir returned.  Streams past the
- * table's size are listed unfiltered. */
-enum { kDirs = 16 };
-static DIR *g_dirs[kDirs];
-/* Streams in g_dirs, so that other listings skip the table.  Relaxed: a
- * stream is entered before opendir returns it to the thread that lists it. */
-static int g_ndirs;
-
-static int is_fd_dir(DIR *d) {
-  if (!__atomic_load_n(&g_ndirs, __ATOMIC_RELAXED)) return 0;
-  for (int i = 0; i < kDirs; ++i)
-    if (__atomic_load_n(&g_dirs[i], __ATOMIC_ACQUIRE) == d) return 1;
-  return 0;
-}
-
-DIR *opendir(const char *path) {
-  DIR *d = UEP_PL_REAL(opendir)(path);
-  int dir_fd, dir_info;
-  if (!d || uep_pl_inside()) return d;
-  (void)entry_part(path, "fd", &dir_fd);
-  (void)entry_part(path, "fdinfo", &dir_info);
-  if (!dir_fd && !dir_info) return d;
-  for (int i = 0; i < kDirs; ++i) {
-    DIR *none = NULL;
-    if (__atomic_compare_exchange_n(&g_dirs[i], &none, d, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-      __atomic_add_fetch(&g_ndirs, 1, __ATOMIC_RELAXED);
-      break;
-    }
-  }
-  return d;
-}
-
-/* Clears d's slot, if it has one (d is not NULL: opendir never enters it). */
-static void forget_dir(DIR *d) {
-  for (int i = 0; i < kDirs; ++i) {
-    DIR *mine = d;
-    if (__atomic_compare_exchange_n(&g_dirs[i], &mine, NULL, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-      __atomic_sub_fetch(&g_ndirs, 1, __ATOMIC_RELAXED);
-      return;
-    }
-  }
-}
-
-int closedir(DIR *d) {
-  if (is_fd_dir(d)) forget_dir(d);
-  return UEP_PL_REAL(closedir)(d);
-}
-
-/* An entry of a descriptor directory that names an own number. */
-static int own_entry(const char *name) {
-  if (*name < '0' || *name > '9') return 0;
-  char *end;
-  const long n = strtol(name, &end, 10);
-  return !*end && n <= 0x7fffffff && uep_pl_own((int)n);
-}
-
-struct dirent *readdir(DIR *d) {
-  struct dirent *e;
-  do {
-    e = UEP_PL_REAL(readdir)(d);
-  } while (e && is_fd_dir(d) && own_entry(e->d_name));
-  return e;
-}
-
-struct dirent64 *readdir64(DIR *d) {
-  struct dirent64 *e;
-  do {
-    e = UEP_PL_REAL(readdir64)(d);
-  } while (e && is_fd_dir(d) && own_entry(e->d_name));
-  return e;
 }

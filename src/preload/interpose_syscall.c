@@ -70,6 +70,13 @@ static int procfd(long path) {
   return n >= 0 && (uep_pl_map(n) || uep_pl_own(n));
 }
 
+/* A path naming a uepoll object's or an own number's /proc/self/fdinfo
+ * entry. */
+static int fdinfo(long path) {
+  const int n = uep_pl_fdinfo_of_path((const char *)path);
+  return n >= 0 && (uep_pl_map(n) || uep_pl_own(n));
+}
+
 /* kcmp(pid, pid, KCMP_FILE, fd1, fd2) in this process when a uepoll
  * descriptor is named (kernel/kcmp.c): 0 when both show one open file
  * description, else 1 or 2 by an order that is fixed for the process's
@@ -135,6 +142,20 @@ static long served_by_number(long nr, const long *a, int *handled) {
         return kcmp_uepoll((int)a[3], (int)a[4]);
       break;
 #endif
+#ifdef SYS_getdents
+    case SYS_getdents:
+#endif
+    case SYS_getdents64:
+      if (!mapped(a[0])) return uep_pl_getdents(nr, (int)a[0], p1, (unsigned long)a[2]); /* interpose_fddir.c */
+      break;
+#ifdef SYS_open
+    case SYS_open:
+      if (procfd(a[0]) || fdinfo(a[0])) return open((const char *)a[0], (int)a[1], (mode_t)a[2]);
+      break;
+#endif
+    case SYS_openat:
+      if (procfd(a[1]) || fdinfo(a[1])) return openat((int)a[0], p1, (int)a[2], (mode_t)a[3]);
+      break;
     case SYS_readlinkat: if (procfd(a[1])) return readlinkat((int)a[0], p1, (char *)a[2], (size_t)a[3]); break;
 #ifdef SYS_readlink
     case SYS_readlink: if (procfd(a[0])) return readlink((const char *)a[0], p1, (size_t)a[2]); break;

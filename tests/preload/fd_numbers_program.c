@@ -28,6 +28,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "raw_listing.h"
+
 static void numbers(const char *when) {
   int p[2], s[2];
   if (pipe(p) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, s) < 0) exit(1);
@@ -115,12 +117,12 @@ static void daemon_start(const char *how) {
 }
 
 /* Under uepoll-run only ("own"): the numbers above the program's that the
- * kernel lists in /proc/self/fd (getdents64 by number, which the preload
- * passes through) are uepoll's own; the program's calls on them answer as
+ * kernel lists in /proc/self/fd (raw_listing.h: the system call
+ * instruction, past the preload) are uepoll's own; the program's calls on them answer as
  * on free numbers, by name and by number (close, fcntl, fstat: EBADF; dup2: EBADF at or past the soft
  * limit, EBUSY below it, see docs/linux-deviations.md; readlink, stat and
  * open of /proc/self/fd/N and open of /proc/self/fdinfo/N: ENOENT; readdir
- * of both directories skips them)
+ * and getdents64 of both directories skip them)
  * and uepoll keeps working. */
 static char g_listed[65536];
 
@@ -129,7 +131,7 @@ static void list_kernel_fds(void) {
   const int d = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   char buf[8192];
   long n;
-  while (d >= 0 && (n = syscall(SYS_getdents64, d, buf, sizeof buf)) > 0) {
+  while (d >= 0 && (n = raw_getdents64(d, buf, sizeof buf)) > 0) {
     for (long off = 0; off < n;) {
       const char *e = buf + off;
       const unsigned short reclen = *(const unsigned short *)(e + 16);
@@ -158,6 +160,15 @@ static int hidden(int fd) {
     DIR *d = opendir(i ? "/proc/self/fdinfo" : "/proc/self/fd");
     for (struct dirent *e; d && (e = readdir(d));) ok = ok && strtol(e->d_name, NULL, 10) != fd;
     if (d) closedir(d);
+    const int dfd = open(i ? "/proc/self/fdinfo" : "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char buf[4096];
+    unsigned short reclen;
+    for (long n, off; dfd >= 0 && (n = getdents64(dfd, buf, sizeof buf)) > 0;)
+      for (off = 0; off < n; off += reclen) {
+        memcpy(&reclen, buf + off + 16, sizeof reclen);
+        ok = ok && strtol(buf + off + 19, NULL, 10) != fd;
+      }
+    if (dfd >= 0) close(dfd);
   }
   return ok;
 }
