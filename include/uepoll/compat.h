@@ -10,13 +10,14 @@
  *   epoll_create epoll_create1 epoll_ctl epoll_wait epoll_pwait epoll_pwait2
  *   eventfd eventfd_read eventfd_write pipe pipe2 socketpair timerfd_create
  *   timerfd_settime timerfd_gettime read write readv writev pread pwrite
- *   lseek close dup dup2 dup3 fcntl ioctl fstat poll ppoll shutdown send
+ *   lseek close dup dup2 dup3 fcntl flock ioctl fstat poll ppoll shutdown send
  *   recv sendto recvfrom sendmsg recvmsg getsockopt setsockopt getsockname
  *   getpeername bind listen accept accept4 connect
  *
  * How.  This header first includes every system header that declares these
  * names, then defines each name as an object-like macro (`#define read
- * uep_read`).  The system declarations are therefore untouched, and in the
+ * uep_read`; flock a function-like one, so that `struct flock` keeps its
+ * name).  The system declarations are therefore untouched, and in the
  * including file the name is replaced everywhere it appears as a token:
  *   - calls, and the function used as a value (`fp = close;`), go to uepoll;
  *   - a struct member or local variable of that name is renamed the same way
@@ -68,6 +69,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -143,6 +145,10 @@ static inline int uep_compat_eventfd_write(int fd, eventfd_t value) {
 #endif
 #ifndef UEPOLL_COMPAT_NO_FCNTL
 #define fcntl uep_fcntl
+#endif
+#ifndef UEPOLL_COMPAT_NO_FLOCK
+/* Function-like: `struct flock` (fcntl's record locks) keeps its name. */
+#define flock(fd, operation) uep_flock(fd, operation)
 #endif
 #ifndef UEPOLL_COMPAT_NO_IOCTL
 #define ioctl uep_ioctl

@@ -135,7 +135,18 @@ int uep_poll(struct pollfd *fds, nfds_t nfds, int timeout);
  *   fcntl: F_DUPFD, F_DUPFD_CLOEXEC, F_GETFD, F_SETFD, F_GETFL, F_SETFL
  *          (O_NONBLOCK, O_APPEND, O_ASYNC, O_DIRECT for pipes, O_NOATIME),
  *          F_GETPIPE_SZ, F_[GS]ETOWN[_EX], F_[GS]ETSIG (O_ASYNC pipes and
- *          pairs signal the owner as kill_fasync); other commands EINVAL.
+ *          pairs signal the owner as kill_fasync), F_GETLK, F_SETLK,
+ *          F_SETLKW and their F_OFD_ forms (as flock below); other
+ *          commands EINVAL.
+ *   flock: Linux's locks, kept by the kernel on a kernel file of the
+ *          object's inode kind made at the first lock call (one anonymous
+ *          inode for every eventfd, epoll instance and timerfd, one inode
+ *          for the two ends of a pipe, one per socket): conflicts between
+ *          open file descriptions, LOCK_NB (EWOULDBLOCK), blocking
+ *          (EINTR, or restarted after an SA_RESTART handler), released
+ *          with the open file description; a close of any descriptor of
+ *          the file drops the process's record locks on it.  May block.
+ *          EMFILE/ENFILE when that kernel file cannot be made.
  *   ioctl: FIONBIO, FIOASYNC, FIOCLEX, FIONCLEX, FIONREAD (pipes, sockets),
  *          TIOCOUTQ (sockets); on an epoll instance EPIOCSPARAMS and
  *          EPIOCGPARAMS (busy-poll waits, below), EINVAL for others;
@@ -159,6 +170,7 @@ int uep_poll(struct pollfd *fds, nfds_t nfds, int timeout);
  *          bind EOPNOTSUPP (naming a pair is not modelled). */
 int uep_fcntl(int fd, int cmd, ... /* arg */);
 int uep_ioctl(int fd, unsigned long request, ... /* arg */);
+int uep_flock(int fd, int operation);
 int uep_dup2(int oldfd, int newfd);
 int uep_dup3(int oldfd, int newfd, int flags);
 ssize_t uep_readv(int fd, const struct iovec *iov, int iovcnt);

@@ -101,6 +101,7 @@ long close(int fd) noexcept {
   if (uepoll::core::thread_in_uepoll()) return close_in_handler(fd);
   uepoll::core::File* f = uepoll::fd::remove(fd);
   if (!f) return -EBADF;
+  f->close_posix_locks();  // Linux filp_close: locks_remove_posix
   f->put();
   return 0;
 }

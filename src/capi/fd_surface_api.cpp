@@ -25,6 +25,7 @@
 #include <csignal>
 #include <cstdarg>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -152,10 +153,32 @@ long fcntl(int fd, int cmd, unsigned long arg) noexcept {
       return 0;
     case F_GETSIG:
       return f->sigio_signal();
+    case F_GETLK:
+    case F_SETLK:
+    case F_SETLKW:
+    case F_OFD_GETLK:
+    case F_OFD_SETLK:
+    case F_OFD_SETLKW: {
+      // The kernel keeps them, on the file's lock descriptor (core/file.h).
+      const long k = f->lock_fd();
+      if (k < 0) return k;
+      return uepoll::capi::from_kernel(::fcntl(static_cast<int>(k), cmd, arg));
+    }
     default:
-      // Record locks, leases, notify, seals, owners: not on uepoll files.
+      // Leases, notify, seals: not on uepoll files.
       return -EINVAL;
   }
+}
+
+long flock(int fd, int operation) noexcept {
+  uepoll::fd::Target f(fd);
+  if (f.kernel()) return uepoll::capi::from_kernel(::flock(fd, operation));
+  // Linux checks the operation before the descriptor (EINVAL, else EBADF;
+  // LOCK_MAND: 0): the kernel's answer for a number with no file.
+  if (f.closed()) return uepoll::capi::from_kernel(::flock(-1, operation));
+  const long k = f->lock_fd();
+  if (k < 0) return k;
+  return uepoll::capi::from_kernel(::flock(static_cast<int>(k), operation));
 }
 
 long ioctl(int fd, unsigned long request, void* arg) noexcept {
@@ -209,7 +232,10 @@ long dup3(int oldfd, int newfd, int flags) noexcept {
     f->put();
     return r;
   }
-  if (old) old->put();  // Linux do_dup2: filp_close of what was there
+  if (old) {  // Linux do_dup2: filp_close of what was there
+    old->close_posix_locks();
+    old->put();
+  }
   return newfd;
 }
 
@@ -295,6 +321,8 @@ int uep_fcntl(int fd, int cmd, ...) {
   va_end(ap);
   return to_c(uepoll::detail::fcntl(fd, cmd, arg));
 }
+
+int uep_flock(int fd, int operation) { return to_c(uepoll::detail::flock(fd, operation)); }
 
 int uep_ioctl(int fd, unsigned long request, ...) {
   va_list ap;

@@ -52,6 +52,7 @@ void File::put() noexcept {
   lockdep_release_begin();
   epoll::release_file(this);  // Linux: eventpoll_release() in __fput()
   on_release();
+  release_lock_fd();
   dispose();
   lockdep_release_end();
 }

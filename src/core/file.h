@@ -227,6 +227,26 @@ class alignas(64) File {
   virtual long getsockname(struct sockaddr* addr, socklen_t* len) noexcept;
   virtual long getpeername(struct sockaddr* addr, socklen_t* len) noexcept;
 
+  // ---- locks: flock(2) and fcntl's record locks (core/file_locks.cpp) --
+  // The kernel descriptor that stands in for this open file description in
+  // lock calls (flock; F_GETLK, F_SETLK, F_SETLKW and their F_OFD_ forms),
+  // so that the kernel keeps the locks with Linux's semantics: conflicts
+  // between open file descriptions of one inode, blocking, EINTR and
+  // SA_RESTART, l_pid, and their release with the file.  One of uepoll's
+  // own descriptors (core/own_fds.h), made at the first lock call and
+  // closed when the file is released (the kernel then drops its locks, as
+  // Linux's __fput does).  Its inode is shared as the object's is on Linux:
+  // every eventfd, epoll instance and timerfd shares the kernel's one
+  // anonymous inode (a kernel eventfd stands in), the two ends of a pipe
+  // share one (the ends of one kernel pipe, objects/pipe.h), and each
+  // socket has its own (a kernel socket).  The descriptor or -errno.
+  virtual long lock_fd() noexcept;
+  // A descriptor of the program's for this file was closed: Linux's
+  // filp_close drops the process's POSIX record locks on the inode
+  // (locks_remove_posix), here one F_UNLCK of the whole file on the lock
+  // descriptor, if one was made.  A system call: no uepoll lock held.
+  void close_posix_locks() noexcept;
+
   // Number of epoll items currently queued on wq_.  Written only under
   // wq_'s lock (add_watcher_locked / remove_watcher_locked: a plain
   // load+store, no locked instruction); read without it by the release
@@ -252,11 +272,16 @@ class alignas(64) File {
  protected:
   // Object teardown after the last reference; no uepoll lock held.
   virtual void on_release() noexcept {}
+  // The lock descriptor if one was made, else -1 (pipes: their kernel
+  // pipe's end, objects/pipe.h).
+  virtual int made_lock_fd() const noexcept { return lock_fd_.load(std::memory_order_acquire); }
   // Called last by put(): frees the memory after a grace period.  An
   // instance overrides it to wait for the items that still point at it.
   virtual void dispose() noexcept { retire_memory(); }
   // Hands the memory to core/reclaim.h (freed after a grace period).
   void retire_memory() noexcept;
+  // Closes lock_fd()'s descriptor, if made (put(), after on_release()).
+  void release_lock_fd() noexcept;
   // For kinds whose poll() may run unpinned (see poll_unpinned_ok); set by
   // the constructor, before the file is published.
   void set_poll_unpinned() noexcept { poll_unpinned_ = true; }
@@ -266,6 +291,8 @@ class alignas(64) File {
 
  private:
   static void free_retired(reclaim::Retired* r) noexcept;
+  // A new kernel descriptor for lock_fd() (not yet parked), or -errno.
+  int make_lock_fd() noexcept;
 
   WaitQueue wq_;
   std::atomic<long> refs_{1};
@@ -273,6 +300,11 @@ class alignas(64) File {
   const FileKind kind_;
   bool poll_unpinned_ = false;  // written by the constructor only
   const uint64_t id_;
+  // lock_fd()'s descriptor, -1 until made.  Installed once by
+  // compare-and-swap (acq_rel/acquire: a reader that sees the number sees
+  // it made); closed by put() after on_release(), when no call holds the
+  // file any more.
+  std::atomic<int> lock_fd_{-1};
   reclaim::Retired retired_;
 };
 

@@ -4,7 +4,8 @@
 // and epoll (core/waiter.cpp), each timerfd's kernel timer and the timer
 // service's epoll (objects/timerfd.cpp), an instance's kernel-side epolls
 // (epoll/kernel_watch.cpp), in-flight kernel descriptors of socket pairs
-// (objects/unix_scm.cpp), the preload's placeholder source.  They are made
+// (objects/unix_scm.cpp), the preload's placeholder source, the lock
+// descriptors of files that took a lock (core/file.h, "locks").  They are made
 // lazily (a thread's first blocking wait, a timerfd_create), so at the
 // lowest free number they would take the numbers a program expects for its
 // own next descriptors, where Linux has none.  park_high() moves each, as it

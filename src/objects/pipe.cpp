@@ -45,6 +45,8 @@ Pipe::~Pipe() {
     if (bufs_[i].page) core::raw_free(bufs_[i].page);
   if (bufs_ != inline_bufs_) core::raw_free(bufs_);
   if (tmp_page_) core::raw_free(tmp_page_);
+  release_lock_fd(0);
+  release_lock_fd(1);
 }
 
 void Pipe::put() noexcept {
@@ -293,6 +295,7 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
 
 void PipeReader::on_release() noexcept {
   Pipe& p = *pipe_;
+  p.release_lock_fd(0);  // its locks go with the end (Linux __fput)
   bool wake;
   {
     core::SpinGuard g(p.mu_);

@@ -151,6 +151,13 @@ class Pipe {
   // may be held (a system call).
   void fasync_reader(int reason) noexcept;
   void fasync_writer(int reason) noexcept;
+  // The lock descriptors of the ends (core::File::lock_fd; pipe_locks.cpp):
+  // side 0 the read end's, 1 the write end's.  lock_fd makes the kernel
+  // pipe at the first call of either end; release_lock_fd closes a side's
+  // at its end's release (before the end drops the pipe).
+  long lock_fd(int side) noexcept;
+  int made_lock_fd(int side) const noexcept;
+  void release_lock_fd(int side) noexcept;
 
   core::SpinLock mu_{core::lock_class::kPipe};  // leaf (14)
   Buf inline_bufs_[kPipeSlots];                  // the default ring (reached through bufs_)
@@ -173,6 +180,13 @@ class Pipe {
   // reclaim::ReadGuard (acquire pairs with the release store of creation).
   std::atomic<core::File*> rd_{nullptr};
   std::atomic<core::File*> wr_{nullptr};
+  // The kernel pipe whose ends stand in for this pipe's ends in lock calls
+  // (one inode for both, as Linux's): each 32-bit half a descriptor plus
+  // one (low: the read end's, high: the write end's), 0 when none.  Set
+  // once by compare-and-swap (acq_rel/acquire: a reader of a number sees
+  // it made); a half is cleared when its end is released, what remains is
+  // closed by ~Pipe.
+  std::atomic<uint64_t> lock_fds_{0};
 };
 
 class PipeReader final : public core::File {
@@ -198,6 +212,7 @@ class PipeReader final : public core::File {
   long pipe_size(int cmd, unsigned long arg) noexcept override;
   bool stream_state(core::StreamState* out) noexcept override;
   Pipe* pipe() const noexcept { return pipe_; }
+  long lock_fd() noexcept override { return pipe_->lock_fd(0); }
   // Splice out of the pipe (pipe_splice.cpp; Linux splice_from_pipe_next,
   // splice_pipe_to_pipe, link_pipe, vmsplice_to_user): waits for data
   // (0 without writers, -EAGAIN when nonblock), then moves chunks of what
@@ -211,6 +226,7 @@ class PipeReader final : public core::File {
 
  protected:
   void on_release() noexcept override;
+  int made_lock_fd() const noexcept override { return pipe_->made_lock_fd(0); }
 
  private:
   // Waits until the pipe has data (1), or 0 / -EAGAIN / -EINTR.
@@ -242,6 +258,7 @@ class PipeWriter final : public core::File, public core::SpliceSink {
   long pipe_size(int cmd, unsigned long arg) noexcept override;
   bool stream_state(core::StreamState* out) noexcept override;
   Pipe* pipe() const noexcept { return pipe_; }
+  long lock_fd() noexcept override { return pipe_->lock_fd(1); }
   // Splice into the pipe (pipe_splice.cpp).  As a sink: wait_room is
   // Linux's wait_for_space (-EPIPE and SIGPIPE without readers, then room
   // or -EAGAIN / sleep), push a write that takes what fits.
@@ -264,6 +281,7 @@ class PipeWriter final : public core::File, public core::SpliceSink {
 
  protected:
   void on_release() noexcept override;
+  int made_lock_fd() const noexcept override { return pipe_->made_lock_fd(1); }
 
  private:
   struct Call;

@@ -274,6 +274,7 @@ void PipeWriter::deferred_write(core::File* f, uint32_t, const char* data, uint3
 
 void PipeWriter::on_release() noexcept {
   Pipe& p = *pipe_;
+  p.release_lock_fd(1);  // its locks go with the end (Linux __fput)
   bool wake;
   {
     core::SpinGuard g(p.mu_);

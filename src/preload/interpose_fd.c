@@ -447,8 +447,8 @@ static int do_fcntl(int fd, int cmd, unsigned long arg, int (*real)(int, int, ..
     return real(fd, cmd, arg);
   }
   switch (cmd) {
-    /* Linux's answers for a kernel object of this type (interpose_kinds.c). */
-    case F_GETLK: case F_SETLK: case F_SETLKW: case F_OFD_GETLK: case F_OFD_SETLK: case F_OFD_SETLKW:
+    /* Linux's answers for a kernel object of this type (interpose_kinds.c);
+     * record locks are uepoll's (uep_fcntl: the file's lock descriptor). */
     case F_GETLEASE: case F_SETLEASE: case F_NOTIFY: case F_ADD_SEALS: case F_GET_SEALS: {
       int t = uep_pl_template(fd);
       return t < 0 ? -1 : real(t, cmd, arg);

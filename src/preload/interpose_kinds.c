@@ -17,9 +17,10 @@
  * fstatfs (pipefs, sockfs, anon_inodefs), fallocate/posix_fallocate,
  * posix_fadvise, readahead, sync_file_range, syncfs, the f*xattr calls,
  * setns, fstatvfs, fpathconf, fchmod/fchown/futimens (and their *at forms
- * on the descriptor itself, with linkat and name_to_handle_at), and fcntl's record locks, leases, F_NOTIFY and seals
- * (interpose_fd.c).  None of these changes the template in a way another
- * call sees (record locks are the process's own on either file), except
+ * on the descriptor itself, with linkat and name_to_handle_at), and fcntl's leases, F_NOTIFY and seals
+ * (interpose_fd.c; record locks and flock are uepoll's, on each object's
+ * own lock descriptor).  None of these changes the template in a way another
+ * call sees, except
  * that a mode, owner or time set on a pipe or socket is the template's, not
  * shown by fstat of the program's object.
  *

@@ -6,10 +6,11 @@
  * Calls uepoll cannot serve on a uepoll descriptor get Linux's answer when
  * Linux has a fixed one for that object type (mmap: ENODEV; fsync,
  * ftruncate: EINVAL; listen/accept/connect on a connected pair: EINVAL,
- * EINVAL, EISCONN; isatty: ENOTTY, or EINVAL for an epoll instance),
- * otherwise an error and a one-line warning naming the call (flock, bind;
- * splice and its kind: interpose_splice.c); fstatfs is answered for a
- * kernel object of the type (interpose_kinds.c).  Anything else reaches the
+ * EINVAL, EISCONN; isatty: ENOTTY, or EINVAL for an epoll instance);
+ * flock is uepoll's (uep_flock); bind on a pair is an error with a
+ * one-line warning (interpose_sock.c); splice and its kind are
+ * interpose_splice.c's; fstatfs is answered for a kernel object of the
+ * type (interpose_kinds.c).  Anything else reaches the
  * kernel with the placeholder descriptor (fdmap.h), which answers EBADF.
  * syscall(2) is interpose_syscall.c's.
  * socket, bind, listen, accept, accept4 and connect on a provider's socket
@@ -255,14 +256,6 @@ int getpeername(int fd, struct sockaddr *a, socklen_t *len) {
 int shutdown(int fd, int how) { UEP_PL_FORWARD2(fd, shutdown, (u, how), shutdown, (fd, how)); }
 
 /* ---- calls uepoll does not implement --------------------------------------------- */
-static int refuse(const char *call, int err) {
-  char msg[160];
-  snprintf(msg, sizeof msg, "%s() on a uepoll descriptor: not supported (%s)", call, strerrorname_np(err));
-  uep_pl_refuse(msg);
-  errno = err;
-  return -1;
-}
-
 /* Linux do_mmap on a file without ->mmap (pipes, sockets, anonymous
  * inodes): the open mode is checked first (EACCES), then ENODEV. */
 static int mmap_errno(int fd, int prot, int flags) {
@@ -318,10 +311,9 @@ int isatty(int fd) {
 /* pipefs, sockfs or anon_inodefs, as Linux says (interpose_kinds.c). */
 int fstatfs(int fd, struct statfs *st) { return uep_pl_fstatfs(fd, st); }
 int fstatfs64(int fd, struct statfs64 *st) { return uep_pl_fstatfs64(fd, st); }
-int flock(int fd, int op) {
-  if (uep_pl_map(fd)) return refuse("flock", EINVAL);
-  return UEP_PL_REAL(flock)(fd, op);
-}
+/* Linux's locks, kept by the kernel on the object's lock descriptor
+ * (uep_flock; core/file.h). */
+int flock(int fd, int op) { UEP_PL_FORWARD2(fd, flock, (u, op), flock, (fd, op)); }
 
 /* ---- stdio on a uepoll descriptor: a FILE whose I/O goes through uepoll ---------- */
 static ssize_t cookie_read(void *c, char *buf, size_t n) { return read((int)(intptr_t)c, buf, n); }

@@ -7,6 +7,7 @@
 // asleep (its /proc state is S), then makes the call able to finish.
 // Runs on Linux and uepoll; the traces must match.
 #include "harness.h"
+#include "interrupted.h"
 #include "splice_calls.h"
 
 #include <pthread.h>
@@ -14,60 +15,11 @@
 
 #include <atomic>
 #include <cstdio>
-#include <fstream>
 
 namespace {
 
 using conf::T;
-
-volatile sig_atomic_t g_handled = 0;
-void on_usr1(int) { g_handled = g_handled + 1; }
-
-// True once thread `tid` of this process is asleep (state S in its stat).
-bool asleep(pid_t tid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
-  std::ifstream in(path);
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t p = stat.rfind(')');
-  return p != std::string::npos && p + 2 < stat.size() && stat[p + 2] == 'S';
-}
-
-// Runs `call` in this thread with a SIGUSR1 handler (SA_RESTART or not);
-// another thread signals this one when it sleeps, then runs `then` (which
-// lets the call finish).  Logs the call's result and whether the handler ran.
-void interrupted(T& t, bool sa_restart, const std::string& what, const std::function<long()>& call,
-                 const std::function<void()>& then) {
-  struct sigaction sa{}, old{};
-  sa.sa_handler = on_usr1;
-  sa.sa_flags = sa_restart ? SA_RESTART : 0;
-  sigaction(SIGUSR1, &sa, &old);
-  g_handled = 0;
-  const pthread_t self = pthread_self();
-  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
-  std::atomic<bool> returned{false};
-  std::thread helper([&] {
-    for (int i = 0; i < 2000 && !asleep(tid); ++i) usleep(1000);
-    usleep(10000);
-    pthread_kill(self, SIGUSR1);
-    // `then` runs once the handler has run and, without SA_RESTART, the
-    // call has returned: a thread that the scheduler stalls past the
-    // signal must not find room first (Linux's pipe_write then writes, as
-    // it looks for room before it looks for signals).
-    for (int i = 0; i < 5000 && !g_handled; ++i) usleep(1000);
-    for (int i = 0; i < 30 && !returned; ++i) usleep(1000);
-    then();
-  });
-  errno = 0;
-  const long r = call();
-  const int e = errno;
-  returned = true;
-  helper.join();
-  sigaction(SIGUSR1, &old, nullptr);
-  errno = e;
-  t.log(what + (sa_restart ? " [SA_RESTART]" : " [no SA_RESTART]") + " = " + t.res(r) +
-        (g_handled ? " handler ran" : " no handler"));
-}
+using conf_interrupted::interrupted;
 
 TEST(Restart, BlockingCallsAndSaRestart) {
   UEPOLL_SKIP_UNDER_TSAN("signals a thread blocked on a kernel descriptor");

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -39,6 +40,7 @@ struct SurfaceApi {
   int (*getsockopt)(int, int, int, void*, socklen_t*);
   int (*setsockopt)(int, int, int, const void*, socklen_t);
   int (*getsockname)(int, struct sockaddr*, socklen_t*);
+  int (*flock)(int, int);
 };
 
 inline const SurfaceApi& linux_surface() {
@@ -47,7 +49,7 @@ inline const SurfaceApi& linux_surface() {
       [](int fd, unsigned long req, void* arg) { return ::ioctl(fd, req, arg); },
       ::dup2, ::dup3, ::readv, ::writev, ::pread, ::pwrite, ::lseek,
       [](int fd, struct stat* st) { return ::fstat(fd, st); },
-      ::ppoll, ::send, ::recv, ::sendmsg, ::recvmsg, ::getsockopt, ::setsockopt, ::getsockname};
+      ::ppoll, ::send, ::recv, ::sendmsg, ::recvmsg, ::getsockopt, ::setsockopt, ::getsockname, ::flock};
   return s;
 }
 
@@ -57,7 +59,7 @@ inline const SurfaceApi& uepoll_surface() {
       [](int fd, unsigned long req, void* arg) { return ::uep_ioctl(fd, req, arg); },
       ::uep_dup2, ::uep_dup3, ::uep_readv, ::uep_writev, ::uep_pread, ::uep_pwrite, ::uep_lseek, ::uep_fstat,
       ::uep_ppoll, ::uep_send, ::uep_recv, ::uep_sendmsg, ::uep_recvmsg, ::uep_getsockopt, ::uep_setsockopt,
-      ::uep_getsockname};
+      ::uep_getsockname, ::uep_flock};
   return s;
 }
 
@@ -83,6 +85,10 @@ class ST : public T {
     const bool dupcmd = cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
     const int r = sa.fcntl(fd, cmd, arg);
     return static_cast<int>(rec("fcntl(" + n(fd) + "," + desc + ")", r, dupcmd));
+  }
+  int flock(int fd, int op, const char* desc) {
+    errno = 0;
+    return static_cast<int>(rec("flock(" + n(fd) + "," + desc + ")", sa.flock(fd, op)));
   }
   int getfl(int fd) {
     errno = 0;

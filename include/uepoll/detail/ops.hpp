@@ -58,6 +58,7 @@ long ppoll(struct pollfd* fds, nfds_t nfds, const struct timespec* timeout, cons
 
 // The descriptor surface (src/capi/fd_surface_api.cpp, socket_api.cpp).
 long fcntl(int fd, int cmd, unsigned long arg) noexcept;
+long flock(int fd, int operation) noexcept;
 long ioctl(int fd, unsigned long request, void* arg) noexcept;
 long dup2(int oldfd, int newfd) noexcept;
 long dup3(int oldfd, int newfd, int flags) noexcept;
