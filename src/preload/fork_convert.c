@@ -198,8 +198,10 @@ static long queued_msgs(const struct group *g, int side) {
  * fed by write end 1).  0, or -1 when no kernel object could be made. */
 static int make_kernel_object(struct group *g) {
   const int packet = !g->is_socket && (g->fl[1] & O_DIRECT);
-  int r = g->is_socket ? UEP_PL_REAL(socketpair)(AF_UNIX, g->sock_type | SOCK_CLOEXEC, 0, g->k)
-                       : UEP_PL_REAL(pipe2)(g->k, O_CLOEXEC | (packet ? O_DIRECT : 0));
+  /* Made non-blocking: the moves must never block (nobody reads the
+   * kernel object yet); carry_state() sets the program's O_NONBLOCK. */
+  int r = g->is_socket ? UEP_PL_REAL(socketpair)(AF_UNIX, g->sock_type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, g->k)
+                       : UEP_PL_REAL(pipe2)(g->k, O_CLOEXEC | O_NONBLOCK | (packet ? O_DIRECT : 0));
   if (r < 0) return -1;
   /* A pipe keeps its size (F_SETPIPE_SZ), so that its bytes fit and its
    * writers see the same capacity.  The size was granted under Linux's
@@ -223,13 +225,9 @@ static int make_kernel_object(struct group *g) {
       }
     }
   }
-  /* The moves must never block (nobody reads the kernel object yet): it is
-   * non-blocking until carry_state() sets the program's flags.  The bytes
-   * fit: uepoll charged them as Linux does for the program's own writes,
-   * and the move's writes of up to 64 KiB make the largest skbs, the least
-   * charge per byte. */
-  for (int side = 0; side < 2; ++side)
-    UEP_PL_REAL(fcntl)(g->k[side], F_SETFL, O_NONBLOCK | UEP_PL_REAL(fcntl)(g->k[side], F_GETFL));
+  /* The moved bytes fit: uepoll charged them as Linux does for the
+   * program's own writes, and the move's writes of up to 64 KiB make the
+   * largest skbs, the least charge per byte. */
   /* A pending ECONNRESET (the peer closed with unread data; stream and
    * seqpacket) is taken before the moves and made again by the kernel: a
    * byte queued at the kernel peer, which is closed with it (step 6). */
@@ -280,8 +278,12 @@ static void carry_state(const struct group *g) {
     }
     if (g->owner[side].pid) UEP_PL_REAL(fcntl)(k, F_SETOWN_EX, &g->owner[side]);
     if (g->sig[side]) UEP_PL_REAL(fcntl)(k, F_SETSIG, g->sig[side]);
-    int kfl = UEP_PL_REAL(fcntl)(k, F_GETFL);  /* O_NONBLOCK from the move goes unless the program set it */
-    if (kfl >= 0) UEP_PL_REAL(fcntl)(k, F_SETFL, (kfl & ~(O_NONBLOCK | O_ASYNC)) | (g->fl[side] & O_NONBLOCK));
+    /* O_NONBLOCK from the move goes unless the program set it.  The end
+     * is as make_kernel_object() made it: of the flags F_SETFL sets, it
+     * has O_NONBLOCK and, a packet pipe's write end, O_DIRECT (Linux:
+     * fs/pipe.c create_pipe_files), so no F_GETFL is needed. */
+    if (!(g->fl[side] & O_NONBLOCK))
+      UEP_PL_REAL(fcntl)(k, F_SETFL, !g->is_socket && side == 1 && (g->fl[1] & O_DIRECT) ? O_DIRECT : 0);
   }
 }
 
