@@ -24,8 +24,8 @@
  *      end (replacing the placeholder; FD_CLOEXEC from the uepoll slot), so
  *      that the number is an ordinary kernel descriptor from now on;
  *   5. every registration of the uepoll end in every uepoll instance the
- *      program shows (read from uep_fdinfo: events, including a disabled
- *      EPOLLONESHOT's, and data) is deleted and made again, same events and
+ *      program shows (uep__epoll_registrations: events, including a
+ *      disabled EPOLLONESHOT's, and data) is deleted and made again, same events and
  *      data, on the kernel descriptor, which uepoll instances watch like any
  *      other kernel descriptor;
  *   6. the uepoll ends are closed.
@@ -106,26 +106,23 @@ static unsigned long long stream_key(int tfd) {
 struct uep_pl_reg *uep_pl_collect_registrations(int hw, int *count, unsigned long long (*key)(int tfd)) {
   struct uep_pl_reg *regs = NULL;
   int nregs = 0, cap = 0;
-  char *text = NULL;
-  long text_cap = 0;
+  struct uep__registration *rows = NULL;
+  long rows_cap = 0;
   for (int n = 0; n < hw; ++n) {
     if (uep_pl_kind(n) != UEP_PL_EPOLL) continue;
     int ue = uep_pl_map(n);
     if (!ue) continue;
-    long len = uep_fdinfo(ue, text, (unsigned long)text_cap);
-    if (len < 0) continue;
-    if (len >= text_cap) {
-      char *t = realloc(text, (size_t)len + 1);
+    long len = uep__epoll_registrations(ue, rows, rows_cap);
+    if (len > rows_cap) {
+      struct uep__registration *t = realloc(rows, (size_t)len * sizeof *rows);
       if (!t) continue;
-      text = t;
-      text_cap = len + 1;
-      if (uep_fdinfo(ue, text, (unsigned long)text_cap) < 0) continue;
+      rows = t;
+      rows_cap = len;
+      len = uep__epoll_registrations(ue, rows, rows_cap);
+      if (len > rows_cap) len = rows_cap; /* registered meanwhile: the ones that fit */
     }
-    for (char *line = strstr(text, "tfd:"); line; line = strstr(line + 4, "tfd:")) {
-      int tfd;
-      unsigned events;
-      unsigned long long data;
-      if (sscanf(line, "tfd: %d events: %x data: %llx", &tfd, &events, &data) != 3) continue;
+    for (long i = 0; i < len; ++i) {
+      const int tfd = rows[i].tfd;
       const unsigned long long conn = tfd < UEP_FD_BASE ? 0 : key(tfd); /* kernel fd, or another object */
       if (!conn) continue;
       struct uep_pl_reg *r = uep_pl_grow_for_one(regs, &cap, nregs, sizeof *regs);
@@ -134,12 +131,12 @@ struct uep_pl_reg *uep_pl_collect_registrations(int hw, int *count, unsigned lon
       regs[nregs].ue = ue;
       regs[nregs].tfd = tfd;
       regs[nregs].conn = conn;
-      regs[nregs].ev.events = events;
-      regs[nregs].ev.data.u64 = data;
+      regs[nregs].ev.events = rows[i].events;
+      regs[nregs].ev.data.u64 = rows[i].data;
       ++nregs;
     }
   }
-  free(text);
+  free(rows);
   *count = nregs;
   return regs;
 }
