@@ -31,6 +31,23 @@ struct uep__stream_state {
  * pipe end or socket of a pair). */
 UEP_EXPORT int uep__stream_state(int fd, struct uep__stream_state *out);
 
+/* One registration of uepoll instance epfd: the registered descriptor
+ * (uepoll's number or a kernel one), its events (a disabled
+ * EPOLLONESHOT's included) and data, as uep_fdinfo's "tfd:" lines show
+ * them, without the text. */
+struct uep__registration {
+  int tfd;
+  unsigned events;
+  unsigned long long data;
+};
+/* The registrations of the uepoll descriptors in instance epfd (those
+ * uep_fdinfo lists from the instance itself; the kernel descriptors it
+ * watches, which uep_fdinfo reads from /proc, are left out): the first n
+ * in out, the count returned; -1 with EBADF (epfd not open), EINVAL (not
+ * an instance) or ENOMEM.  Takes the instance's shard locks (6), one at a
+ * time; allocates. */
+UEP_EXPORT long uep__epoll_registrations(int epfd, struct uep__registration *out, long n);
+
 /* uepoll descriptor fd, shown to the program as number `shown`: if it has
  * O_ASYNC, its signals carry si_fd = shown (File::kill_fasync). */
 UEP_EXPORT void uep__set_fasync_fd(int fd, int shown);

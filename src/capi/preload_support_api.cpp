@@ -3,16 +3,21 @@
 // turn it into a kernel one before fork(); uep__own_fd and
 // uep__next_own_fd: uepoll's own kernel descriptors (core/own_fds.h);
 // uep__file_id: a descriptor's open file description, for kcmp;
+// uep__epoll_registrations: an instance's registrations, for the fork
+// conversion to move them;
 // uep__set_scm_hooks: the preload's numbering of passed descriptors
 // (objects/unix_scm.h).
 //
 // Locks: the end's wait-queue lock (11) to look for blocked callers, then,
-// for a socket, its connection's leaf lock (14); never both at once.
+// for a socket, its connection's leaf lock (14); never both at once.  An
+// instance's shard locks (6), one at a time, for its registrations.
 #include "capi/preload_support.h"
 
 #include "core/file.h"
 #include "core/own_fds.h"
 #include "core/waiter.h"
+#include "epoll/fdinfo.h"
+#include "epoll/instance.h"
 #include "fd/table.h"
 #include "objects/unix_scm.h"
 
@@ -69,6 +74,23 @@ extern "C" void uep__set_fasync_fd(int fd, int shown) {
 extern "C" unsigned long long uep__file_id(int fd) {
   uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
   return reinterpret_cast<uintptr_t>(f.get());
+}
+
+extern "C" long uep__epoll_registrations(int epfd, struct uep__registration* out, long n) {
+  uepoll::fd::FileRef f(uepoll::fd::lookup(epfd));
+  if (!f || !f->is_epoll()) {
+    errno = f ? EINVAL : EBADF;
+    return -1;
+  }
+  try {
+    const auto rows = uepoll::epoll::registrations(static_cast<uepoll::epoll::Instance*>(f.get()));
+    for (size_t i = 0; i < rows.size() && static_cast<long>(i) < n; ++i)
+      out[i] = uep__registration{rows[i].fd, rows[i].events, static_cast<unsigned long long>(rows[i].data)};
+    return static_cast<long>(rows.size());
+  } catch (...) {  // out of memory
+    errno = ENOMEM;
+    return -1;
+  }
 }
 
 extern "C" int uep__own_fd(int fd) { return uepoll::core::is_own(fd) ? 1 : 0; }

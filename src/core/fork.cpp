@@ -65,9 +65,10 @@ void child() {
   objects::timers_fork_child();  // last: starts a thread
 }
 
-pthread_once_t g_once = PTHREAD_ONCE_INIT;
-
-void register_handlers() { (void)pthread_atfork(&prepare, &parent, &child); }
+bool register_handlers() {
+  (void)pthread_atfork(&prepare, &parent, &child);
+  return true;
+}
 
 struct AtLoad {
   AtLoad() noexcept { install_fork_handlers(); }
@@ -75,6 +76,13 @@ struct AtLoad {
 
 }  // namespace
 
-void install_fork_handlers() noexcept { pthread_once(&g_once, &register_handlers); }
+// A function-local static rather than pthread_once: the same once-only
+// registration with later callers waiting for it, but no futex wake at
+// every process start (pthread_once wakes unconditionally; the static's
+// guard only when a thread waited).
+void install_fork_handlers() noexcept {
+  static const bool registered = register_handlers();
+  (void)registered;
+}
 
 }  // namespace uepoll::core

@@ -34,8 +34,9 @@
 
 namespace uepoll::core {
 
-// Registers the handlers once per process (pthread_once); called by a
-// static initializer and by the first use of the descriptor table.
+// Registers the handlers once per process (a function-local static);
+// called by a static initializer and by the first use of the descriptor
+// table.
 void install_fork_handlers() noexcept;
 
 void waiters_fork_prepare() noexcept;  // core/waiter.cpp

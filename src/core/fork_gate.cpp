@@ -82,6 +82,13 @@ void heavy_barrier() {
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
+// Whether a thread other than `me` is registered.  Preconditions: g_registry held.
+bool other_registered(const ThreadLockState* me) {
+  for (const ThreadLockState* s = g_registered; s; s = s->next_registered)
+    if (s != me) return true;
+  return false;
+}
+
 }  // namespace
 
 void first_lock_slow(ThreadLockState& t) noexcept {
@@ -109,6 +116,11 @@ void fork_gate_prepare() noexcept {
   pthread_mutex_lock(&g_registry);
   g_gate_owner.store(&me, std::memory_order_relaxed);
   g_fork_gate_closed.store(true, std::memory_order_seq_cst);
+  // Only a registered thread can hold a uepoll lock, and none can register
+  // while g_registry is held: with no other thread registered there is
+  // nobody to wait for, and no barrier to pay (a single-threaded server
+  // forking per request).
+  if (!other_registered(&me)) return;
   heavy_barrier();
   for (ThreadLockState* s = g_registered; s; s = s->next_registered) {
     if (s == &me) continue;  // the caller's own locks are ignored

@@ -23,8 +23,9 @@ extern "C" {
 // Depth of InternalCalls scopes on this thread.
 UEP_EXPORT extern __thread int uep__internal_depth;
 // libc's epoll_pwait for uepoll's sleeps on its own kernel epoll
-// descriptors, or null (then ::epoll_pwait).  The preload sets it once at
-// load to the function behind its epoll_pwait interposer, which would
+// descriptors, or null (then ::epoll_pwait).  The preload sets it, before
+// it makes its first uepoll instance (whose shadow epoll is what sleeps
+// here), to the function behind its epoll_pwait interposer, which would
 // otherwise look each such sleep's descriptor up, find it is no uepoll
 // one and count it as a program's call forwarded to the kernel.
 UEP_EXPORT extern int (*uep__kernel_epoll_pwait)(int, struct epoll_event*, int, int, const sigset_t*);

@@ -24,8 +24,8 @@
  *      end (replacing the placeholder; FD_CLOEXEC from the uepoll slot), so
  *      that the number is an ordinary kernel descriptor from now on;
  *   5. every registration of the uepoll end in every uepoll instance the
- *      program shows (read from uep_fdinfo: events, including a disabled
- *      EPOLLONESHOT's, and data) is deleted and made again, same events and
+ *      program shows (uep__epoll_registrations: events, including a
+ *      disabled EPOLLONESHOT's, and data) is deleted and made again, same events and
  *      data, on the kernel descriptor, which uepoll instances watch like any
  *      other kernel descriptor;
  *   6. the uepoll ends are closed.
@@ -106,26 +106,23 @@ static unsigned long long stream_key(int tfd) {
 struct uep_pl_reg *uep_pl_collect_registrations(int hw, int *count, unsigned long long (*key)(int tfd)) {
   struct uep_pl_reg *regs = NULL;
   int nregs = 0, cap = 0;
-  char *text = NULL;
-  long text_cap = 0;
+  struct uep__registration *rows = NULL;
+  long rows_cap = 0;
   for (int n = 0; n < hw; ++n) {
     if (uep_pl_kind(n) != UEP_PL_EPOLL) continue;
     int ue = uep_pl_map(n);
     if (!ue) continue;
-    long len = uep_fdinfo(ue, text, (unsigned long)text_cap);
-    if (len < 0) continue;
-    if (len >= text_cap) {
-      char *t = realloc(text, (size_t)len + 1);
+    long len = uep__epoll_registrations(ue, rows, rows_cap);
+    if (len > rows_cap) {
+      struct uep__registration *t = realloc(rows, (size_t)len * sizeof *rows);
       if (!t) continue;
-      text = t;
-      text_cap = len + 1;
-      if (uep_fdinfo(ue, text, (unsigned long)text_cap) < 0) continue;
+      rows = t;
+      rows_cap = len;
+      len = uep__epoll_registrations(ue, rows, rows_cap);
+      if (len > rows_cap) len = rows_cap; /* registered meanwhile: the ones that fit */
     }
-    for (char *line = strstr(text, "tfd:"); line; line = strstr(line + 4, "tfd:")) {
-      int tfd;
-      unsigned events;
-      unsigned long long data;
-      if (sscanf(line, "tfd: %d events: %x data: %llx", &tfd, &events, &data) != 3) continue;
+    for (long i = 0; i < len; ++i) {
+      const int tfd = rows[i].tfd;
       const unsigned long long conn = tfd < UEP_FD_BASE ? 0 : key(tfd); /* kernel fd, or another object */
       if (!conn) continue;
       struct uep_pl_reg *r = uep_pl_grow_for_one(regs, &cap, nregs, sizeof *regs);
@@ -134,12 +131,12 @@ struct uep_pl_reg *uep_pl_collect_registrations(int hw, int *count, unsigned lon
       regs[nregs].ue = ue;
       regs[nregs].tfd = tfd;
       regs[nregs].conn = conn;
-      regs[nregs].ev.events = events;
-      regs[nregs].ev.data.u64 = data;
+      regs[nregs].ev.events = rows[i].events;
+      regs[nregs].ev.data.u64 = rows[i].data;
       ++nregs;
     }
   }
-  free(text);
+  free(rows);
   *count = nregs;
   return regs;
 }
@@ -198,8 +195,10 @@ static long queued_msgs(const struct group *g, int side) {
  * fed by write end 1).  0, or -1 when no kernel object could be made. */
 static int make_kernel_object(struct group *g) {
   const int packet = !g->is_socket && (g->fl[1] & O_DIRECT);
-  int r = g->is_socket ? UEP_PL_REAL(socketpair)(AF_UNIX, g->sock_type | SOCK_CLOEXEC, 0, g->k)
-                       : UEP_PL_REAL(pipe2)(g->k, O_CLOEXEC | (packet ? O_DIRECT : 0));
+  /* Made non-blocking: the moves must never block (nobody reads the
+   * kernel object yet); carry_state() sets the program's O_NONBLOCK. */
+  int r = g->is_socket ? UEP_PL_REAL(socketpair)(AF_UNIX, g->sock_type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, g->k)
+                       : UEP_PL_REAL(pipe2)(g->k, O_CLOEXEC | O_NONBLOCK | (packet ? O_DIRECT : 0));
   if (r < 0) return -1;
   /* A pipe keeps its size (F_SETPIPE_SZ), so that its bytes fit and its
    * writers see the same capacity.  The size was granted under Linux's
@@ -223,13 +222,9 @@ static int make_kernel_object(struct group *g) {
       }
     }
   }
-  /* The moves must never block (nobody reads the kernel object yet): it is
-   * non-blocking until carry_state() sets the program's flags.  The bytes
-   * fit: uepoll charged them as Linux does for the program's own writes,
-   * and the move's writes of up to 64 KiB make the largest skbs, the least
-   * charge per byte. */
-  for (int side = 0; side < 2; ++side)
-    UEP_PL_REAL(fcntl)(g->k[side], F_SETFL, O_NONBLOCK | UEP_PL_REAL(fcntl)(g->k[side], F_GETFL));
+  /* The moved bytes fit: uepoll charged them as Linux does for the
+   * program's own writes, and the move's writes of up to 64 KiB make the
+   * largest skbs, the least charge per byte. */
   /* A pending ECONNRESET (the peer closed with unread data; stream and
    * seqpacket) is taken before the moves and made again by the kernel: a
    * byte queued at the kernel peer, which is closed with it (step 6). */
@@ -280,8 +275,12 @@ static void carry_state(const struct group *g) {
     }
     if (g->owner[side].pid) UEP_PL_REAL(fcntl)(k, F_SETOWN_EX, &g->owner[side]);
     if (g->sig[side]) UEP_PL_REAL(fcntl)(k, F_SETSIG, g->sig[side]);
-    int kfl = UEP_PL_REAL(fcntl)(k, F_GETFL);  /* O_NONBLOCK from the move goes unless the program set it */
-    if (kfl >= 0) UEP_PL_REAL(fcntl)(k, F_SETFL, (kfl & ~(O_NONBLOCK | O_ASYNC)) | (g->fl[side] & O_NONBLOCK));
+    /* O_NONBLOCK from the move goes unless the program set it.  The end
+     * is as make_kernel_object() made it: of the flags F_SETFL sets, it
+     * has O_NONBLOCK and, a packet pipe's write end, O_DIRECT (Linux:
+     * fs/pipe.c create_pipe_files), so no F_GETFL is needed. */
+    if (!(g->fl[side] & O_NONBLOCK))
+      UEP_PL_REAL(fcntl)(k, F_SETFL, !g->is_socket && side == 1 && (g->fl[1] & O_DIRECT) ? O_DIRECT : 0);
   }
 }
 

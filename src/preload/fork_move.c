@@ -44,19 +44,20 @@ static int write_all(int fd, const char *p, size_t len) {
  * one packet, written as one). */
 int uep_pl_move_queued(int u, int k) {
   enum { kChunk = 65536 };
+  int avail = 0;
+  if (uep_ioctl(u, FIONREAD, &avail) < 0 || avail <= 0) return 0; /* nothing queued: no buffer */
   char *buf = malloc(kChunk);
   if (!buf) return -1;
   int rc = 0;
-  for (;;) {
-    int avail = 0;
-    if (uep_ioctl(u, FIONREAD, &avail) < 0 || avail <= 0) break;
+  do {
     ssize_t r = uep_read(u, buf, avail < kChunk ? (size_t)avail : kChunk);
     if (r <= 0) break; /* another thread took them, or an error is pending */
     if (write_all(k, buf, (size_t)r) < 0) {
       rc = -1;
       break;
     }
-  }
+    avail = 0;
+  } while (uep_ioctl(u, FIONREAD, &avail) == 0 && avail > 0);
   free(buf);
   return rc;
 }

@@ -20,7 +20,8 @@ extern __thread int uep_pl_depth;
 extern __thread int uep__internal_depth;
 static inline int uep_pl_inside(void) { return uep_pl_depth > 0 || uep__internal_depth > 0; }
 /* libc's epoll_pwait and epoll_pwait2 for the library's sleeps on its own kernel epolls
- * (core/internal_call.h); set by interpose_fd.c at load. */
+ * (core/internal_call.h); set by interpose_fd.c before its first uepoll
+ * instance. */
 extern int (*uep__kernel_epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 extern int (*uep__kernel_epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *, const sigset_t *);
 /* A path argument that no process can have mapped: the first page, or an

@@ -115,8 +115,24 @@ static int show_pair(int u[2], int out[2], int kind) {
 }
 
 /* ---- creation ---------------------------------------------------------------- */
+/* The library's sleeps on its own kernel epolls (a uepoll instance's
+ * shadow epoll) call libc's epoll_pwait and epoll_pwait2 directly, not the
+ * interposers below: their descriptor is never a uepoll one, nor a call of
+ * the program's.  Set before the first uepoll instance is made (only these
+ * two interposers make one; a forked child has its parent's), not at load:
+ * a process that makes none pays no look-up.  Every thread stores the same
+ * values; the release of the second pairs with the acquire here, so that a
+ * thread that finds it set (and the threads it hands its instance to) sees
+ * the first. */
+static void kernel_sleeps_resolve(void) {
+  if (__atomic_load_n(&uep__kernel_epoll_pwait2, __ATOMIC_ACQUIRE)) return;
+  __atomic_store_n(&uep__kernel_epoll_pwait, UEP_PL_REAL(epoll_pwait), __ATOMIC_RELAXED);
+  __atomic_store_n(&uep__kernel_epoll_pwait2, UEP_PL_REAL(epoll_pwait2), __ATOMIC_RELEASE);
+}
+
 int epoll_create(int size) {
   if (uep_pl_inside() || !uep_pl_enabled(UEP_PL_EPOLL)) return UEP_PL_REAL(epoll_create)(size);
+  kernel_sleeps_resolve();
   UEP_PL_ENTER();
   int r = uep_pl_show(uep_epoll_create(size), UEP_PL_EPOLL);
   UEP_PL_LEAVE();
@@ -125,6 +141,7 @@ int epoll_create(int size) {
 
 int epoll_create1(int flags) {
   if (uep_pl_inside() || !uep_pl_enabled(UEP_PL_EPOLL)) return UEP_PL_REAL(epoll_create1)(flags);
+  kernel_sleeps_resolve();
   UEP_PL_ENTER();
   int r = uep_pl_show(uep_epoll_create1(flags), UEP_PL_EPOLL);
   UEP_PL_LEAVE();
@@ -217,15 +234,6 @@ int epoll_wait(int epfd, struct epoll_event *events, int maxevents, int timeout)
   int r = uep_epoll_wait(ue, events, maxevents, timeout);
   UEP_PL_LEAVE();
   return counted_wait(r);
-}
-
-/* The library's sleeps on its own kernel epolls (a uepoll instance's
- * shadow epoll) call libc's epoll_pwait and epoll_pwait2 directly, not the
- * interposers below:
- * their descriptor is never a uepoll one, nor a call of the program's. */
-__attribute__((constructor)) static void kernel_sleeps_at_load(void) {
-  __atomic_store_n(&uep__kernel_epoll_pwait, UEP_PL_REAL(epoll_pwait), __ATOMIC_RELAXED);
-  __atomic_store_n(&uep__kernel_epoll_pwait2, UEP_PL_REAL(epoll_pwait2), __ATOMIC_RELAXED);
 }
 
 int epoll_pwait(int epfd, struct epoll_event *events, int maxevents, int timeout, const sigset_t *sigmask) {

@@ -51,6 +51,8 @@ enum {
  * -1 not looked at yet, 0 off, 1 on; relaxed, every thread finds the same
  * value), so that a forwarded call writes no shared line. */
 extern int uep_pl_stats_on_;
+/* uep_pl_stats_on_, looked at first if it was not yet: 1 or 0. */
+int uep_pl_stats_enabled(void);
 void uep_pl_count_slow(int which, uint64_t n);
 static inline void uep_pl_count(int which, uint64_t n) {
   if (__builtin_expect(__atomic_load_n(&uep_pl_stats_on_, __ATOMIC_RELAXED) != 0, 0)) uep_pl_count_slow(which, n);

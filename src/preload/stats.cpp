@@ -26,7 +26,7 @@ Stats& stats() noexcept {
 }
 
 void warn_once(const char* message) noexcept {
-  count(stats().refused);
+  if (uep_pl_stats_enabled()) count(stats().refused);
   static std::mutex mu;
   static std::vector<std::string>* said = new std::vector<std::string>();
   {
@@ -93,10 +93,15 @@ const char* stats_path_env() noexcept {
 }
 
 // Registered first thing, so it runs after the program's own atexit work.
+// The counters are allocated here, not at a first count that an
+// interposer may make in a signal handler; and only when they will be
+// written: a process without UEPOLL_STATS allocates nothing at start-up.
 __attribute__((constructor)) void register_stats() {
-  stats();
   const char* path = stats_path_env();
-  if (path) g_stats_path = new std::string(path);  // never freed: read at exit
+  if (path) {
+    stats();
+    g_stats_path = new std::string(path);  // never freed: read at exit
+  }
   __atomic_store_n(&uep_pl_stats_on_, path ? 1 : 0, __ATOMIC_RELAXED);
   std::atexit(write_stats);
 }
@@ -110,14 +115,20 @@ __attribute__((constructor)) void register_stats() {
 extern "C" {
 int uep_pl_stats_on_ = -1;
 
+int uep_pl_stats_enabled(void) {
+  int on = __atomic_load_n(&uep_pl_stats_on_, __ATOMIC_RELAXED);
+  if (on < 0) {
+    // A call before register_stats ran (another library's constructor).
+    on = uepoll::preload::stats_path_env() ? 1 : 0;
+    __atomic_store_n(&uep_pl_stats_on_, on, __ATOMIC_RELAXED);
+  }
+  return on;
+}
+
 void uep_pl_count_slow(int which, uint64_t n) {
   using uepoll::preload::count;
   using uepoll::preload::stats;
-  if (__atomic_load_n(&uep_pl_stats_on_, __ATOMIC_RELAXED) < 0) {
-    // A call before register_stats ran (another library's constructor).
-    __atomic_store_n(&uep_pl_stats_on_, uepoll::preload::stats_path_env() ? 1 : 0, __ATOMIC_RELAXED);
-  }
-  if (__atomic_load_n(&uep_pl_stats_on_, __ATOMIC_RELAXED) == 0) return;
+  if (!uep_pl_stats_enabled()) return;
   switch (which) {
     case UEP_PL_CTL: count(stats().ctl_calls, n); break;
     case UEP_PL_WAIT: count(stats().waits, n); break;
@@ -128,7 +139,11 @@ void uep_pl_count_slow(int which, uint64_t n) {
     default: count(stats().forwarded, n); break;
   }
 }
-void uep_pl_count_created(int kind) { uepoll::preload::count(uepoll::preload::stats().created[kind]); }
-void uep_pl_count_registration(int kind) { uepoll::preload::count(uepoll::preload::stats().registrations[kind]); }
+void uep_pl_count_created(int kind) {
+  if (uep_pl_stats_enabled()) uepoll::preload::count(uepoll::preload::stats().created[kind]);
+}
+void uep_pl_count_registration(int kind) {
+  if (uep_pl_stats_enabled()) uepoll::preload::count(uepoll::preload::stats().registrations[kind]);
+}
 void uep_pl_refuse(const char* message) { uepoll::preload::warn_once(message); }
 }

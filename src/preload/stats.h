@@ -1,8 +1,8 @@
 // stats.h - the preload's counters, written at exit to $UEPOLL_STATS (owned
-// by src/preload/).  The per-call counters (preload.h uep_pl_count) count
-// only when UEPOLL_STATS names a file; the rare ones (objects made,
-// registrations, refusals) always.  Relaxed atomics: each is an independent count, read
-// only at exit.  No locks.
+// by src/preload/).  Every counter counts only when UEPOLL_STATS names a
+// file (preload.h uep_pl_stats_enabled); the counters are allocated at
+// load then, never otherwise.  Relaxed atomics: each is an independent
+// count, read only at exit.  No locks.
 #pragma once
 
 #include "preload/fdmap.h"
