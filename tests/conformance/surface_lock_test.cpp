@@ -120,7 +120,8 @@ TEST(Locks, RecordLocks) {
 TEST(Locks, BlockingFlock) {
   UEPOLL_SKIP_UNDER_TSAN("signals a thread blocked on a kernel descriptor");
   conf::surface_differential([](ST& t) {
-    auto [rd, wr] = t.pipe2(0);
+    const auto ends = t.pipe2(0);  // named ints: the lambdas below capture them
+    const int rd = ends.first, wr = ends.second;
     t.flock(rd, LOCK_EX, "LOCK_EX");
     // Released by another open file description's holder: the wait ends.
     std::thread unlock([&] {
