@@ -160,9 +160,10 @@ void Instance::wake_one_waiter_locked() noexcept {
   if (!has_sleepers_locked()) return;
   if (kicked_ && !kicked_->dead() && core::knob(core::knobs().burst_wake_chain)) return;
   core::WaitEntry* took = waiters_.wake(0);
-  // waiters_ holds only epoll_wait sleepers' WaiterEntry entries; the
-  // entry's memory stays valid while we hold ready_lock_ (its owner
-  // dequeues under it).
+  // waiters_ holds epoll_wait sleepers' WaiterEntry entries and the kernel
+  // side's doorbell entry (KernelWatch::ring_, no kWaiter: no thread to
+  // remember); an entry's memory stays valid while we hold ready_lock_
+  // (its owner dequeues under it).
   kicked_ = took && (took->flags & core::WaitEntry::kWaiter) ? reinterpret_cast<core::WaiterEntry*>(took)->waiter
                                                              : nullptr;
 }
