@@ -29,20 +29,8 @@ bool File::nonblocking() const noexcept {
 
 void File::set_status_flags(int flags) noexcept { status_flags_.store(flags, std::memory_order_relaxed); }
 
-bool File::tryget() noexcept {
-  long r = refs_.load(std::memory_order_relaxed);
-  while (r > 0) {
-    // acquire: pairs with the release in put(), so a successful tryget
-    // sees the file fully constructed and not yet torn down.
-    if (refs_.compare_exchange_weak(r, r + 1, std::memory_order_acquire, std::memory_order_relaxed))
-      return true;
-  }
-  return false;
-}
-
-void File::put() noexcept {
-  // acq_rel: the last put must see every write made under earlier refs.
-  if (refs_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+// put()'s last reference: the release.
+void File::release_last() noexcept {
   // Not re-entered by a signal handler of this thread (the release touches
   // per-thread caches): handlers meanwhile queue their work (core/deferred.h).
   NoReentry section;

@@ -122,11 +122,25 @@ class alignas(64) File {
   // Takes a reference unless the count already reached zero (the file is
   // being released).  Callers that found the pointer without a reference
   // must be inside a reclaim::ReadGuard or hold a lock that keeps the
-  // release from completing.
-  bool tryget() noexcept;
+  // release from completing.  Inline: a blocking epoll_wait pins its
+  // instance with it on every call.
+  bool tryget() noexcept {
+    long r = refs_.load(std::memory_order_relaxed);
+    while (r > 0) {
+      // acquire: pairs with the release in put(), so a successful tryget
+      // sees the file fully constructed and not yet torn down.
+      if (refs_.compare_exchange_weak(r, r + 1, std::memory_order_acquire, std::memory_order_relaxed))
+        return true;
+    }
+    return false;
+  }
   // Drops a reference; the last one releases the file (see above).  Must
-  // not be called with any uepoll lock held.
-  void put() noexcept;
+  // not be called with any uepoll lock held.  Inline up to the last one.
+  void put() noexcept {
+    // acq_rel: the last put must see every write made under earlier refs.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) [[unlikely]]
+      release_last();
+  }
   long refcount() const noexcept { return refs_.load(std::memory_order_relaxed); }
   // Drops a reference unless it is the last one; returns false (and drops
   // nothing) in that case, so that a caller holding locks can defer the
@@ -293,6 +307,8 @@ class alignas(64) File {
   static void free_retired(reclaim::Retired* r) noexcept;
   // A new kernel descriptor for lock_fd() (not yet parked), or -errno.
   int make_lock_fd() noexcept;
+  // put()'s slow path: the last reference is gone; releases the file.
+  void release_last() noexcept;
 
   WaitQueue wq_;
   std::atomic<long> refs_{1};

@@ -102,7 +102,8 @@
 // 13. Instance::waiters_ lock  (the instance's epoll_wait sleeper queue, a
 //                               WaitQueue of its own class): taken only
 //                               inside its instance's ready_lock_ (12), and
-//                               nothing but kicks happen under it.
+//                               nothing but kicks happen under it (so the
+//                               queue only changes under ready_lock_).
 // 14. Object leaf locks        (Pipe::mu_, UnixConn::mu_, UnixDgramConn::mu_:
 //                               SpinLocks of the state shared by two ends).
 //                               Nothing is taken under them; taken with at

@@ -25,6 +25,9 @@
 
 namespace uepoll::core {
 
+// This thread's waits that reached a sleeping system call (thread_sleeps).
+constinit thread_local uint64_t tls_sleeps UEP_TLS_INITIAL_EXEC = 0;
+
 namespace {
 
 // Waiters are never freed: a kick deferred past a lock release (see
@@ -37,8 +40,6 @@ ThreadWaiter* g_pool UEP_GUARDED_BY(g_pool_mutex) = nullptr;  // linked by pool_
 ThreadWaiter* g_all UEP_GUARDED_BY(g_pool_mutex) = nullptr;   // linked by all_next_
 
 thread_local ThreadWaiter* tls_waiter = nullptr;
-// This thread's waits that reached a sleeping system call (thread_sleeps).
-thread_local uint64_t tls_sleeps = 0;
 
 // Kicks that found their sleeper asleep while this thread held a SpinLock:
 // the eventfd write (a system call) waits until the thread's last SpinLock
@@ -459,8 +460,6 @@ bool have_epoll_pwait2() noexcept {
   return have;
 }
 
-void note_sleep() noexcept { ++tls_sleeps; }
-uint64_t thread_sleeps() noexcept { return tls_sleeps; }
 
 int deliver_unblocked(const sigset_t* mask) noexcept {
   static const timespec zero{0, 0};

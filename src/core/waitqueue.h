@@ -112,6 +112,10 @@ class UEP_CAPABILITY("wait queue") WaitQueue {
   // Relaxed: callers read it after releasing a lock that the adder took
   // after queueing (see Instance::wake_callback), which orders the two.
   bool active_hint() const noexcept { return count_.load(std::memory_order_relaxed) != 0; }
+  // Entries queued right now; exact for a caller that holds a lock under
+  // which every change of this queue is made (an instance's ready_lock_
+  // for its waiters_).  Relaxed, as active_hint().
+  uint32_t size_hint() const noexcept { return count_.load(std::memory_order_relaxed); }
 
   // Preconditions: lock held.  Calls every non-exclusive entry and exclusive
   // entries in FIFO order until nr_exclusive of them returned nonzero

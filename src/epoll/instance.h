@@ -200,6 +200,11 @@ class Instance final : public core::File {
   void queue_ready(Item* it) noexcept;
   void ovf_push_locked(Item* it) noexcept UEP_REQUIRES(ready_lock_);
   void wake_one_waiter_locked() noexcept UEP_REQUIRES(ready_lock_);
+  // Linux waitqueue_active(&ep->wq): an epoll_wait sleeper is queued on
+  // waiters_ (an idle ring_ of the kernel side is none, KernelWatch::
+  // ring_idle_locked).  Exact: every change of waiters_ is made under
+  // ready_lock_.
+  bool has_sleepers_locked() const noexcept UEP_REQUIRES(ready_lock_);
   // Beyond Linux: the longest-sleeping waiter instead (UEP_EPOLLROUNDROBIN).
   void wake_oldest_waiter_locked() noexcept UEP_REQUIRES(ready_lock_);
 
@@ -256,7 +261,9 @@ class Instance final : public core::File {
   alignas(64) core::SpinLock ready_lock_{core::lock_class::kReady};  // lock level 12 (Linux ep->lock)
   ListLink rdllist_ UEP_GUARDED_BY(ready_lock_);
   Item* ovflist_ UEP_GUARDED_BY(ready_lock_) = kOvfInactive;
-  core::WaitQueue waiters_{core::lock_class::kWaiters};  // epoll_wait sleepers (Linux ep->wq), 13
+  // epoll_wait sleepers (Linux ep->wq), lock level 13; every change of it
+  // (queueing, dequeueing, a wakeup's autoremove) is made under ready_lock_.
+  core::WaitQueue waiters_{core::lock_class::kWaiters};
   // The sleeper that wake_one_waiter_locked() kicked last, until it is
   // running again and has taken ready_lock_ after its sleep (Instance::wait
   // clears it there, before its harvest).  While it is set, and its thread

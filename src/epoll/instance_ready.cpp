@@ -15,6 +15,7 @@
 #include "core/tuning.h"
 #include "core/waiter.h"
 #include "epoll/item_cache.h"
+#include "epoll/kernel_watch.h"
 
 namespace uepoll::epoll {
 
@@ -156,21 +157,30 @@ void Instance::ovf_push_locked(Item* it) noexcept {
 // (waiters_' lock nests inside it).
 void Instance::wake_one_waiter_locked() noexcept {
   ready_lock_.assert_held();
-  if (!waiters_.active_hint()) return;
+  if (!has_sleepers_locked()) return;
   if (kicked_ && !kicked_->dead() && core::knob(core::knobs().burst_wake_chain)) return;
   core::WaitEntry* took = waiters_.wake(0);
-  // waiters_ holds only epoll_wait sleepers' WaiterEntry entries; the
-  // entry's memory stays valid while we hold ready_lock_ (its owner
-  // dequeues under it).
+  // waiters_ holds epoll_wait sleepers' WaiterEntry entries and the kernel
+  // side's doorbell entry (KernelWatch::ring_, no kWaiter: no thread to
+  // remember); an entry's memory stays valid while we hold ready_lock_
+  // (its owner dequeues under it).
   kicked_ = took && (took->flags & core::WaitEntry::kWaiter) ? reinterpret_cast<core::WaiterEntry*>(took)->waiter
                                                              : nullptr;
+}
+
+bool Instance::has_sleepers_locked() const noexcept {
+  ready_lock_.assert_held();
+  const uint32_t n = waiters_.size_hint();
+  if (n != 1) return n != 0;
+  const KernelWatch* kw = kernel_watch();
+  return !kw || !kw->ring_idle_locked();
 }
 
 // Beyond Linux: a round-robin item's event goes to the waiter that has slept
 // longest (sleepers are queued newest first).  Preconditions: as above.
 void Instance::wake_oldest_waiter_locked() noexcept {
   ready_lock_.assert_held();
-  if (!waiters_.active_hint()) return;
+  if (!has_sleepers_locked()) return;
   waiters_.lock();
   waiters_.wake_oldest_locked(0);
   waiters_.unlock();
@@ -193,7 +203,7 @@ int Instance::wake_callback(core::WaitEntry* e, uint32_t key) noexcept {
   } else if (!it->linked()) {
     ep->list_add_tail_locked(&ep->rdllist_, it);
   }
-  if (ep->waiters_.active_hint()) {  // (wake_one_waiter_locked checks it again)
+  if (ep->has_sleepers_locked()) {  // (wake_one_waiter_locked checks it again)
     if (events & EPOLLEXCLUSIVE) {  // (no POLLFREE keys: uepoll queues are never torn down under an item)
       switch (key & kInOutBits) {
         case EPOLLIN:

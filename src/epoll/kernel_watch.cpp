@@ -360,6 +360,10 @@ int KernelWatch::signal_wake(core::WaitEntry* e, uint32_t) noexcept {
   auto* se = reinterpret_cast<SignalEntry*>(e);
   KernelWatch* kw = se->kw;
   if (se->ring) {
+    // ring_ idle between direct sleeps takes nothing: the walk goes on to
+    // the next sleeper.  Every wakeup of waiters_ holds ready_lock_, which
+    // guards shadow_sleepers_.
+    if (kw->shadow_sleepers_ == 0) return 0;
     kw->ring_locked();
     return 1;
   }
@@ -498,6 +502,9 @@ void KernelWatch::wake_child(Instance* ep, int hub, uint64_t tag, int depth) noe
 
 void KernelWatch::release(Instance* ep) noexcept {
   registry_remove(ep->id() | kChildBit);
+  ep->ready_lock_.lock();
+  disarm_ring_locked(ep);  // no sleeper is left: each held a reference
+  ep->ready_lock_.unlock();
   core::MutexLock g(mu_);
   if (signal_.load(std::memory_order_relaxed)) {
     ep->wq().lock();

@@ -31,7 +31,9 @@
 // mask, which returns kernel events in the same system call.  All such
 // sleepers are one exclusive entry on Instance::waiters_ (ring_), whose
 // wakeup writes kick_ (once until a sleeper or harvest consumes it); the
-// kernel wakes one of them.  kick_ is readable only while ring_pending_:
+// kernel wakes one of them.  ring_ stays queued between direct sleeps,
+// idle (it takes no wakeup while no direct sleeper is counted), until
+// direct sleeping ends.  kick_ is readable only while ring_pending_:
 // whoever consumes its event reads it, clears ring_pending_ and passes the
 // wakeup on, so a doorbell never stays visible to poll() of shadow_ (ready()
 // masks it out while a ring is in flight).  The first hub_ or kfd_ ends
@@ -114,6 +116,9 @@ class KernelWatch {
   static constexpr int kNotDirect = -1000003;
   int sleep_direct(Instance* ep, struct epoll_event* evs, int maxevents, const timespec* deadline,
                    const sigset_t* mask) noexcept;
+  // ring_ is queued with no direct sleeper behind it (Instance::
+  // has_sleepers_locked leaves it out).  Preconditions: ep's ready_lock_ held.
+  bool ring_idle_locked() const noexcept { return ring_.entry.queued() && shadow_sleepers_ == 0; }
   // Hints for Instance::wait (relaxed): the direct sleep may be used; a
   // doorbell has ever rung (a direct sleep may then return with nothing,
   // and must run with every signal blocked for EINTR to stay exact).
@@ -166,6 +171,11 @@ class KernelWatch {
   // direct sleeper while direct sleeping ends, else to a sleeper if events
   // are listed and `harvests` is false).  Preconditions: no lock held.
   void kick_consumed(Instance* ep, bool harvests) noexcept;
+  // Preconditions (these two): ep's ready_lock_ held.  ring_ queued at
+  // the head of waiters_ as a first direct sleeper arrives; ring_ off
+  // waiters_ once direct sleeping has ended with no sleeper left.
+  void arm_ring_locked(Instance* ep) noexcept;
+  void disarm_ring_locked(Instance* ep) noexcept;
   // ready(): shadow_'s readiness without kick_'s.
   bool shadow_ready(Instance* ep) noexcept;
   // No more direct sleepers from now on; `wake` rings the ones asleep
@@ -214,7 +224,8 @@ class KernelWatch {
   std::atomic<bool> kernel_first_{false};
 
   // The direct sleep.  Guarded by the instance's ready_lock_ (12): ring_'s
-  // queueing (with waiters_' lock), direct_'s writes, shadow_sleepers_,
+  // queueing (with waiters_' lock; queued whenever shadow_sleepers_ > 0,
+  // and idle between sleeps while direct_), direct_'s writes, shadow_sleepers_,
   // ring_pending_, ring_gen_.  direct_ and rung_ are also read as relaxed
   // hints without it; the decisions are made again under the lock.
   SignalEntry ring_{};

@@ -4,8 +4,9 @@
 // and by user-space events through the doorbell kick_ (see kernel_watch.h
 // for the protocol; docs/design.md section 8 for why no wakeup is lost).
 //
-// Locks: the instance's ready_lock_ (12) and waiters_' lock (13) for the
-// sleepers' bookkeeping; mu_ (7) then kick_mu_ (a leaf) to take kick_ out
+// Locks: the instance's ready_lock_ (12) for the sleepers' bookkeeping,
+// and waiters_' lock (13) inside it to queue and dequeue ring_ (when direct
+// sleeping starts and ends, or to move it ahead of classic sleepers); mu_ (7) then kick_mu_ (a leaf) to take kick_ out
 // of shadow_; kick_mu_ alone to mask kick_ while poll() reads shadow_.
 // System calls only with no lock or core::Mutexes held.
 #include "epoll/instance.h"
@@ -141,11 +142,35 @@ bool KernelWatch::shadow_ready(Instance* ep) noexcept {
   return r;
 }
 
+// ring_ stays on waiters_ between direct sleeps (idle: signal_wake takes
+// no wakeup through it while shadow_sleepers_ is 0), so that a direct
+// sleep takes waiters_' lock only when classic sleepers share the queue.
+// A first direct sleeper puts it at the head (Linux: newest sleeper
+// first), where it already is when it is alone on the queue.  Every change
+// of waiters_ is made under ready_lock_, so its size is exact here.
+void KernelWatch::arm_ring_locked(Instance* ep) noexcept {
+  ep->ready_lock_.assert_held();
+  if (ring_.entry.queued() && ep->waiters_.size_hint() == 1) return;
+  ep->waiters_.lock_nested(ep->ready_lock_);
+  if (ring_.entry.queued()) ep->waiters_.remove_locked(&ring_.entry);
+  ep->waiters_.add_exclusive_head_locked(&ring_.entry);
+  ep->waiters_.unlock_nested(ep->ready_lock_);
+}
+
+void KernelWatch::disarm_ring_locked(Instance* ep) noexcept {
+  ep->ready_lock_.assert_held();
+  if (!ring_.entry.queued()) return;
+  ep->waiters_.lock_nested(ep->ready_lock_);
+  ep->waiters_.remove_locked(&ring_.entry);
+  ep->waiters_.unlock_nested(ep->ready_lock_);
+}
+
 int KernelWatch::end_direct(Instance* ep, bool wake) noexcept {
   ep->ready_lock_.lock();
   direct_.store(false, std::memory_order_relaxed);
   const int left = shadow_sleepers_;
   if (wake && left > 0) ring_locked();
+  if (left == 0) disarm_ring_locked(ep);  // else the last sleeper to leave does
   ep->ready_lock_.unlock();
   return left == 0 ? finish_direct(ep) : 0;
 }
@@ -198,6 +223,7 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     direct_.store(false, std::memory_order_relaxed);
   }
   if (!direct_.load(std::memory_order_relaxed)) {
+    if (shadow_sleepers_ == 0) disarm_ring_locked(ep);  // (the forked child's copy)
     ep->ready_lock_.unlock();
     return kNotDirect;
   }
@@ -205,11 +231,9 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     ep->ready_lock_.unlock();
     return kAgain;
   }
-  if (shadow_sleepers_++ == 0) {
-    ep->waiters_.lock_nested(ep->ready_lock_);
-    ep->waiters_.add_exclusive_head_locked(&ring_.entry);  // Linux: newest sleeper first
-    ep->waiters_.unlock_nested(ep->ready_lock_);
-  }
+  // From here until this sleeper is uncounted below, a user-space wakeup
+  // (made under ready_lock_) finds ring_ queued and counted, and rings.
+  if (shadow_sleepers_++ == 0) arm_ring_locked(ep);
   ep->ready_lock_.unlock();
 
   timespec rel{};
@@ -240,15 +264,12 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
   const int k = r > 0 ? drop_kick(evs, r, kick_tag(), kick_ != nullptr, &saw) : 0;  // filter_kick
 
   ep->ready_lock_.lock();
+  // The last sleeper leaves ring_ queued, idle, while direct sleeping goes on.
   const bool last = --shadow_sleepers_ == 0;
-  if (last) {
-    ep->waiters_.lock_nested(ep->ready_lock_);
-    ep->waiters_.remove_locked(&ring_.entry);
-    ep->waiters_.unlock_nested(ep->ready_lock_);
-  }
   // A ring left for nobody: read it back, as a consumer would.
   const bool consume = saw || (last && ring_pending_);
   const bool finish = last && !direct_.load(std::memory_order_relaxed);
+  if (finish) disarm_ring_locked(ep);
   ep->ready_lock_.unlock();
   const bool harvests = saw && k < maxevents;
   if (consume) kick_consumed(ep, harvests);

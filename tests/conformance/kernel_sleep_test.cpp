@@ -73,6 +73,37 @@ TEST(KernelSleep, UserEventsWakeAndLeaveNoReadiness) {
                        "wait(fd0,4,5000) = 1 [IN:1]", "poll(fd0,0) = 0 [0]", "wait(fd0,4,0) = 0"});
 }
 
+// Two instances with kernel descriptors (their blocking waits sleep
+// directly) hold one eventfd with EPOLLEXCLUSIVE.  e0's sleeper has come
+// and gone (its doorbell entry stays on e0's sleeper queue, idle); then a
+// write while a thread sleeps in e1 alone skips e0 (no sleeper: Linux's
+// waitqueue_active) and wakes it, and still queues e0's item.
+//   kpipe0 -> e0 -(EXCL)-> efd <-(EXCL)- e1 <- kpipe1      sleeper in e1
+TEST(KernelSleep, ExclusiveSkipsInstanceWhoseDirectSleeperLeft) {
+  auto r = conf::differential([](T& t) {
+    int e0 = t.epoll_create1(), e1 = t.epoll_create1();
+    auto [rd0, wr0] = kernel_pipe(t);
+    auto [rd1, wr1] = kernel_pipe(t);
+    (void)wr1;
+    t.ctl(e0, EPOLL_CTL_ADD, rd0, IN, 1);
+    t.ctl(e1, EPOLL_CTL_ADD, rd1, IN, 2);
+    int efd = t.eventfd(0, EFD_NONBLOCK);
+    t.ctl(e0, EPOLL_CTL_ADD, efd, IN | ET | EPOLLEXCLUSIVE, 10);
+    t.ctl(e1, EPOLL_CTL_ADD, efd, IN | ET | EPOLLEXCLUSIVE, 11);
+    {
+      conf::WhenBlocked later(write_byte(wr0, 'k'));
+      t.wait(e0, 4, 5000);
+    }
+    t.read(rd0, 8);
+    {
+      conf::WhenBlocked later(write_counter(t, efd));
+      t.wait(e1, 4, 5000);
+    }
+    t.wait(e0, 4, 0);
+  });
+  EXPECT_LINUX_SEQ(r, {"wait(fd0,4,5000) = 1 [IN:1]", "wait(fd1,4,5000) = 1 [IN:11]", "wait(fd0,4,0) = 1 [IN:10]"});
+}
+
 // The sleeping instance gets a child whose kernel descriptor then becomes
 // ready: the sleeper wakes with the child.
 TEST(KernelSleep, SleeperWokenThroughChildAddedWhileAsleep) {
