@@ -111,6 +111,9 @@ void uep_pl_kernel_rights(const struct msghdr *m);
 struct stat;
 int uep_pl_fd_of_path(const char *path);
 /* The N of a path naming /proc/self/fdinfo/N (its other names as above), or -1. */
+/* The number a descriptor directory's entry name gives ("N" as the
+ * kernel names it: no sign, no leading zero), or -1; NULL gives -1. */
+int uep_pl_entry_number(const char *name);
 int uep_pl_fdinfo_of_path(const char *path);
 /* interpose_fddir.c: syscall(nr) for getdents or getdents64 of kernel
  * descriptor fd, a descriptor directory's listing without uepoll's own

@@ -41,17 +41,10 @@
 
 #include "preload/interpose.h"
 
-/* An entry name that is one of uepoll's own numbers ("N" as the kernel
- * names it: no sign, no leading zero). */
+/* An entry name that is one of uepoll's own numbers. */
 static int own_name(const char *name) {
-  if (*name < '1' || *name > '9') return 0;
-  long n = 0;
-  for (const char *p = name; *p; ++p) {
-    if (*p < '0' || *p > '9') return 0;
-    n = n * 10 + (*p - '0');
-    if (n > 0x7fffffff) return 0;
-  }
-  return uep_pl_own((int)n);
+  const int n = uep_pl_entry_number(name);
+  return n >= 0 && uep_pl_own(n);
 }
 
 /* The number at *p, advancing past it; -1 when there is none. */

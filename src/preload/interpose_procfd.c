@@ -74,11 +74,14 @@ static const char *entry_part(const char *path, const char *dir, int *dir_only) 
 }
 
 /* The number an entry name gives ("N" as the kernel names it: no sign, no
- * leading zero), or -1. */
-static int entry_number(const char *rest) {
+ * leading zero), or -1 (interpose.h).  errno is kept (a listing's reader
+ * tells its end from an error by errno). */
+int uep_pl_entry_number(const char *rest) {
   if (!rest || *rest < '0' || *rest > '9' || (rest[0] == '0' && rest[1])) return -1;
+  const int e = errno;
   char *end;
   const long n = strtol(rest, &end, 10);
+  errno = e;
   if (*end || n > 0x7fffffff) return -1;
   return (int)n;
 }
@@ -86,12 +89,12 @@ static int entry_number(const char *rest) {
 /* The number in a /proc/self/fd (or /dev/fd) entry's path, or -1. */
 static int fd_of_entry_path(const char *path) {
   int dir_only;
-  return entry_number(entry_part(path, "fd", &dir_only));
+  return uep_pl_entry_number(entry_part(path, "fd", &dir_only));
 }
 
 int uep_pl_fdinfo_of_path(const char *path) {
   int dir_only;
-  return entry_number(entry_part(path, "fdinfo", &dir_only));
+  return uep_pl_entry_number(entry_part(path, "fdinfo", &dir_only));
 }
 
 int uep_pl_fd_of_path(const char *path) {

@@ -249,14 +249,7 @@ int main(void) {
   int p[2], s[2];
   if (pipe(p) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, s) < 0) return 1;
   const int e = eventfd(0, 0), ep = epoll_create1(0), t = timerfd_create(CLOCK_MONOTONIC, 0);
-  /* uepoll's own descriptors are made now: a blocking wait on a timer. */
-  struct itimerspec its = {{0, 0}, {0, 1000000}};
-  timerfd_settime(t, 0, &its, NULL);
-  struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 1};
-  epoll_ctl(ep, EPOLL_CTL_ADD, t, &ev);
-  printf("epoll_wait = %d\n", epoll_wait(ep, &ev, 1, 5000));
-  struct pollfd pf = {.fd = p[0], .events = POLLIN};
-  printf("poll = %d\n", poll(&pf, 1, 10));
+  make_own_descriptors(t, ep, p[0]);
   listings("/proc/self/fd");
   listings("/proc/self/fdinfo");
   hidden_numbers();

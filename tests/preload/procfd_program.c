@@ -27,6 +27,8 @@
 #include <sys/timerfd.h>
 #include <unistd.h>
 
+#include "raw_listing.h"
+
 #ifndef KCMP_FILE
 #define KCMP_FILE 0
 #endif
@@ -202,14 +204,7 @@ int main(void) {
   object("epoll", ep);
   object("timerfd", t);
   fdinfo_check(p, s[0], e, ep, t);
-  /* uepoll's own descriptors are made now: a blocking wait, a timer. */
-  struct itimerspec its = {{0, 0}, {0, 1000000}};
-  timerfd_settime(t, 0, &its, NULL);
-  struct epoll_event ev = {.events = EPOLLIN, .data.u32 = 1};
-  epoll_ctl(ep, EPOLL_CTL_ADD, t, &ev);
-  printf("epoll_wait = %d\n", epoll_wait(ep, &ev, 1, 5000));
-  struct pollfd pf = {.fd = p[0], .events = POLLIN};
-  printf("poll = %d\n", poll(&pf, 1, 10));
+  make_own_descriptors(t, ep, p[0]);
   printf("entries: %d more than at start\n", entries() - before);
   const int d = dup(e);
   long r1 = kcmp_file(e, d), r2 = kcmp_file(e, p[0]), r3 = kcmp_file(p[0], e);
