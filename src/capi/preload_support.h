@@ -48,6 +48,11 @@ struct uep__registration {
  * time; allocates. */
 UEP_EXPORT long uep__epoll_registrations(int epfd, struct uep__registration *out, long n);
 
+/* The socket options the program set on uepoll socket fd (one of a pair),
+ * copied onto kernel socket kfd; nothing for another descriptor.  System
+ * calls only. */
+UEP_EXPORT void uep__carry_sockopts(int fd, int kfd);
+
 /* uepoll descriptor fd, shown to the program as number `shown`: if it has
  * O_ASYNC, its signals carry si_fd = shown (File::kill_fasync). */
 UEP_EXPORT void uep__set_fasync_fd(int fd, int shown);

@@ -3,8 +3,9 @@
 // turn it into a kernel one before fork(); uep__own_fd and
 // uep__next_own_fd: uepoll's own kernel descriptors (core/own_fds.h);
 // uep__file_id: a descriptor's open file description, for kcmp;
-// uep__epoll_registrations: an instance's registrations, for the fork
-// conversion to move them;
+// uep__epoll_registrations: an instance's registrations, and
+// uep__carry_sockopts: a socket's options, for the fork conversion to move
+// them;
 // uep__set_scm_hooks: the preload's numbering of passed descriptors
 // (objects/unix_scm.h).
 //
@@ -64,6 +65,11 @@ extern "C" int uep__stream_state(int fd, struct uep__stream_state* out) {
   st.blocked = has_blocked_caller(f.get()) ? 1 : 0;
   *out = st;
   return 0;
+}
+
+extern "C" void uep__carry_sockopts(int fd, int kfd) {
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  if (f) f->carry_options(kfd);
 }
 
 extern "C" void uep__set_fasync_fd(int fd, int shown) {

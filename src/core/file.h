@@ -193,6 +193,9 @@ class alignas(64) File {
   virtual int sleep_fds(struct pollfd* /*out*/) noexcept { return 0; }
   // A pipe end or a socket of a pair: fills *out and returns true.
   virtual bool stream_state(StreamState* /*out*/) noexcept { return false; }
+  // A socket of a pair: copies the options the program set on it onto
+  // kernel socket kfd (the preload's conversion at fork).
+  virtual void carry_options(int /*kfd*/) noexcept {}
 
   // Splice, tee, vmsplice, sendfile (fs/splice.c; core/splice.h).  The C
   // API checks the arguments in Linux's order, then asks these.  Moves go

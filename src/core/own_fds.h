@@ -5,7 +5,8 @@
 // service's epoll (objects/timerfd.cpp), an instance's kernel-side epolls
 // (epoll/kernel_watch.cpp), in-flight kernel descriptors of socket pairs
 // (objects/unix_scm.cpp), the preload's placeholder source, the lock
-// descriptors of files that took a lock (core/file.h, "locks").  They are made
+// descriptors of files that took a lock (core/file.h, "locks"), the option
+// twins of socket pair ends that set an option (objects/unix_sockopt.h).  They are made
 // lazily (a thread's first blocking wait, a timerfd_create), so at the
 // lowest free number they would take the numbers a program expects for its
 // own next descriptors, where Linux has none.  park_high() moves each, as it

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/block.h"
 #include "core/call_flags.h"
+#include "core/sock_timeo.h"
 #include "core/lockdep.h"
 #include "core/reclaim.h"
 #include "fd/table.h"
@@ -33,8 +34,11 @@ constexpr uint32_t kMaxHead = kPage - unix_skb::kSharedInfo;  // SKB_MAX_HEAD(0)
 constexpr uint32_t kReadable = kUnixReadable;
 constexpr uint32_t kWriteSpace = kUnixWriteSpace;
 static_assert(kUnixMaxSkb == kMaxHead + 32768, "SKB_MAX_HEAD(0) + UNIX_SKB_FRAGS_SZ");
-static_assert(kUnixMaxSkb <= (kUnixSndBuf >> 1) - 64, "(sk_sndbuf >> 1) - 64 is not the cap");
-bool writable_after_free(long wmem) { return unix_writable_after_free(wmem); }
+// unix_stream_sendmsg's skb size for a socket of sk_sndbuf `sndbuf`.
+uint32_t skb_cap(long sndbuf) {
+  const long half = (sndbuf >> 1) - 64;
+  return half < static_cast<long>(kUnixMaxSkb) ? static_cast<uint32_t>(half) : kUnixMaxSkb;
+}
 }  // namespace
 
 uint32_t unix_skb_truesize(uint32_t size) noexcept {
@@ -98,7 +102,7 @@ uint32_t UnixSocket::poll(int) noexcept {
   if (s.head) mask |= EPOLLIN | EPOLLRDNORM;
   // (state == TCP_CLOSE only after our own release: never seen by poll.)
   // "we set writable also when the other side has shut down the connection"
-  if (((s.wmem + 1) << 2) <= kUnixSndBuf) mask |= EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
+  if (unix_writable(s.wmem, s.sndbuf)) mask |= EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND;
   else c.nospace_[me_].store(true, std::memory_order_relaxed);  // sk_set_bit(SOCKWQ_ASYNC_NOSPACE)
   return mask;
 }
@@ -233,7 +237,7 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
     if (!s.head) s.tail = nullptr;
     // consume_skb -> sock_wfree -> unix_write_space on the writer.
     w.wmem -= skb->truesize;
-    if (!w.dead && writable_after_free(w.wmem)) ++*write_space_wakes;
+    if (!w.dead && unix_writable_after_free(w.wmem, w.sndbuf)) ++*write_space_wakes;
     plan->add_done(skb, start);
     if (files || static_cast<size_t>(copied) == count) break;
   }
@@ -258,13 +262,32 @@ ssize_t UnixSocket::recv(void* buf, size_t count, bool peek) noexcept {
   if (count == 0) return 0;  // sock_read_iter: "Match SYS5 behaviour"
   struct msghdr none = {};
   ScmRecv scm(&none, peek ? MSG_PEEK : 0);
-  bool stop = false;
-  const long r = recv_scm(static_cast<char*>(buf), count, peek, &scm, &stop);
+  const long r = recv_target(static_cast<char*>(buf), count, peek, false, &scm);
   if (r >= 0) scm.finish(passcred());  // no control buffer: the files are closed
   return r;
 }
 
-long UnixSocket::recv_scm(char* dst, size_t count, bool peek, ScmRecv* scm, bool* stop) noexcept {
+long UnixSocket::recv_target(char* buf, size_t count, bool peek, bool waitall, ScmRecv* scm) noexcept {
+  // sock_rcvtimeo once for the whole call; sock_rcvlowat's target.
+  timespec ts;
+  const timespec* dl = core::sock_timeo_deadline(opts_.rcvtimeo_ns(), &ts);
+  const size_t lowat = static_cast<size_t>(opts_.rcvlowat());
+  const size_t target = waitall ? count : (lowat < count ? lowat : count);
+  bool stop = false;
+  long done = recv_scm(buf, count, peek, scm, &stop, dl, dl == nullptr);
+  // A peek walks the queue once; a stop is where control data ends a read.
+  if (done <= 0 || peek || stop || static_cast<size_t>(done) >= target || nonblocking()) return done;
+  while (static_cast<size_t>(done) < target && !stop) {
+    // After some data a signal or the deadline ends the call with its count.
+    const long r = recv_scm(buf + done, count - static_cast<size_t>(done), false, scm, &stop, dl, false);
+    if (r <= 0) break;
+    done += r;
+  }
+  return done;
+}
+
+long UnixSocket::recv_scm(char* dst, size_t count, bool peek, ScmRecv* scm, bool* stop, const timespec* deadline,
+                          bool restart) noexcept {
   UnixConn& c = *conn_;
   const bool fault = faulting_ptr(dst);
   for (;;) {
@@ -292,7 +315,7 @@ long UnixSocket::recv_scm(char* dst, size_t count, bool peek, ScmRecv* scm, bool
     // Sleep until there is something to take (data, an error, shutdown);
     // the next round takes it, or sleeps again if another reader was first.
     c.waitdata_[me_].fetch_add(1, std::memory_order_relaxed);  // unix_stream_data_wait
-    const long w = core::block_on(wq(), false, EPOLLIN | EPOLLRDNORM, [&]() -> long {
+    const long w = core::block_loop<true>(wq(), false, EPOLLIN | EPOLLRDNORM, deadline, restart, [&]() -> long {
       c.mu_.lock();
       const UnixConn::Side& s = c.side_[me_];
       const bool ready = s.head || s.err || (s.shutdown & UnixConn::kRcvShutdown);
@@ -336,6 +359,8 @@ long UnixSocket::splice_read(core::SpliceSink& to, size_t len, bool nonblock) no
   // splice_file_to_pipe: wait_for_space first.
   if (const long e = to.wait_room(nonblock)) return e;
   core::CallFlagsScope dontwait(nonblock, false);  // unix_stream_splice_read: MSG_DONTWAIT
+  timespec ts;
+  const timespec* dl = core::sock_timeo_deadline(opts_.rcvtimeo_ns(), &ts);  // sock_rcvtimeo, once
   for (;;) {
     ReadPlan plan, done;
     int write_space_wakes = 0;
@@ -361,7 +386,7 @@ long UnixSocket::splice_read(core::SpliceSink& to, size_t len, bool nonblock) no
     peek_scm.finish(false);
     scm.finish(false);
     if (r != -EAGAIN || peeked || nonblocking()) return r;
-    const long w = core::block_on(wq(), false, EPOLLIN | EPOLLRDNORM, [&]() -> long {
+    const long w = core::block_loop<true>(wq(), false, EPOLLIN | EPOLLRDNORM, dl, dl == nullptr, [&]() -> long {
       c.mu_.lock();
       const UnixConn::Side& s = c.side_[me_];
       const bool ready = s.head || s.err || (s.shutdown & UnixConn::kRcvShutdown);
@@ -387,30 +412,36 @@ ssize_t UnixSocket::write_scm(const void* buf, size_t count, ScmPayload* scm) no
   long err = 0;
   while (sent < count) {
     const size_t want = count - sent;
-    const uint32_t size = want < kUnixMaxSkb ? static_cast<uint32_t>(want) : kUnixMaxSkb;
     bool passcred = false;  // SO_PASSCRED at either end, as last seen
-    // sock_alloc_send_pskb: sk_err, SEND_SHUTDOWN, then room in sk_sndbuf.
-    const long room = core::block_on(wq(), nonblocking(), kWriteSpace, [&]() -> long {
+    long sndbuf = kUnixSndBuf;
+    // sock_alloc_send_pskb: sk_err, SEND_SHUTDOWN, then room in sk_sndbuf,
+    // waiting at most SO_SNDTIMEO (counted afresh for each skb).
+    timespec ts;
+    const timespec* dl = core::sock_timeo_deadline(opts_.sndtimeo_ns(), &ts);
+    const long room = core::block_loop<true>(wq(), nonblocking(), kWriteSpace, dl, sent == 0 && !dl, [&]() -> long {
       c.mu_.lock();
       UnixConn::Side& s = c.side_[me_];
       passcred = s.passcred || c.side_[peer].passcred;
+      sndbuf = s.sndbuf;
       long res = 0;
       if (s.err) {
         res = -s.err;
         s.err = 0;
       } else if (s.shutdown & UnixConn::kSendShutdown) {
         res = -EPIPE;  // no SIGPIPE on this path (Linux: goto out_err)
-      } else if (!(s.wmem + 1 < kUnixSndBuf)) {
+      } else if (!(s.wmem + 1 < s.sndbuf)) {
         res = -EAGAIN;
         c.nospace_[me_].store(true, std::memory_order_relaxed);  // sock_alloc_send_pskb
       }
       c.mu_.unlock();
       return res;
-    }, sent == 0);  // Linux unix_stream_sendmsg: a partial count after any handler
+    });  // Linux unix_stream_sendmsg: a partial count after any handler
     if (room < 0) {
       err = room;
       break;
     }
+    const uint32_t cap = skb_cap(sndbuf);
+    const uint32_t size = want < cap ? static_cast<uint32_t>(want) : cap;
     UnixConn::Skb* skb = new_skb(size, scm, sent == 0, passcred);
     if (!skb) {
       err = -ENOBUFS;
@@ -465,6 +496,13 @@ int UnixSocket::shutdown(int how) noexcept {
   return 0;
 }
 
+uint32_t UnixSocket::skb_size_cap() noexcept {
+  conn_->mu_.lock();
+  const long b = conn_->side_[me_].sndbuf;
+  conn_->mu_.unlock();
+  return skb_cap(b);
+}
+
 int UnixSocket::shutdown_bits() noexcept {
   UnixConn& c = *conn_;
   core::SpinGuard g(c.mu_);
@@ -490,7 +528,7 @@ void UnixSocket::on_release() noexcept {
   int write_space_wakes = 0;
   for (UnixConn::Skb* k = purge; k; k = k->next) {  // the peer wrote these
     p.wmem -= k->truesize;
-    if (!p.dead && writable_after_free(p.wmem)) ++write_space_wakes;
+    if (!p.dead && unix_writable_after_free(p.wmem, p.sndbuf)) ++write_space_wakes;
   }
   c.mu_.unlock();
   c.wake(peer, 0, 0);  // skpair->sk_state_change(skpair)
@@ -500,6 +538,7 @@ void UnixSocket::on_release() noexcept {
     c.fasync(peer, UnixConn::kWakeSpace, POLL_OUT);
   }
   UnixConn::free_list(purge);
+  opts_.release();
   c.put();
   unix_gc_maybe();  // unix_release_sock: unix_gc when sockets are in flight
 }

@@ -8,11 +8,12 @@
 // receive queue of skbs (the bytes its peer wrote), sk_shutdown bits, sk_err
 // and sk_wmem_alloc (the truesize of this side's skbs still queued at the
 // peer).  Flow control is Linux's, byte for byte: a write is cut into skbs of
-// at most 36544 bytes ((sndbuf >> 1) - 64, capped at SKB_MAX_HEAD(0) +
-// UNIX_SKB_FRAGS_SZ), each skb is charged the truesize Linux charges on
-// x86-64 (sk_buff 256 + kmalloc'd head + page-aligned frags), a new skb is
-// allowed while wmem_alloc < sk_sndbuf (212992, net.core.wmem_default),
-// and the socket is writable (EPOLLOUT) when 4 * wmem_alloc <= sk_sndbuf.
+// at most (sk_sndbuf >> 1) - 64 bytes, capped at SKB_MAX_HEAD(0) +
+// UNIX_SKB_FRAGS_SZ (36544), each skb is charged the truesize Linux charges
+// on x86-64 (sk_buff 256 + kmalloc'd head + page-aligned frags), a new skb
+// is allowed while wmem_alloc < sk_sndbuf (212992, net.core.wmem_default,
+// until SO_SNDBUF sets it: objects/unix_sockopt.h), and the socket is
+// writable (EPOLLOUT) when 4 * wmem_alloc <= sk_sndbuf.
 // So the counts a program observes (278 one-byte writes, 44 writes of 4096
 // bytes, EPOLLOUT back after draining to a quarter) are Linux's.
 //
@@ -40,6 +41,7 @@
 #include "objects/unix_common.h"
 #include "objects/unix_gc.h"
 #include "objects/unix_scm.h"
+#include "objects/unix_sockopt.h"
 
 #include <atomic>
 #include <cstdint>
@@ -62,6 +64,7 @@ class UnixConn {
 
  private:
   friend class UnixSocket;
+  friend struct UnixBufOpts<UnixConn>;
   friend int make_socketpair(int status_flags, int out[2]) noexcept;
 
   struct Skb {
@@ -81,6 +84,8 @@ class UnixConn {
     long wmem = 0;         // sk_wmem_alloc minus its base reference
     bool dead = false;     // released
     bool passcred = false; // SO_PASSCRED
+    long sndbuf = kUnixSndBuf;  // sk_sndbuf (SO_SNDBUF, through the socket's UnixOpts)
+    long rcvbuf = kUnixSndBuf;  // sk_rcvbuf: read back only
   };
 
   void put() noexcept;
@@ -143,8 +148,8 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   // deviation), listen and accept EINVAL, connect EISCONN; sendmsg
   // (MSG_DONTWAIT, MSG_NOSIGNAL; SCM_RIGHTS and SCM_CREDENTIALS, a name is
   // EISCONN), recvmsg (MSG_PEEK, MSG_WAITALL, MSG_DONTWAIT,
-  // MSG_CMSG_CLOEXEC), the SOL_SOCKET options a pair has (SO_PASSCRED,
-  // SO_PEERCRED), unnamed addresses.
+  // MSG_CMSG_CLOEXEC), the socket options (objects/unix_sockopt.h), unnamed
+  // addresses.
   bool is_socket() const noexcept override { return true; }
   long bind(const struct sockaddr* addr, socklen_t len) noexcept override;
   long listen(int backlog) noexcept override;
@@ -168,6 +173,7 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   bool has_fasync() const noexcept override { return true; }
   void show_fdinfo(std::string& out) noexcept override;
   bool stream_state(core::StreamState* out) noexcept override;
+  void carry_options(int kfd) noexcept override { unix_carry_opts(opts_, kfd); }
   // Splice (Linux sock_splice_write, unix_stream_splice_read).  As a sink:
   // no room to wait for, push() is write() (its O_NONBLOCK, SIGPIPE).
   // splice_read into a pipe: waits as a MSG_PEEK receive (MSG_DONTWAIT for
@@ -193,6 +199,9 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   int shutdown_bits() noexcept;
   bool passcred() noexcept;
   void set_passcred(bool on) noexcept;
+  const UnixOpts& opts() const noexcept { return opts_; }
+  // The most bytes one skb of a write carries at the current SO_SNDBUF.
+  uint32_t skb_size_cap() noexcept;
 
  protected:
   void on_release() noexcept override;
@@ -211,9 +220,16 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   long peek_locked(UnixConn::Side& s, size_t count, bool fault, ReadPlan* plan, ScmRecv* scm, bool* stop) noexcept;
   static const ScmPayload& scm_of(const UnixConn::Skb* skb) noexcept;
   static UnixConn::Skb* new_skb(uint32_t size, ScmPayload* scm, bool first, bool passcred) noexcept;
-  // recv() into scm's receive: what a blocking receive returns; *stop as
-  // take() (a MSG_WAITALL receive ends there).
-  long recv_scm(char* buf, size_t count, bool peek, ScmRecv* scm, bool* stop) noexcept;
+  // recv() into scm's receive: what one round of a blocking receive
+  // returns (sleeping until the deadline, nullptr for none; `restart`: an
+  // SA_RESTART handler lets it sleep on); *stop as take() (a MSG_WAITALL
+  // receive ends there).
+  long recv_scm(char* buf, size_t count, bool peek, ScmRecv* scm, bool* stop, const timespec* deadline,
+                bool restart) noexcept;
+  // A whole receive (unix_stream_read_generic): rounds of recv_scm until
+  // `target` bytes (MSG_WAITALL: all; else min(SO_RCVLOWAT, count)), EOF,
+  // an error, a signal or SO_RCVTIMEO after some data, or a stop.
+  long recv_target(char* buf, size_t count, bool peek, bool waitall, ScmRecv* scm) noexcept;
   // One stream send over a gathered vector (unix_stream_sendmsg), one
   // stream receive (unix_stream_recvmsg).
   long send_iov(const struct iovec* iov, size_t n, int flags, ScmPayload* scm) noexcept;
@@ -222,6 +238,7 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   UnixConn* const conn_;
   const int me_;  // 0 or 1; the peer is 1 - me_
   core::Mutex iolock_{core::lock_class::kUnixIolock};  // Linux u->iolock: readers, one at a time
+  UnixOpts opts_;  // setsockopt's twin, timeouts, SO_RCVLOWAT
 };
 
 // Creates a connected pair and installs both.  status_flags: O_RDWR plus

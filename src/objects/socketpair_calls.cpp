@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <csignal>
 #include <cstring>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -26,8 +27,6 @@ using core::put_int_opt;
 using core::user_readable;
 
 long put_unnamed_addr(struct sockaddr* addr, socklen_t* len) { return unix_put_unnamed_addr(addr, len); }
-bool inert_bool_opt(int optname) { return unix_inert_bool_opt(optname); }
-void warn_unsupported_opt(const char* call, int optname) { unix_warn_unsupported_opt(call, optname); }
 
 }  // namespace
 
@@ -53,22 +52,14 @@ long UnixSocket::send_iov(const struct iovec* iov, size_t n, int flags, ScmPaylo
 }
 
 // MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL (a blocking call returns only with
-// `len` bytes, at EOF, on an error, when a signal interrupts it after
-// some data, or where the control data stops a receive).
+// `len` bytes, or SO_RCVLOWAT's without it, at EOF, on an error, when a
+// signal or SO_RCVTIMEO ends it after some data, or where the control data
+// stops a receive).
 long UnixSocket::recv_buf(char* buf, size_t len, int flags, ScmRecv* scm) noexcept {
   if (flags & MSG_OOB) return -EINVAL;       // no out-of-band byte pending
   if (flags & MSG_ERRQUEUE) return -EAGAIN;  // unix sockets queue no errors
   core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, false);
-  const bool peek = (flags & MSG_PEEK) != 0;
-  bool stop = false;
-  long done = recv_scm(buf, len, peek, scm, &stop);
-  if (done <= 0 || peek || stop || !(flags & MSG_WAITALL) || nonblocking()) return done;
-  while (static_cast<size_t>(done) < len && !stop) {
-    const long r = recv_scm(buf + done, len - static_cast<size_t>(done), false, scm, &stop);
-    if (r <= 0) break;
-    done += r;
-  }
-  return done;
+  return recv_target(buf, len, (flags & MSG_PEEK) != 0, (flags & MSG_WAITALL) != 0, scm);
 }
 
 long UnixSocket::bind(const struct sockaddr*, socklen_t) noexcept {
@@ -126,47 +117,42 @@ long UnixSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
 }
 
 long UnixSocket::getsockopt(int level, int optname, void* optval, socklen_t* optlen) noexcept {
-  if (level != SOL_SOCKET) return -EOPNOTSUPP;  // unix sockets have no other level
-  switch (optname) {
-    case SO_TYPE:
-      return put_int_opt(SOCK_STREAM, optval, optlen);
-    case SO_DOMAIN:
-      return put_int_opt(AF_UNIX, optval, optlen);
-    case SO_PROTOCOL:
-      return put_int_opt(0, optval, optlen);
-    case SO_ERROR:
-      return put_int_opt(take_error(), optval, optlen);
-    case SO_SNDBUF:
-    case SO_RCVBUF:
-      return put_int_opt(static_cast<int>(kUnixSndBuf), optval, optlen);
-    case SO_ACCEPTCONN:
-      return put_int_opt(0, optval, optlen);
-    case SO_PASSCRED:
-      return put_int_opt(passcred() ? 1 : 0, optval, optlen);
-    case SO_PEERCRED:
-      return put_peercred(conn_->peercred_, optval, optlen);
-    default:
-      if (inert_bool_opt(optname)) return put_int_opt(0, optval, optlen);
-      warn_unsupported_opt("getsockopt", optname);
-      return -ENOPROTOOPT;
+  if (level == SOL_SOCKET) {
+    switch (optname) {
+      case SO_TYPE:
+        return put_int_opt(SOCK_STREAM, optval, optlen);
+      case SO_DOMAIN:
+        return put_int_opt(AF_UNIX, optval, optlen);
+      case SO_PROTOCOL:
+        return put_int_opt(0, optval, optlen);
+      case SO_ERROR:
+        return put_int_opt(take_error(), optval, optlen);
+      case SO_SNDBUF:
+      case SO_RCVBUF:
+        return UnixBufOpts<UnixConn>::get(*conn_, me_, optname, optval, optlen);
+      case SO_ACCEPTCONN:
+        return put_int_opt(0, optval, optlen);
+      case SO_PASSCRED:
+        return put_int_opt(passcred() ? 1 : 0, optval, optlen);
+      case SO_PEERCRED:
+        return put_peercred(conn_->peercred_, optval, optlen);
+      default:
+        break;
+    }
   }
+  return opts_.get(SOCK_STREAM, *this, level, optname, optval, optlen);
 }
 
 long UnixSocket::setsockopt(int level, int optname, const void* optval, socklen_t optlen) noexcept {
-  int v;
-  if (const long e = unix_setsockopt_int(level, optname, optval, optlen, &v)) return e;
-  switch (optname) {
-    case SO_PASSCRED: {
-      set_passcred(v != 0);
-      return 0;
-    }
-    default:
-      if (inert_bool_opt(optname)) return 0;
-      // SO_SNDBUF, SO_RCVBUF, timeouts...: would change behaviour uepoll's
-      // pairs do not model (docs/linux-deviations.md).
-      warn_unsupported_opt("setsockopt", optname);
-      return -ENOPROTOOPT;
+  core::MutexLock io(iolock_);  // Linux lock_sock: the twin and the socket agree
+  if (const long e = opts_.set(SOCK_STREAM, level, optname, optval, optlen)) return e;
+  if (level != SOL_SOCKET) return 0;
+  if (optname == SO_PASSCRED) set_passcred(opts_.read_int(SO_PASSCRED) != 0);
+  if (UnixBufOpts<UnixConn>::take(*conn_, me_, opts_, optname)) {  // sk_write_space: unix_write_space
+    conn_->wake(me_, kUnixWriteSpace);
+    conn_->fasync(me_, UnixConn::kWakeSpace, POLL_OUT);
   }
+  return 0;
 }
 
 long UnixSocket::getsockname(struct sockaddr* addr, socklen_t* len) noexcept { return put_unnamed_addr(addr, len); }

@@ -24,7 +24,8 @@ long UnixSocket::splice_from_kernel(int in_fd, long long* pos, size_t len, bool)
   if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
     // A kernel pipe or socket cannot give back what the socket does not
     // take: one read of at most one skb, which a writable socket takes whole.
-    const size_t want = len < kUnixMaxSkb ? len : kUnixMaxSkb;
+    const size_t cap = skb_size_cap();
+    const size_t want = len < cap ? len : cap;
     const ssize_t n = ::read(in_fd, bounce.data(), want);
     if (n <= 0) return n < 0 ? -errno : 0;
     return write(bounce.data(), static_cast<size_t>(n));

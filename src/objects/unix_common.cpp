@@ -8,7 +8,6 @@
 #include "core/user_memory.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <unistd.h>
 
@@ -23,38 +22,6 @@ long unix_put_unnamed_addr(struct sockaddr* addr, socklen_t* len) noexcept {
   std::memcpy(addr, &fam, n);
   *len = sizeof fam;
   return 0;
-}
-
-long unix_setsockopt_int(int level, int optname, const void* optval, socklen_t optlen, int* val) noexcept {
-  if (level != SOL_SOCKET) return -EOPNOTSUPP;
-  if (optlen < sizeof(int)) return -EINVAL;
-  if (!core::user_readable(optval, sizeof(int))) return -EFAULT;
-  switch (optname) {
-    case SO_TYPE:
-    case SO_DOMAIN:
-    case SO_PROTOCOL:
-    case SO_ERROR:
-    case SO_ACCEPTCONN:
-      return -ENOPROTOOPT;  // read-only options
-    default:
-      std::memcpy(val, optval, sizeof *val);
-      return 0;
-  }
-}
-
-bool unix_inert_bool_opt(int optname) noexcept {
-  switch (optname) {
-    case SO_KEEPALIVE:
-    case SO_REUSEADDR:
-    case SO_REUSEPORT:
-    case SO_BROADCAST:
-    case SO_DEBUG:
-    case SO_DONTROUTE:
-    case SO_OOBINLINE:
-      return true;
-    default:
-      return false;
-  }
 }
 
 long put_peercred(const struct ucred& uc, void* optval, socklen_t* optlen) noexcept {
@@ -74,11 +41,6 @@ struct ucred unix_creator_cred() noexcept {
   uc.uid = ::geteuid();
   uc.gid = ::getegid();
   return uc;
-}
-
-void unix_warn_unsupported_opt(const char* call, int optname) noexcept {
-  std::fprintf(stderr, "uepoll: %s(SOL_SOCKET, %d) on a uepoll socket pair: not supported (ENOPROTOOPT)\n", call,
-               optname);
 }
 
 long unix_fstat(uint64_t id, struct stat* st) noexcept {

@@ -2,7 +2,8 @@
 // (objects/socketpair.h for SOCK_STREAM, objects/unix_dgram.h for
 // SOCK_DGRAM and SOCK_SEQPACKET): Linux's x86-64 skb truesize arithmetic,
 // the wakeup keys, the default buffer size, and the socket-call answers that
-// do not depend on the type (an unnamed address, the inert boolean options).
+// do not depend on the type (an unnamed address, SO_PEERCRED; the options
+// are objects/unix_sockopt.h's).
 //
 // Locks: none, but unix_wake takes the woken socket's wq lock (11).
 #pragma once
@@ -57,15 +58,6 @@ inline bool unix_writable(long wmem, long sndbuf = kUnixSndBuf) { return ((wmem 
 // getsockname/getpeername of an unnamed AF_UNIX socket (unix_getname):
 // just the family; -EFAULT / -EINVAL for a bad length pointer or value.
 long unix_put_unnamed_addr(struct sockaddr* addr, socklen_t* len) noexcept;
-// Boolean SOL_SOCKET options with no effect on a connected AF_UNIX socket
-// in Linux either: accepted, read back as 0.
-bool unix_inert_bool_opt(int optname) noexcept;
-// setsockopt's first checks on a pair's socket (sock_setsockopt): only
-// SOL_SOCKET (-EOPNOTSUPP), an int's room (-EINVAL), readable (-EFAULT),
-// the read-only options (-ENOPROTOOPT).  0 with the int in *val.
-long unix_setsockopt_int(int level, int optname, const void* optval, socklen_t optlen, int* val) noexcept;
-// The `uepoll:` line for a SOL_SOCKET option a pair does not model.
-void unix_warn_unsupported_opt(const char* call, int optname) noexcept;
 // fstat of a pair's socket: sockfs's answer, an inode of its own.
 long unix_fstat(uint64_t id, struct stat* st) noexcept;
 

@@ -10,6 +10,7 @@
 #include "core/block.h"
 #include "core/lockdep.h"
 #include "core/reclaim.h"
+#include "core/sock_timeo.h"
 #include "fd/table.h"
 #include "objects/user_ptr.h"
 
@@ -145,6 +146,8 @@ long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int
   const bool peek = (flags & MSG_PEEK) != 0;
   size_t size = 0;
   for (size_t i = 0; i < n; ++i) size += iov[i].iov_len;
+  timespec ts;
+  const timespec* dl = core::sock_timeo_deadline(opts_.rcvtimeo_ns(), &ts);  // sock_rcvtimeo, once
   for (;;) {
     Taken t;
     int wakes = 0;
@@ -191,7 +194,7 @@ long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int
     // __skb_wait_for_more_packets: a message, an error, or RCV_SHUTDOWN
     // ends the wait; a datagram socket then answers 0 at RCV_SHUTDOWN.
     bool shut = false;
-    const long w = core::block_on(wq(), false, EPOLLIN | EPOLLRDNORM, [&]() -> long {
+    const long w = core::block_loop<true>(wq(), false, EPOLLIN | EPOLLRDNORM, dl, dl == nullptr, [&]() -> long {
       c.mu_.lock();
       const UnixDgramConn::Side& s = c.side_[me_];
       shut = (s.shutdown & UnixDgramConn::kRcvShutdown) != 0;
@@ -237,7 +240,9 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, 
   // sock_alloc_send_pskb: sk_err, SEND_SHUTDOWN, then room in sk_sndbuf;
   // the charge is taken with the room (skb_set_owner_w).
   bool passcred = false;  // SO_PASSCRED at either end, read with the room
-  const long room = core::block_on(wq(), nonblocking(), kUnixWriteSpace, [&]() -> long {
+  timespec ts;
+  const timespec* dl = core::sock_timeo_deadline(opts_.sndtimeo_ns(), &ts);  // sock_sndtimeo
+  const long room = core::block_loop<true>(wq(), nonblocking(), kUnixWriteSpace, dl, dl == nullptr, [&]() -> long {
     core::SpinGuard g(c.mu_);
     UnixDgramConn::Side& s = c.side_[me_];
     long res = 0;
@@ -411,6 +416,7 @@ void UnixDgramSocket::on_release() noexcept {
   if (tell_peer) c.wake(peer, 0, 0);  // skpair->sk_state_change(skpair)
   for (int i = 0; i < wakes; ++i) c.wake(peer, kUnixWriteSpace);
   UnixDgramConn::free_list(purge);
+  opts_.release();
   c.put();
   unix_gc_maybe();  // unix_release_sock: unix_gc when sockets are in flight
 }

@@ -47,6 +47,7 @@
 #include "objects/unix_common.h"
 #include "objects/unix_gc.h"
 #include "objects/unix_scm.h"
+#include "objects/unix_sockopt.h"
 
 #include <atomic>
 #include <cstdint>
@@ -64,6 +65,7 @@ class UnixDgramConn {
 
  private:
   friend class UnixDgramSocket;
+  friend struct UnixBufOpts<UnixDgramConn>;
   friend int make_dgram_pair(int type, int status_flags, int out[2]) noexcept;
 
   struct Msg {
@@ -147,8 +149,10 @@ class UnixDgramSocket final : public core::File, public UnixGcNode {
   bool has_fasync() const noexcept override { return true; }
   void show_fdinfo(std::string& out) noexcept override;
   bool stream_state(core::StreamState* out) noexcept override;
+  void carry_options(int kfd) noexcept override { unix_carry_opts(opts_, kfd); }
 
   int type() const noexcept { return conn_->type_; }
+  const UnixOpts& opts() const noexcept { return opts_; }
 
  protected:
   void on_release() noexcept override;
@@ -178,6 +182,7 @@ class UnixDgramSocket final : public core::File, public UnixGcNode {
   UnixDgramConn* const conn_;
   const int me_;  // 0 or 1; the peer is 1 - me_
   core::Mutex iolock_{core::lock_class::kUnixDgramIolock};
+  UnixOpts opts_;  // setsockopt's twin, timeouts
 };
 
 // Creates a connected pair of `type` (SOCK_DGRAM or SOCK_SEQPACKET) and

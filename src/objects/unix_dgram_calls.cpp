@@ -27,27 +27,6 @@ namespace {
 using core::put_int_opt;
 using core::user_readable;
 
-constexpr int kMinSndBuf = 4608;  // SOCK_MIN_SNDBUF on x86-64
-constexpr int kMinRcvBuf = 2304;  // SOCK_MIN_RCVBUF
-
-// net.core.wmem_max / rmem_max, read once (Linux's default if unreadable).
-long core_sysctl(const char* path) {
-  long v = kUnixSndBuf;
-  if (std::FILE* f = std::fopen(path, "re")) {
-    if (std::fscanf(f, "%ld", &v) != 1) v = kUnixSndBuf;
-    std::fclose(f);
-  }
-  return v;
-}
-long wmem_max() {
-  static const long v = core_sysctl("/proc/sys/net/core/wmem_max");
-  return v;
-}
-long rmem_max() {
-  static const long v = core_sysctl("/proc/sys/net/core/rmem_max");
-  return v;
-}
-
 }  // namespace
 
 long UnixDgramSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
@@ -133,77 +112,48 @@ long UnixDgramSocket::connect(const struct sockaddr* addr, socklen_t len) noexce
 }
 
 long UnixDgramSocket::getsockopt(int level, int optname, void* optval, socklen_t* optlen) noexcept {
-  if (level != SOL_SOCKET) return -EOPNOTSUPP;  // unix sockets have no other level
-  switch (optname) {
-    case SO_TYPE:
-      return put_int_opt(type(), optval, optlen);
-    case SO_DOMAIN:
-      return put_int_opt(AF_UNIX, optval, optlen);
-    case SO_PROTOCOL:
-    case SO_ACCEPTCONN:
-      return put_int_opt(0, optval, optlen);
-    case SO_PASSCRED:
-      return put_int_opt(passcred() ? 1 : 0, optval, optlen);
-    case SO_PEERCRED:
-      return put_peercred(conn_->peercred_, optval, optlen);
-    case SO_ERROR: {
-      conn_->mu_.lock();
-      const int e = conn_->side_[me_].err;
-      conn_->side_[me_].err = 0;
-      conn_->mu_.unlock();
-      return put_int_opt(e, optval, optlen);
+  if (level == SOL_SOCKET) {
+    switch (optname) {
+      case SO_TYPE:
+        return put_int_opt(type(), optval, optlen);
+      case SO_DOMAIN:
+        return put_int_opt(AF_UNIX, optval, optlen);
+      case SO_PROTOCOL:
+      case SO_ACCEPTCONN:
+        return put_int_opt(0, optval, optlen);
+      case SO_PASSCRED:
+        return put_int_opt(passcred() ? 1 : 0, optval, optlen);
+      case SO_PEERCRED:
+        return put_peercred(conn_->peercred_, optval, optlen);
+      case SO_ERROR: {
+        conn_->mu_.lock();
+        const int e = conn_->side_[me_].err;
+        conn_->side_[me_].err = 0;
+        conn_->mu_.unlock();
+        return put_int_opt(e, optval, optlen);
+      }
+      case SO_SNDBUF:
+      case SO_RCVBUF:
+        return UnixBufOpts<UnixDgramConn>::get(*conn_, me_, optname, optval, optlen);
+      default:
+        break;
     }
-    case SO_SNDBUF:
-    case SO_RCVBUF: {
-      conn_->mu_.lock();
-      const long v = optname == SO_SNDBUF ? conn_->side_[me_].sndbuf : conn_->side_[me_].rcvbuf;
-      conn_->mu_.unlock();
-      return put_int_opt(static_cast<int>(v), optval, optlen);
-    }
-    default:
-      if (unix_inert_bool_opt(optname)) return put_int_opt(0, optval, optlen);
-      unix_warn_unsupported_opt("getsockopt", optname);
-      return -ENOPROTOOPT;
   }
+  return opts_.get(type(), *this, level, optname, optval, optlen);
 }
 
 long UnixDgramSocket::setsockopt(int level, int optname, const void* optval, socklen_t optlen) noexcept {
-  int val;
-  if (const long e = unix_setsockopt_int(level, optname, optval, optlen, &val)) return e;
-  switch (optname) {
-    case SO_PASSCRED: {
-      core::SpinGuard g(conn_->mu_);
-      conn_->side_[me_].passcred = val != 0;
-      return 0;
-    }
-    case SO_SNDBUF: {
-      // min_t(u32, val, wmem_max), doubled, at least SOCK_MIN_SNDBUF; then
-      // sk_write_space.
-      const unsigned long v = static_cast<unsigned>(val) < static_cast<unsigned long>(wmem_max())
-                                  ? static_cast<unsigned>(val)
-                                  : static_cast<unsigned long>(wmem_max());
-      const long b = static_cast<long>(v) * 2 > kMinSndBuf ? static_cast<long>(v) * 2 : kMinSndBuf;
-      conn_->mu_.lock();
-      conn_->side_[me_].sndbuf = b;
-      const bool writable = unix_writable(conn_->side_[me_].wmem, b);
-      conn_->mu_.unlock();
-      if (writable) conn_->wake(me_, kUnixWriteSpace);
-      return 0;
-    }
-    case SO_RCVBUF: {
-      const unsigned long v = static_cast<unsigned>(val) < static_cast<unsigned long>(rmem_max())
-                                  ? static_cast<unsigned>(val)
-                                  : static_cast<unsigned long>(rmem_max());
-      const long b = static_cast<long>(v) * 2 > kMinRcvBuf ? static_cast<long>(v) * 2 : kMinRcvBuf;
-      core::SpinGuard g(conn_->mu_);
-      conn_->side_[me_].rcvbuf = b;  // read back only: AF_UNIX never checks it
-      return 0;
-    }
-    default:
-      if (unix_inert_bool_opt(optname)) return 0;
-      unix_warn_unsupported_opt("setsockopt", optname);
-      return -ENOPROTOOPT;
+  core::MutexLock io(iolock_);  // Linux lock_sock: the twin and the socket agree
+  if (const long e = opts_.set(type(), level, optname, optval, optlen)) return e;
+  if (level != SOL_SOCKET) return 0;
+  if (optname == SO_PASSCRED) {
+    const bool on = opts_.read_int(SO_PASSCRED) != 0;
+    core::SpinGuard g(conn_->mu_);
+    conn_->side_[me_].passcred = on;
   }
+  if (UnixBufOpts<UnixDgramConn>::take(*conn_, me_, opts_, optname))
+    conn_->wake(me_, kUnixWriteSpace);  // sk_write_space
+  return 0;
 }
 
 long UnixDgramSocket::getsockname(struct sockaddr* addr, socklen_t* len) noexcept {

@@ -6,6 +6,7 @@
 // Locks: wq() (11) only, to queue and dequeue a blocked call's entry; never
 // while provider code runs.
 #include "core/block.h"
+#include "core/sock_timeo.h"
 #include "core/sockopt.h"
 #include "core/user_memory.h"
 #include "objects/user_file_table.h"
@@ -100,11 +101,7 @@ long TableFile::write_all(const struct iovec* iov, size_t n, bool nonblock, Op&&
 }
 
 const timespec* TableFile::deadline(bool rcv, timespec* out) const noexcept {
-  const int64_t ns = (rcv ? rcvtimeo_ns_ : sndtimeo_ns_).load(std::memory_order_relaxed);
-  if (ns == 0) return nullptr;  // no timeout
-  const timespec rel = ns < 0 ? timespec{0, 0} : timespec{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
-  *out = core::deadline_after(rel);
-  return out;
+  return core::sock_timeo_deadline((rcv ? rcvtimeo_ns_ : sndtimeo_ns_).load(std::memory_order_relaxed), out);
 }
 
 // A zero-length read or write reaches the operation, as Linux's
@@ -307,6 +304,9 @@ long TableFile::getpeername(struct sockaddr* addr, socklen_t* len) noexcept {
 long TableFile::getsockopt(int level, int name, void* val, socklen_t* len) noexcept {
   if (!core::user_readable(len, sizeof *len)) return -EFAULT;
   if (static_cast<int>(*len) < 0) return -EINVAL;
+  bool rcv;
+  if (level == SOL_SOCKET && core::is_sock_timeo(name, &rcv))  // sock_get_timeout: {0, 0} for none
+    return core::sock_timeo_put((rcv ? rcvtimeo_ns_ : sndtimeo_ns_).load(std::memory_order_relaxed), val, len);
   if (level == SOL_SOCKET) {
     switch (name) {
       case SO_ERROR:
@@ -319,17 +319,6 @@ long TableFile::getsockopt(int level, int name, void* val, socklen_t* len) noexc
         return core::put_int_opt(ops_.sock_family, val, len);
       case SO_PROTOCOL:
         return core::put_int_opt(ops_.sock_protocol, val, len);
-      case SO_RCVTIMEO:
-      case SO_SNDTIMEO: {  // sock_get_timeout: {0, 0} for none
-        const int64_t ns = (name == SO_RCVTIMEO ? rcvtimeo_ns_ : sndtimeo_ns_).load(std::memory_order_relaxed);
-        struct timeval tv = {0, 0};
-        if (ns > 0) tv = {static_cast<time_t>(ns / 1000000000), static_cast<suseconds_t>(ns % 1000000000 / 1000)};
-        const socklen_t n = *len < sizeof tv ? *len : static_cast<socklen_t>(sizeof tv);
-        if (n && !core::user_readable(val, n)) return -EFAULT;
-        std::memcpy(val, &tv, n);
-        *len = n;
-        return 0;
-      }
       default:
         break;
     }
@@ -340,25 +329,15 @@ long TableFile::getsockopt(int level, int name, void* val, socklen_t* len) noexc
 }
 
 long TableFile::setsockopt(int level, int name, const void* val, socklen_t len) noexcept {
+  bool rcv;
+  if (level == SOL_SOCKET && core::is_sock_timeo(name, &rcv)) {  // Linux sock_set_timeout
+    int64_t ns;
+    if (const long e = core::sock_timeo_parse(val, len, &ns)) return e;
+    (rcv ? rcvtimeo_ns_ : sndtimeo_ns_).store(ns, std::memory_order_relaxed);
+    return 0;
+  }
   if (level == SOL_SOCKET) {
     switch (name) {
-      case SO_RCVTIMEO:
-      case SO_SNDTIMEO: {  // Linux sock_set_timeout
-        struct timeval tv;
-        if (len < sizeof tv) return -EINVAL;
-        if (!core::user_readable(val, sizeof tv)) return -EFAULT;
-        std::memcpy(&tv, val, sizeof tv);
-        if (tv.tv_usec < 0 || tv.tv_usec >= 1000000) return -EDOM;
-        int64_t ns;
-        if (tv.tv_sec < 0)
-          ns = -1;  // an immediate timeout
-        else if (tv.tv_sec == 0 && tv.tv_usec == 0)
-          ns = 0;  // none
-        else
-          ns = static_cast<int64_t>(tv.tv_sec) * 1000000000 + static_cast<int64_t>(tv.tv_usec) * 1000;
-        (name == SO_RCVTIMEO ? rcvtimeo_ns_ : sndtimeo_ns_).store(ns, std::memory_order_relaxed);
-        return 0;
-      }
       case SO_ERROR:
       case SO_TYPE:
       case SO_DOMAIN:

@@ -272,6 +272,7 @@ static void carry_state(const struct group *g) {
       socklen_t len = sizeof on;
       if (uep_getsockopt(g->end_u[side], SOL_SOCKET, SO_PASSCRED, &on, &len) == 0 && on)
         UEP_PL_REAL(setsockopt)(k, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+      uep__carry_sockopts(g->end_u[side], k); /* SO_SNDBUF, timeouts, ... */
     }
     if (g->owner[side].pid) UEP_PL_REAL(fcntl)(k, F_SETOWN_EX, &g->owner[side]);
     if (g->sig[side]) UEP_PL_REAL(fcntl)(k, F_SETSIG, g->sig[side]);

@@ -429,7 +429,14 @@ struct TableSockPair {
   }
   static int setsockopt(void* ctx, int level, int name, const void* val, socklen_t len) {
     auto* x = static_cast<End*>(ctx);
-    return ::setsockopt(x->sp->k[x->i], level, name, val, len) < 0 ? -errno : 0;
+    if (::setsockopt(x->sp->k[x->i], level, name, val, len) < 0) return -errno;
+    if (level == SOL_SOCKET && (name == SO_SNDBUF || name == SO_SNDBUFFORCE)) {
+      // sk_write_space: a larger send buffer can make this end writable.
+      std::lock_guard<std::mutex> g(x->sp->mu);
+      const uint32_t m = kpoll(x->sp->k[x->i]);
+      if (m & EPOLLOUT) uep_file_notify_mask(x->sp->h[x->i], m, kWritable);
+    }
+    return 0;
   }
   static int getsockname(void* ctx, struct sockaddr* a, socklen_t* len) {
     auto* x = static_cast<End*>(ctx);

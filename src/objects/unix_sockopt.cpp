@@ -1,0 +1,192 @@
+// unix_sockopt.cpp - UnixOpts (objects/unix_sockopt.h): a uepoll AF_UNIX
+// socket's options through its kernel twin.  Locks: none (system calls on
+// the twin; the caller holds its iolock_ around set()).
+#include "objects/unix_sockopt.h"
+
+#include "core/internal_call.h"
+#include "core/own_fds.h"
+#include "core/sock_timeo.h"
+#include "core/sockopt.h"
+#include "core/user_memory.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <grp.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77  // Linux 6.5; Debian 12's headers predate it
+#endif
+
+namespace uepoll::objects {
+
+namespace {
+
+// The kernel's answer to a call on the twin: 0 or -errno (errno kept).
+long kernel_result(int r) noexcept { return r < 0 ? -errno : 0; }
+
+// sk_getsockopt SO_PEERGROUPS for this process's credentials (the peer of
+// either end of a pair is its creator): -ERANGE with the needed length put
+// back when the buffer is short.
+long put_peergroups(void* val, socklen_t* len) noexcept {
+  gid_t groups[NGROUPS_MAX];
+  const int n = ::getgroups(NGROUPS_MAX, groups);
+  if (n < 0) return -errno;
+  const socklen_t need = static_cast<socklen_t>(n * sizeof(gid_t));
+  if (*len < need) {
+    *len = need;
+    return -ERANGE;
+  }
+  if (need && !core::user_readable(val, need)) return -EFAULT;
+  std::memcpy(val, groups, need);
+  *len = need;
+  return 0;
+}
+
+// sk_getsockopt SO_PEERNAME: the peer's address (getname with peer = 2);
+// -ENOTCONN without one, -EINVAL when it is shorter than the buffer; the
+// caller's length is kept.
+long put_peername(core::File& sock, void* val, socklen_t* len) noexcept {
+  struct sockaddr_storage addr;
+  socklen_t lv = sizeof addr;
+  if (sock.getpeername(reinterpret_cast<struct sockaddr*>(&addr), &lv) < 0) return -ENOTCONN;
+  if (lv < *len) return -EINVAL;
+  if (*len && !core::user_readable(val, *len)) return -EFAULT;
+  std::memcpy(val, &addr, *len);
+  return 0;
+}
+
+}  // namespace
+
+int UnixOpts::twin_fd(int type) noexcept {
+  int fd = twin_.load(std::memory_order_acquire);
+  if (fd >= 0) return fd;
+  core::InternalCalls internal;  // the kernel's socket, not a preload's
+  const int made = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+  if (made < 0) return -ENOMEM;  // no descriptor to be had: out of memory for the option
+  const int mine = core::park_high(made);
+  if (twin_.compare_exchange_strong(fd, mine, std::memory_order_acq_rel, std::memory_order_acquire)) return mine;
+  core::close_own(mine);  // another call made one first: fd is it
+  return fd;
+}
+
+long UnixOpts::set(int type, int level, int name, const void* val, socklen_t len) noexcept {
+  if (level == SOL_SOCKET && name == SO_PEEK_OFF) {  // sk_setsockopt's int checks, then no set_peek_off
+    if (len < sizeof(int)) return -EINVAL;
+    if (!core::user_readable(val, sizeof(int))) return -EFAULT;
+    return -EOPNOTSUPP;
+  }
+  const int fd = twin_fd(type);
+  if (fd < 0) return fd;
+  core::InternalCalls internal;
+  if (const long e = kernel_result(::setsockopt(fd, level, name, val, len))) return e;
+  if (level != SOL_SOCKET) return 0;
+  bool rcv;
+  if (core::is_sock_timeo(name, &rcv)) {
+    int64_t ns = 0;
+    (void)core::sock_timeo_parse(val, len, &ns);  // the kernel took it: valid
+    (rcv ? rcvtimeo_ns_ : sndtimeo_ns_).store(ns, std::memory_order_relaxed);
+  } else if (name == SO_RCVLOWAT) {
+    rcvlowat_.store(read_int(SO_RCVLOWAT), std::memory_order_relaxed);
+  }
+  return 0;
+}
+
+int UnixOpts::read_int(int name) const noexcept {
+  int v = 0;
+  socklen_t n = sizeof v;
+  core::InternalCalls internal;
+  const int e = errno;
+  (void)::getsockopt(twin(), SOL_SOCKET, name, &v, &n);
+  errno = e;
+  return v;
+}
+
+long UnixOpts::get(int type, core::File& sock, int level, int name, void* val, socklen_t* len) noexcept {
+  if (level == SOL_SOCKET) {
+    bool rcv;
+    switch (name) {
+      case SO_PEERNAME:
+      case SO_PEERGROUPS:
+      case SO_PEERPIDFD:
+        if (!core::user_readable(len, sizeof *len)) return -EFAULT;
+        if (static_cast<int>(*len) < 0) return -EINVAL;
+        if (name == SO_PEERNAME) return put_peername(sock, val, len);
+        if (name == SO_PEERGROUPS) return put_peergroups(val, len);
+        {
+          // pidfd_prepare of the peer's pid: this process; close-on-exec.
+          core::InternalCalls internal;
+          const long pidfd = ::syscall(SYS_pidfd_open, ::getpid(), 0);
+          if (pidfd < 0) return -errno;
+          const long r = core::put_int_opt(static_cast<int>(pidfd), val, len);
+          if (r < 0) ::close(static_cast<int>(pidfd));
+          return r;
+        }
+      case SO_RCVLOWAT:
+        if (twin() < 0) return core::put_int_opt(rcvlowat(), val, len);
+        break;
+      default:
+        if (twin() < 0 && core::is_sock_timeo(name, &rcv)) return core::sock_timeo_put(0, val, len);
+        break;
+    }
+  }
+  const int fd = twin_fd(type);
+  if (fd < 0) return fd;
+  core::InternalCalls internal;
+  return kernel_result(::getsockopt(fd, level, name, val, len));
+}
+
+void UnixOpts::release() noexcept {
+  const int fd = twin_.exchange(-1, std::memory_order_acq_rel);
+  if (fd >= 0) core::close_own(fd);
+}
+
+void unix_carry_opts(const UnixOpts& opts, int kfd) noexcept {
+  const int twin = opts.twin();
+  if (twin < 0) return;
+  // The options a program sets on a pair's socket and that the kernel
+  // keeps per socket (sk_setsockopt), int-valued unless noted.
+  static const int kInts[] = {SO_DEBUG, SO_REUSEADDR, SO_DONTROUTE, SO_BROADCAST, SO_KEEPALIVE, SO_OOBINLINE,
+                              SO_NO_CHECK, SO_PRIORITY, SO_RCVLOWAT, SO_PASSSEC, SO_MARK, SO_RXQ_OVFL,
+                              SO_WIFI_STATUS, SO_NOFCS, SO_SELECT_ERR_QUEUE, SO_BUSY_POLL, SO_TIMESTAMP_OLD,
+                              SO_TIMESTAMPNS_OLD};
+  core::InternalCalls internal;
+  const int e = errno;
+  for (const int name : kInts) {
+    int v = 0;
+    socklen_t n = sizeof v;
+    if (::getsockopt(twin, SOL_SOCKET, name, &v, &n) == 0 && v) (void)::setsockopt(kfd, SOL_SOCKET, name, &v, n);
+  }
+  // The buffer sizes read back doubled: set half (FORCE past the sysctl
+  // cap where the process may).
+  for (const int name : {SO_SNDBUF, SO_RCVBUF}) {
+    int v = 0;
+    socklen_t n = sizeof v;
+    if (::getsockopt(twin, SOL_SOCKET, name, &v, &n) != 0) continue;
+    const int half = v / 2;
+    int got = 0;
+    socklen_t gn = sizeof got;
+    if (::setsockopt(kfd, SOL_SOCKET, name, &half, sizeof half) == 0 &&
+        ::getsockopt(kfd, SOL_SOCKET, name, &got, &gn) == 0 && got < v)
+      (void)::setsockopt(kfd, SOL_SOCKET, name == SO_SNDBUF ? SO_SNDBUFFORCE : SO_RCVBUFFORCE, &half, sizeof half);
+  }
+  struct linger lg;
+  socklen_t n = sizeof lg;
+  if (::getsockopt(twin, SOL_SOCKET, SO_LINGER, &lg, &n) == 0 && lg.l_onoff)
+    (void)::setsockopt(kfd, SOL_SOCKET, SO_LINGER, &lg, n);
+  // The timeouts as set (the twin reads an immediate one back as none).
+  for (const bool rcv : {true, false}) {
+    const int64_t ns = rcv ? opts.rcvtimeo_ns() : opts.sndtimeo_ns();
+    if (ns == 0) continue;
+    const struct timeval tv = ns < 0 ? timeval{-1, 0}
+                                     : timeval{static_cast<time_t>(ns / 1000000000),
+                                               static_cast<suseconds_t>(ns % 1000000000 / 1000)};
+    (void)::setsockopt(kfd, SOL_SOCKET, rcv ? SO_RCVTIMEO_OLD : SO_SNDTIMEO_OLD, &tv, sizeof tv);
+  }
+  errno = e;
+}
+
+}  // namespace uepoll::objects

@@ -1,0 +1,145 @@
+/* sockopt_program.c - run plainly and under uepoll-run (run.sh): every
+ * SOL_SOCKET option of stream, datagram and seqpacket socket pairs (uepoll
+ * pairs under the preload) read, set to 1 and read again, answering as
+ * Linux's with no warning; SO_SNDBUF's flow control, SO_RCVTIMEO's
+ * deadline and write-space edge, and both carried into a child across fork (where the preload
+ * turns the pair into a kernel one).  SO_PEEK_OFF is left out: a uepoll
+ * pair has no peek offsets (docs/linux-deviations.md). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *err(int r) { return r < 0 ? strerrorname_np(errno) : "ok"; }
+
+static long ms_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* One option's value as text: hex bytes, with the values that name this
+ * process or one kernel object made neutral. */
+static void show_value(int opt, const unsigned char *b, socklen_t len, char *out, size_t room) {
+  if (opt == SO_PEERCRED && len >= sizeof(struct ucred)) {
+    const struct ucred *uc = (const void *)b;
+    snprintf(out, room, "pid %s uid %u gid %u", uc->pid == getpid() ? "self" : "other", uc->uid, uc->gid);
+    return;
+  }
+  if (opt == SO_COOKIE) { /* a kernel counter */
+    unsigned long long c = 0;
+    memcpy(&c, b, len < sizeof c ? len : sizeof c);
+    snprintf(out, room, "cookie %s", c ? "nonzero" : "0");
+    return;
+  }
+  size_t o = 0;
+  for (socklen_t i = 0; i < len && o + 3 < room; ++i) o += (size_t)snprintf(out + o, room - o, "%02x", b[i]);
+  out[o] = 0;
+}
+
+static void probe(int fd, int opt) {
+  unsigned char b[64];
+  char v1[160], v2[160];
+  socklen_t l1 = sizeof b;
+  memset(b, 0, sizeof b);
+  int g1 = getsockopt(fd, SOL_SOCKET, opt, b, &l1);
+  const char *e1 = err(g1);
+  if (g1 == 0) show_value(opt, b, l1, v1, sizeof v1);
+  if (g1 == 0 && opt == 77 && l1 == sizeof(int)) { /* SO_PEERPIDFD: a new descriptor */
+    int pidfd;
+    memcpy(&pidfd, b, sizeof pidfd);
+    close(pidfd);
+  }
+  const int one = 1;
+  int s = setsockopt(fd, SOL_SOCKET, opt, &one, sizeof one);
+  const char *es = err(s);
+  socklen_t l2 = sizeof b;
+  memset(b, 0, sizeof b);
+  int g2 = getsockopt(fd, SOL_SOCKET, opt, b, &l2);
+  const char *e2 = err(g2);
+  if (g2 == 0) show_value(opt, b, l2, v2, sizeof v2);
+  if (g2 == 0 && opt == 77 && l2 == sizeof(int)) {
+    int pidfd;
+    memcpy(&pidfd, b, sizeof pidfd);
+    close(pidfd);
+  }
+  printf("  opt %d: get %s%s%s, set %s, get %s%s%s\n", opt, e1, g1 ? "" : " ", g1 ? "" : v1, es, e2, g2 ? "" : " ",
+         g2 ? "" : v2);
+}
+
+/* Non-blocking 1-byte sends until EAGAIN. */
+static long fill(int fd) {
+  long n = 0;
+  while (n < 100000 && send(fd, "f", 1, MSG_DONTWAIT) == 1) ++n;
+  return n;
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  static const int types[] = {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET};
+  static const char *names[] = {"stream", "dgram", "seqpacket"};
+  for (int t = 0; t < 3; ++t) {
+    int sv[2];
+    if (socketpair(AF_UNIX, types[t], 0, sv) < 0) return 1;
+    printf("%s pair\n", names[t]);
+    for (int opt = 0; opt < 80; ++opt)
+      if (opt != SO_PEEK_OFF) probe(sv[0], opt);
+    close(sv[0]);
+    close(sv[1]);
+
+    /* SO_SNDBUF's flow control and SO_RCVTIMEO, then across fork. */
+    if (socketpair(AF_UNIX, types[t], 0, sv) < 0) return 1;
+    const int size = 3000;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    printf("  1-byte sends at SO_SNDBUF 3000: %ld\n", fill(sv[0]));
+    struct pollfd p = {sv[0], POLLOUT, 0};
+    printf("  poll POLLOUT: %d\n", poll(&p, 1, 0));
+    /* A larger buffer makes the writer writable: an edge (sk_write_space). */
+    const int ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLOUT | EPOLLET}, out[2];
+    epoll_ctl(ep, EPOLL_CTL_ADD, sv[0], &ev);
+    printf("  epoll_wait: %d\n", epoll_wait(ep, out, 2, 0));
+    const int big = 100000;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    printf("  after SO_SNDBUF 100000, epoll_wait: %d\n", epoll_wait(ep, out, 2, 100));
+    close(ep);
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    const struct timeval tv = {0, 50000};
+    setsockopt(sv[1], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[1 << 16];
+    while (recv(sv[1], buf, sizeof buf, MSG_DONTWAIT) > 0) {
+    }
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const ssize_t r = recv(sv[1], buf, sizeof buf, 0);
+    printf("  recv under SO_RCVTIMEO 50 ms: %zd %s, waited: %s\n", r, err((int)r),
+           ms_since(&t0) >= 40 && ms_since(&t0) < 2000 ? "yes" : "no");
+    const pid_t pid = fork();
+    if (pid == 0) {
+      int v = 0;
+      socklen_t l = sizeof v;
+      getsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &v, &l);
+      struct timeval got = {0, 0};
+      socklen_t gl = sizeof got;
+      getsockopt(sv[1], SOL_SOCKET, SO_RCVTIMEO, &got, &gl);
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      const ssize_t cr = recv(sv[1], buf, sizeof buf, 0);
+      printf("  child: SO_SNDBUF %d, SO_RCVTIMEO {%ld,%ld}, recv %zd %s, waited: %s\n", v, (long)got.tv_sec,
+             (long)got.tv_usec, cr, err((int)cr), ms_since(&t0) >= 40 && ms_since(&t0) < 2000 ? "yes" : "no");
+      printf("  child: 1-byte sends: %ld\n", fill(sv[0]));
+      _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    close(sv[0]);
+    close(sv[1]);
+  }
+  return 0;
+}
