@@ -125,6 +125,7 @@ struct UnixSocket::ReadPlan {
   uint32_t peek_start = 0;
   size_t peek_len = 0;
   UnixConn::Skb* peek_files = nullptr;  // MSG_PEEK reached this skb's files
+  UnixConn::Skb* last = nullptr;        // the queue's tail when nothing was taken
 
   // Appends a finished skb (unlinked from the queue) read from `start` on.
   void add_done(UnixConn::Skb* skb, uint32_t start) noexcept {
@@ -172,22 +173,30 @@ namespace {
 const ScmPayload& UnixSocket::scm_of(const UnixConn::Skb* skb) noexcept { return scm_or_none(skb->scm); }
 
 // The bytes a read would take, left queued (unix_stream_read_generic's
-// MSG_PEEK branch, peek offset 0).  The walk goes on past `count` (with
+// MSG_PEEK branch), from `skip` bytes in (sk_peek_offset; whole skbs it
+// covers are passed over before any credential check).  The walk goes on past `count` (with
 // chunks of 0) to the next files or the end of the queue: a peek reports
 // the files of bytes it did not reach, as Linux's does.  s is our side,
 // its queue not empty; called with conn_->mu_ held.
-long UnixSocket::peek_locked(UnixConn::Side& s, size_t count, bool fault, ReadPlan* plan, ScmRecv* scm,
-                             bool* stop) noexcept {
+long UnixSocket::peek_locked(UnixConn::Side& s, size_t count, size_t skip, bool fault, ReadPlan* plan,
+                             ScmRecv* scm, bool* stop) noexcept {
+  UnixConn::Skb* first = s.head;
+  while (first && skip >= first->len - first->consumed) {
+    skip -= first->len - first->consumed;
+    first = first->next;
+  }
+  if (!first) return -EAGAIN;
   if (fault) return -EFAULT;
   long copied = 0;
-  plan->peek_head = s.head;
-  plan->peek_start = s.head->consumed;
-  for (UnixConn::Skb* skb = s.head; skb; skb = skb->next) {
+  plan->peek_head = first;
+  plan->peek_start = first->consumed + static_cast<uint32_t>(skip);
+  for (UnixConn::Skb* skb = first; skb; skb = skb->next) {
     if (!scm->glue(scm_of(skb), s.passcred)) {
       *stop = true;
       break;
     }
-    size_t chunk = skb->len - skb->consumed;
+    const uint32_t from = skb == first ? plan->peek_start : skb->consumed;
+    size_t chunk = skb->len - from;
     if (chunk > count - static_cast<size_t>(copied)) chunk = count - static_cast<size_t>(copied);
     copied += static_cast<long>(chunk);
     if (scm_of(skb).has_files()) {  // unix_peek_fds, then the receive ends
@@ -201,14 +210,23 @@ long UnixSocket::peek_locked(UnixConn::Side& s, size_t count, bool fault, ReadPl
 }
 
 long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes, ScmRecv* scm,
-                      bool* stop) noexcept {
+                      bool* stop, bool use_off) noexcept {
   UnixConn& c = *conn_;
   long copied = 0;
   c.mu_.lock();
   UnixConn::Side& s = c.side_[me_];
   UnixConn::Side& w = c.side_[1 - me_];  // the writer of our queue
   bool reached = peek && s.head;  // an skb was taken from (bytes or not: a count of 0 takes files)
-  if (reached) copied = peek_locked(s, count, fault, plan, scm, stop);
+  if (reached) {
+    const size_t skip = use_off && s.peek_off > 0 ? static_cast<size_t>(s.peek_off) : 0;
+    copied = peek_locked(s, count, skip, fault, plan, scm, stop);
+    if (copied == -EAGAIN) {  // the offset is past the queue: as an empty one
+      copied = 0;
+      reached = false;
+    } else if (use_off && copied > 0) {
+      peek_off_move(&s.peek_off, copied);  // sk_peek_offset_fwd
+    }
+  }
   while (UnixConn::Skb* skb = peek ? nullptr : s.head) {
     if (!scm->glue(scm_of(skb), s.passcred)) {  // another writer's bytes
       *stop = true;
@@ -241,11 +259,13 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
     plan->add_done(skb, start);
     if (files || static_cast<size_t>(copied) == count) break;
   }
+  if (!peek && copied > 0) peek_off_move(&s.peek_off, -copied);  // sk_peek_offset_bwd
   // A stop with nothing taken: a MSG_WAITALL receive's later round.
   if (copied || *stop || reached) {
     c.mu_.unlock();
     return copied;
   }
+  plan->last = s.tail;
   // "POSIX 1003.1g mandates this order": error, then shutdown.
   if (s.err) {
     const int e = s.err;
@@ -314,11 +334,13 @@ long UnixSocket::recv_scm(char* dst, size_t count, bool peek, ScmRecv* scm, bool
     if (r != -EAGAIN || nonblocking()) return r;
     // Sleep until there is something to take (data, an error, shutdown);
     // the next round takes it, or sleeps again if another reader was first.
-    c.waitdata_[me_].fetch_add(1, std::memory_order_relaxed);  // unix_stream_data_wait
+    // unix_stream_data_wait: a tail other than the one the take saw (a
+    // peek offset may have passed every queued byte), an error, shutdown.
+    c.waitdata_[me_].fetch_add(1, std::memory_order_relaxed);
     const long w = core::block_loop<true>(wq(), false, EPOLLIN | EPOLLRDNORM, deadline, restart, [&]() -> long {
       c.mu_.lock();
       const UnixConn::Side& s = c.side_[me_];
-      const bool ready = s.head || s.err || (s.shutdown & UnixConn::kRcvShutdown);
+      const bool ready = s.tail != plan.last || s.err || (s.shutdown & UnixConn::kRcvShutdown);
       c.mu_.unlock();
       return ready ? 0 : -EAGAIN;
     });
@@ -373,7 +395,7 @@ long UnixSocket::splice_read(core::SpliceSink& to, size_t len, bool nonblock) no
     bool peek_stop = false, stop = false;
     {
       core::MutexLock io(iolock_);
-      r = take(want, false, true, &plan, &write_space_wakes, &peek_scm, &peek_stop);
+      r = take(want, false, true, &plan, &write_space_wakes, &peek_scm, &peek_stop, false);
       if (r > 0) {
         peeked = true;
         plan.copy_out(bounce.data());

@@ -64,7 +64,7 @@ class UnixConn {
 
  private:
   friend class UnixSocket;
-  friend struct UnixBufOpts<UnixConn>;
+  friend struct UnixSideOpts<UnixConn>;
   friend int make_socketpair(int status_flags, int out[2]) noexcept;
 
   struct Skb {
@@ -84,6 +84,7 @@ class UnixConn {
     long wmem = 0;         // sk_wmem_alloc minus its base reference
     bool dead = false;     // released
     bool passcred = false; // SO_PASSCRED
+    int peek_off = -1;     // sk_peek_off (SO_PEEK_OFF; -1: off)
     long sndbuf = kUnixSndBuf;  // sk_sndbuf (SO_SNDBUF, through the socket's UnixOpts)
     long rcvbuf = kUnixSndBuf;  // sk_rcvbuf: read back only
   };
@@ -214,10 +215,15 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   // `scm` gets the control state of what was taken (ScmRecv::glue/take:
   // the take stops before bytes it may not merge and after bytes that
   // carried files, and then sets *stop).
+  // A MSG_PEEK take starts SO_PEEK_OFF bytes in and moves it on; a splice's
+  // internal peek (use_off false) does neither.  A take that finds
+  // nothing names the queue's tail in plan->last (what a wait compares).
   long take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes, ScmRecv* scm,
-            bool* stop) noexcept;
+            bool* stop, bool use_off = true) noexcept;
   // take()'s MSG_PEEK walk over side s (ours), with conn_->mu_ held.
-  long peek_locked(UnixConn::Side& s, size_t count, bool fault, ReadPlan* plan, ScmRecv* scm, bool* stop) noexcept;
+  // -EAGAIN when `skip` (the peek offset) passes every queued byte.
+  long peek_locked(UnixConn::Side& s, size_t count, size_t skip, bool fault, ReadPlan* plan, ScmRecv* scm,
+                   bool* stop) noexcept;
   static const ScmPayload& scm_of(const UnixConn::Skb* skb) noexcept;
   static UnixConn::Skb* new_skb(uint32_t size, ScmPayload* scm, bool first, bool passcred) noexcept;
   // recv() into scm's receive: what one round of a blocking receive

@@ -129,7 +129,9 @@ long UnixSocket::getsockopt(int level, int optname, void* optval, socklen_t* opt
         return put_int_opt(take_error(), optval, optlen);
       case SO_SNDBUF:
       case SO_RCVBUF:
-        return UnixBufOpts<UnixConn>::get(*conn_, me_, optname, optval, optlen);
+        return UnixSideOpts<UnixConn>::get(*conn_, me_, optname, optval, optlen);
+      case SO_PEEK_OFF:
+        return UnixSideOpts<UnixConn>::get_peek_off(*conn_, me_, optval, optlen);
       case SO_ACCEPTCONN:
         return put_int_opt(0, optval, optlen);
       case SO_PASSCRED:
@@ -145,10 +147,12 @@ long UnixSocket::getsockopt(int level, int optname, void* optval, socklen_t* opt
 
 long UnixSocket::setsockopt(int level, int optname, const void* optval, socklen_t optlen) noexcept {
   core::MutexLock io(iolock_);  // Linux lock_sock: the twin and the socket agree
+  if (level == SOL_SOCKET && optname == SO_PEEK_OFF)
+    return UnixSideOpts<UnixConn>::set_peek_off(*conn_, me_, optval, optlen);
   if (const long e = opts_.set(SOCK_STREAM, level, optname, optval, optlen)) return e;
   if (level != SOL_SOCKET) return 0;
   if (optname == SO_PASSCRED) set_passcred(opts_.read_int(SO_PASSCRED) != 0);
-  if (UnixBufOpts<UnixConn>::take(*conn_, me_, opts_, optname)) {  // sk_write_space: unix_write_space
+  if (UnixSideOpts<UnixConn>::take(*conn_, me_, opts_, optname)) {  // sk_write_space: unix_write_space
     conn_->wake(me_, kUnixWriteSpace);
     conn_->fasync(me_, UnixConn::kWakeSpace, POLL_OUT);
   }

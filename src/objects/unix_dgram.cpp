@@ -109,7 +109,23 @@ uint32_t UnixDgramSocket::poll(int) noexcept {
 struct UnixDgramSocket::Taken {
   UnixDgramConn::Msg* msg = nullptr;
   bool owned = false;
+  uint32_t skip = 0;                   // a peek's offset into msg (SO_PEEK_OFF)
+  UnixDgramConn::Msg* last = nullptr;  // the queue's tail when nothing was found
 };
+
+UnixDgramConn::Msg* UnixDgramSocket::peek_at(UnixDgramConn::Msg* head, int peek_off, uint32_t* skip) noexcept {
+  long off = peek_off > 0 ? peek_off : 0;
+  for (UnixDgramConn::Msg* m = head; m; m = m->next) {
+    if (peek_off >= 0 && off >= m->len && (off || m->peeked)) {
+      off -= m->len;
+      continue;
+    }
+    if (!m->len) m->peeked = true;  // skb_set_peeked
+    *skip = static_cast<uint32_t>(off);
+    return m;
+  }
+  return nullptr;
+}
 
 long UnixDgramSocket::take(bool peek, Taken* out, int* wakes) noexcept {
   UnixDgramConn& c = *conn_;
@@ -120,7 +136,7 @@ long UnixDgramSocket::take(bool peek, Taken* out, int* wakes) noexcept {
   if (s.err) {  // __skb_try_recv_datagram: sock_error() before the queue
     r = -s.err;
     s.err = 0;
-  } else if (UnixDgramConn::Msg* m = s.head) {
+  } else if (UnixDgramConn::Msg* m = peek ? peek_at(s.head, s.peek_off, &out->skip) : s.head) {
     out->msg = m;
     if (!peek) {
       s.head = m->next;
@@ -137,6 +153,7 @@ long UnixDgramSocket::take(bool peek, Taken* out, int* wakes) noexcept {
     r = 0;  // "Signal EOF on disconnected non-blocking SEQPACKET socket"
   } else {
     r = -EAGAIN;
+    out->last = s.tail;
   }
   return r;
 }
@@ -157,7 +174,8 @@ long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int
       r = take(peek, &t, &wakes);
       if (r == 1) {
         const UnixDgramConn::Msg* m = t.msg;
-        size_t len = m->len;
+        const uint32_t skip = t.skip;
+        size_t len = m->len - skip;
         if (size < len) {
           len = size;
           *msg_flags |= MSG_TRUNC;
@@ -173,7 +191,7 @@ long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int
             r = -EFAULT;
             break;
           }
-          std::memcpy(iov[i].iov_base, m->data + off, k);
+          std::memcpy(iov[i].iov_base, m->data + skip + off, k);
           off += k;
         }
         if (r >= 0 && scm) {
@@ -185,7 +203,11 @@ long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int
             (void)scm->take(m->scm);
           }
         }
-        if (r >= 0 && (flags & MSG_TRUNC)) r = static_cast<long>(m->len);
+        if (r >= 0) {  // sk_peek_offset_fwd by what a peek copied, _bwd by a message taken
+          core::SpinGuard g(c.mu_);
+          peek_off_move(&c.side_[me_].peek_off, peek ? static_cast<long>(len) : -static_cast<long>(m->len));
+        }
+        if (r >= 0 && (flags & MSG_TRUNC)) r = static_cast<long>(m->len - skip);
       }
     }
     for (int i = 0; i < wakes; ++i) c.wake(1 - me_, kUnixWriteSpace);
@@ -198,7 +220,7 @@ long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int
       c.mu_.lock();
       const UnixDgramConn::Side& s = c.side_[me_];
       shut = (s.shutdown & UnixDgramConn::kRcvShutdown) != 0;
-      const bool ready = s.head || s.err || shut;
+      const bool ready = s.tail != t.last || s.err || shut;  // more packets than the take saw
       c.mu_.unlock();
       return ready ? 0 : -EAGAIN;
     });
@@ -306,6 +328,7 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, 
     m->next = nullptr;
     m->len = len;
     m->truesize = truesize;
+    m->peeked = false;
     if (other.tail)
       other.tail->next = m;
     else

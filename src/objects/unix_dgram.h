@@ -65,13 +65,14 @@ class UnixDgramConn {
 
  private:
   friend class UnixDgramSocket;
-  friend struct UnixBufOpts<UnixDgramConn>;
+  friend struct UnixSideOpts<UnixDgramConn>;
   friend int make_dgram_pair(int type, int status_flags, int out[2]) noexcept;
 
   struct Msg {
     Msg* next;
     uint32_t len;       // bytes carried
     uint32_t truesize;  // charged to the writer's wmem
+    bool peeked;        // skb->peeked: a zero-length message already peeked at
     ScmPayload* scm;    // files and credentials sent with it, or null
     char data[];        // NOLINT: flexible array (GNU extension in C++)
   };
@@ -85,6 +86,7 @@ class UnixDgramConn {
     long wmem = 0;           // sk_wmem_alloc minus its base reference
     long sndbuf = kUnixSndBuf;
     long rcvbuf = kUnixSndBuf;
+    int peek_off = -1;       // sk_peek_off (SO_PEEK_OFF; -1: off)
     bool connected = true;   // unix_peer(sk) != NULL
     bool passcred = false;   // SO_PASSCRED
     bool dead = false;       // released
@@ -170,9 +172,14 @@ class UnixDgramSocket final : public core::File, public UnixGcNode {
   // it they are released with the message.
   long recv_msg(const struct iovec* iov, size_t n, int flags, int* msg_flags, ScmRecv* scm) noexcept;
   bool passcred() noexcept;
-  // Takes (or with `peek` finds) the first message under mu_: 1, or a
-  // pending error, 0 (seqpacket after RCV_SHUTDOWN), -EAGAIN.
+  // Takes (or with `peek` finds, past SO_PEEK_OFF's bytes) the first
+  // message under mu_: 1, or a pending error, 0 (seqpacket after
+  // RCV_SHUTDOWN), -EAGAIN (the queue's tail, for a wait, in out->last).
   long take(bool peek, Taken* out, int* wakes) noexcept;
+  // __skb_try_recv_from_queue's MSG_PEEK walk (mu_ held): with an offset in
+  // use, whole messages it covers are passed over (a zero-length one once
+  // peeked at); the message found and the offset left into it, or null.
+  static UnixDgramConn::Msg* peek_at(UnixDgramConn::Msg* head, int peek_off, uint32_t* skip) noexcept;
   // The datagram disconnection (unix_dgram_disconnected after the peer
   // pointer is cleared): purges our queue; the peer gets ECONNRESET if it
   // is alive and still connected to us and there was something to purge.

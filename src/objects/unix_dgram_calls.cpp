@@ -134,7 +134,9 @@ long UnixDgramSocket::getsockopt(int level, int optname, void* optval, socklen_t
       }
       case SO_SNDBUF:
       case SO_RCVBUF:
-        return UnixBufOpts<UnixDgramConn>::get(*conn_, me_, optname, optval, optlen);
+        return UnixSideOpts<UnixDgramConn>::get(*conn_, me_, optname, optval, optlen);
+      case SO_PEEK_OFF:
+        return UnixSideOpts<UnixDgramConn>::get_peek_off(*conn_, me_, optval, optlen);
       default:
         break;
     }
@@ -144,6 +146,8 @@ long UnixDgramSocket::getsockopt(int level, int optname, void* optval, socklen_t
 
 long UnixDgramSocket::setsockopt(int level, int optname, const void* optval, socklen_t optlen) noexcept {
   core::MutexLock io(iolock_);  // Linux lock_sock: the twin and the socket agree
+  if (level == SOL_SOCKET && optname == SO_PEEK_OFF)
+    return UnixSideOpts<UnixDgramConn>::set_peek_off(*conn_, me_, optval, optlen);
   if (const long e = opts_.set(type(), level, optname, optval, optlen)) return e;
   if (level != SOL_SOCKET) return 0;
   if (optname == SO_PASSCRED) {
@@ -151,7 +155,7 @@ long UnixDgramSocket::setsockopt(int level, int optname, const void* optval, soc
     core::SpinGuard g(conn_->mu_);
     conn_->side_[me_].passcred = on;
   }
-  if (UnixBufOpts<UnixDgramConn>::take(*conn_, me_, opts_, optname))
+  if (UnixSideOpts<UnixDgramConn>::take(*conn_, me_, opts_, optname))
     conn_->wake(me_, kUnixWriteSpace);  // sk_write_space
   return 0;
 }

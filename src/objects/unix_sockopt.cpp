@@ -61,6 +61,13 @@ long put_peername(core::File& sock, void* val, socklen_t* len) noexcept {
 
 }  // namespace
 
+long unix_int_optval(const void* val, socklen_t len, int* out) noexcept {
+  if (len < sizeof(int)) return -EINVAL;
+  if (!core::user_readable(val, sizeof(int))) return -EFAULT;
+  std::memcpy(out, val, sizeof(int));
+  return 0;
+}
+
 int UnixOpts::twin_fd(int type) noexcept {
   int fd = twin_.load(std::memory_order_acquire);
   if (fd >= 0) return fd;
@@ -74,11 +81,6 @@ int UnixOpts::twin_fd(int type) noexcept {
 }
 
 long UnixOpts::set(int type, int level, int name, const void* val, socklen_t len) noexcept {
-  if (level == SOL_SOCKET && name == SO_PEEK_OFF) {  // sk_setsockopt's int checks, then no set_peek_off
-    if (len < sizeof(int)) return -EINVAL;
-    if (!core::user_readable(val, sizeof(int))) return -EFAULT;
-    return -EOPNOTSUPP;
-  }
   const int fd = twin_fd(type);
   if (fd < 0) return fd;
   core::InternalCalls internal;

@@ -20,17 +20,19 @@
 //   SO_RCVLOWAT                a stream receive's target (kept here)
 //   SO_PASSCRED                credentials with each message (the socket's)
 //
+// SO_PEEK_OFF never reaches the twin: it indexes the socket's queue and
+// lives with it (UnixSideOpts).
+//
 // The twin is made with the first call that needs it and closed with the
 // socket; a socket that never sets an option has none.  getsockopt answers
 // the options that depend on the connection from the socket itself (the
 // caller's switch, then get() here for the peer's name, groups and pidfd);
 // everything else is read from the twin.
 //
-// What is accepted as Linux accepts it but not acted on (documented in
-// docs/linux-deviations.md): the timestamp options (no SCM_TIMESTAMP* with a
-// datagram), socket filters (SO_ATTACH_FILTER, SO_ATTACH_BPF),
-// SO_PASSPIDFD's control message.  SO_PEEK_OFF gives EOPNOTSUPP, Linux's
-// answer for a socket without peek offsets.
+// What is accepted as Linux accepts it but not acted on
+// (documented in docs/linux-deviations.md): the timestamp options (no
+// SCM_TIMESTAMP* with a datagram), socket filters (SO_ATTACH_FILTER,
+// SO_ATTACH_BPF), SO_PASSPIDFD's control message.
 //
 // Locks: none of its own.  The socket holds its iolock_ (level 10) around
 // set() and the store of what it reads back (Linux: lock_sock), so that two
@@ -43,6 +45,7 @@
 #include "objects/unix_common.h"
 
 #include <atomic>
+#include <climits>
 #include <cstdint>
 #include <sys/socket.h>
 
@@ -57,7 +60,7 @@ class UnixOpts {
   // setsockopt on the twin of a socket of `type` (made if need be: -ENOMEM
   // when no kernel descriptor can be had); on success the timeouts and
   // SO_RCVLOWAT are taken over.  The caller then reads back the options
-  // it keeps itself (read_int).  SO_PEEK_OFF: -EOPNOTSUPP.
+  // it keeps itself (read_int).
   long set(int type, int level, int name, const void* val, socklen_t len) noexcept;
   // getsockopt of the options the socket does not answer itself: the
   // timeouts and SO_RCVLOWAT without a twin, SO_PEERNAME (sock's peer
@@ -89,11 +92,38 @@ class UnixOpts {
   std::atomic<int> rcvlowat_{1};
 };
 
-// SO_SNDBUF and SO_RCVBUF of a pair's socket, kept in its connection's
-// side (Conn: UnixConn or UnixDgramConn, whose side_[] has sndbuf, rcvbuf
-// and wmem under mu_, a leaf).
+// setsockopt's int argument (sk_setsockopt): -EINVAL for less than an
+// int's room, -EFAULT; 0 with the value in *out.
+long unix_int_optval(const void* val, socklen_t len, int* out) noexcept;
+
+// sk_peek_offset_fwd (val > 0) and _bwd (val < 0): an offset in use
+// (>= 0) moves by val, not below 0.
+inline void peek_off_move(int* off, long val) noexcept {
+  if (*off < 0) return;
+  const long v = *off + val;
+  *off = v < 0 ? 0 : v > INT32_MAX ? INT32_MAX : static_cast<int>(v);
+}
+
+// The options a pair's socket keeps in its connection's side (Conn:
+// UnixConn or UnixDgramConn, whose side_[] has sndbuf, rcvbuf, wmem and
+// peek_off under mu_, a leaf): SO_SNDBUF, SO_RCVBUF, SO_PEEK_OFF.
 template <class Conn>
-struct UnixBufOpts {
+struct UnixSideOpts {
+  // SO_PEEK_OFF (unix_set_peek_off; the caller holds its iolock_): any int,
+  // -1 switches offsets off.
+  static long set_peek_off(Conn& c, int me, const void* val, socklen_t len) noexcept {
+    int v;
+    if (const long e = unix_int_optval(val, len, &v)) return e;
+    core::SpinGuard g(c.mu_);
+    c.side_[me].peek_off = v;
+    return 0;
+  }
+  static long get_peek_off(Conn& c, int me, void* val, socklen_t* len) noexcept {
+    c.mu_.lock();
+    const int v = c.side_[me].peek_off;
+    c.mu_.unlock();
+    return core::put_int_opt(v, val, len);
+  }
   // getsockopt of either.
   static long get(Conn& c, int me, int name, void* val, socklen_t* len) noexcept {
     c.mu_.lock();

@@ -5,7 +5,8 @@
 // what the socket does: SO_SNDBUF (a stream writer's flow control and
 // EPOLLOUT, a datagram's size limit), SO_RCVTIMEO and SO_SNDTIMEO (EAGAIN
 // at the deadline, partial counts, EINTR after an SA_RESTART handler),
-// SO_RCVLOWAT (a stream receive's target).  Against Linux.
+// SO_RCVLOWAT (a stream receive's target), SO_PEEK_OFF (where MSG_PEEK
+// starts, moved on by peeks and back by reads).  Against Linux.
 #include "conformance/interrupted.h"
 #include "conformance/surface_harness.h"
 
@@ -271,6 +272,57 @@ TEST(SockOpts, StreamRcvlowat) {
     t.recv(a, 100, MSG_DONTWAIT, "MSG_DONTWAIT");
     t.close(a);
     t.close(b);
+  });
+}
+
+// SO_PEEK_OFF: each MSG_PEEK starts where the last one ended, a read moves
+// the offset back by what it took; on a datagram socket the offset runs
+// across messages (a zero-length one is passed over once it was peeked
+// at) and into one, whose rest a peek returns (MSG_TRUNC: its length).  A
+// peek past everything queued waits, or gives EAGAIN.
+TEST(SockOpts, PeekOffset) {
+  conf::surface_differential([](ST& t) {
+    for (const int type : kTypes) {
+      t.log(type_name(type));
+      const auto ab = t.socketpair(AF_UNIX, type, 0);
+      const int a = ab.first, b = ab.second;
+      t.getsockopt_int(a, SOL_SOCKET, SO_PEEK_OFF, "SO_PEEK_OFF");
+      set_int(t, a, SO_PEEK_OFF, -5, "SO_PEEK_OFF");
+      t.getsockopt_int(a, SOL_SOCKET, SO_PEEK_OFF, "SO_PEEK_OFF");
+      set_int(t, a, SO_PEEK_OFF, 0, "SO_PEEK_OFF len 2", 2);
+      set_int(t, a, SO_PEEK_OFF, 0, "SO_PEEK_OFF");
+      t.send(b, 5, 0, "0", 'a');
+      t.send(b, 0, 0, "0");
+      t.send(b, 6, 0, "0", 'b');
+      t.recv(a, 3, MSG_PEEK, "MSG_PEEK");
+      t.getsockopt_int(a, SOL_SOCKET, SO_PEEK_OFF, "SO_PEEK_OFF");
+      t.recv(a, 3, MSG_PEEK, "MSG_PEEK");
+      t.recv(a, 100, MSG_PEEK | MSG_TRUNC, "MSG_PEEK|MSG_TRUNC");
+      t.getsockopt_int(a, SOL_SOCKET, SO_PEEK_OFF, "SO_PEEK_OFF");
+      t.recv(a, 100, MSG_PEEK | MSG_DONTWAIT, "MSG_PEEK|MSG_DONTWAIT");
+      t.getsockopt_int(a, SOL_SOCKET, SO_PEEK_OFF, "SO_PEEK_OFF");
+      t.recv(a, 100, MSG_PEEK | MSG_DONTWAIT, "MSG_PEEK|MSG_DONTWAIT");
+      t.recv(a, 2, 0, "0");
+      t.getsockopt_int(a, SOL_SOCKET, SO_PEEK_OFF, "SO_PEEK_OFF");
+      set_int(t, a, SO_PEEK_OFF, 1, "SO_PEEK_OFF");
+      t.recv(a, 100, MSG_PEEK, "MSG_PEEK");
+      t.recv(a, 100, 0, "0");
+      t.getsockopt_int(a, SOL_SOCKET, SO_PEEK_OFF, "SO_PEEK_OFF");
+      // A blocking peek past the queue waits for more.
+      t.send(b, 2, 0, "0", 'c');
+      set_int(t, a, SO_PEEK_OFF, 2, "SO_PEEK_OFF");
+      const auto send_fn = t.sa.send;
+      std::thread later([send_fn, b] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        (void)send_fn(b, "dd", 2, 0);
+      });
+      t.recv(a, 100, MSG_PEEK, "MSG_PEEK");
+      later.join();
+      set_int(t, a, SO_PEEK_OFF, -1, "SO_PEEK_OFF");
+      t.recv(a, 100, MSG_PEEK, "MSG_PEEK");
+      t.close(a);
+      t.close(b);
+    }
   });
 }
 
