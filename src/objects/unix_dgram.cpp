@@ -110,8 +110,30 @@ struct UnixDgramSocket::Taken {
   UnixDgramConn::Msg* msg = nullptr;
   bool owned = false;
   uint32_t skip = 0;                   // a peek's offset into msg (SO_PEEK_OFF)
+  int tstamp = 0;                      // the receiver's timestamp option, as take() saw it
   UnixDgramConn::Msg* last = nullptr;  // the queue's tail when nothing was found
 };
+
+namespace {
+
+int64_t realtime_ns() noexcept {
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  return static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+}
+
+// __sock_recv_timestamp for SOCK_RCVTSTAMP: the message's send time (or
+// now, if it had none: the option came on after it was sent) as the
+// option's control message: a timeval for SO_TIMESTAMP_*, a timespec for
+// SO_TIMESTAMPNS_* (the _NEW ones 64-bit, as both are here).
+void put_timestamp(int type, int64_t stamp, ScmRecv* scm) noexcept {
+  const int64_t ns = stamp ? stamp : realtime_ns();
+  const bool nano = type == SO_TIMESTAMPNS_OLD || type == SO_TIMESTAMPNS_NEW;
+  const int64_t v[2] = {ns / 1000000000, nano ? ns % 1000000000 : ns % 1000000000 / 1000};
+  scm->set_timestamp(type, v);
+}
+
+}  // namespace
 
 UnixDgramConn::Msg* UnixDgramSocket::peek_at(UnixDgramConn::Msg* head, int peek_off, uint32_t* skip) noexcept {
   long off = peek_off > 0 ? peek_off : 0;
@@ -138,6 +160,7 @@ long UnixDgramSocket::take(bool peek, Taken* out, int* wakes) noexcept {
     s.err = 0;
   } else if (UnixDgramConn::Msg* m = peek ? peek_at(s.head, s.peek_off, &out->skip) : s.head) {
     out->msg = m;
+    out->tstamp = s.tstamp;
     if (!peek) {
       s.head = m->next;
       if (!s.head) s.tail = nullptr;
@@ -203,6 +226,7 @@ long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int
             (void)scm->take(m->scm);
           }
         }
+        if (r >= 0 && scm && t.tstamp) put_timestamp(t.tstamp, m->tstamp, scm);
         if (r >= 0) {  // sk_peek_offset_fwd by what a peek copied, _bwd by a message taken
           core::SpinGuard g(c.mu_);
           peek_off_move(&c.side_[me_].peek_off, peek ? static_cast<long>(len) : -static_cast<long>(m->len));
@@ -329,6 +353,7 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, 
     m->len = len;
     m->truesize = truesize;
     m->peeked = false;
+    m->tstamp = other.tstamp ? realtime_ns() : 0;  // unix_dgram_sendmsg: __net_timestamp
     if (other.tail)
       other.tail->next = m;
     else

@@ -73,6 +73,7 @@ class UnixDgramConn {
     uint32_t len;       // bytes carried
     uint32_t truesize;  // charged to the writer's wmem
     bool peeked;        // skb->peeked: a zero-length message already peeked at
+    int64_t tstamp;     // skb->tstamp (CLOCK_REALTIME ns) when the receiver wanted one, else 0
     ScmPayload* scm;    // files and credentials sent with it, or null
     char data[];        // NOLINT: flexible array (GNU extension in C++)
   };
@@ -87,6 +88,7 @@ class UnixDgramConn {
     long sndbuf = kUnixSndBuf;
     long rcvbuf = kUnixSndBuf;
     int peek_off = -1;       // sk_peek_off (SO_PEEK_OFF; -1: off)
+    int tstamp = 0;          // SOCK_RCVTSTAMP: the SO_TIMESTAMP{,NS}_{OLD,NEW} name on, or 0
     bool connected = true;   // unix_peer(sk) != NULL
     bool passcred = false;   // SO_PASSCRED
     bool dead = false;       // released

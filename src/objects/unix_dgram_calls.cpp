@@ -157,6 +157,21 @@ long UnixDgramSocket::setsockopt(int level, int optname, const void* optval, soc
   }
   if (UnixSideOpts<UnixDgramConn>::take(*conn_, me_, opts_, optname))
     conn_->wake(me_, kUnixWriteSpace);  // sk_write_space
+  switch (optname) {
+    case SO_TIMESTAMP_OLD:
+    case SO_TIMESTAMPNS_OLD:
+    case SO_TIMESTAMP_NEW:
+    case SO_TIMESTAMPNS_NEW: {  // sock_set_timestamp: which of the four is on, if any
+      int on = 0;
+      for (const int name : {SO_TIMESTAMP_OLD, SO_TIMESTAMPNS_OLD, SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW})
+        if (opts_.read_int(name)) on = name;
+      core::SpinGuard g(conn_->mu_);
+      conn_->side_[me_].tstamp = on;
+      break;
+    }
+    default:
+      break;
+  }
   return 0;
 }
 

@@ -388,15 +388,21 @@ void deliver_files(ScmPayload* fp, CtlCursor* cur, bool cloexec) noexcept {
 
 }  // namespace
 
+void ScmRecv::set_timestamp(int type, const void* data) noexcept {
+  ts_type_ = type;
+  std::memcpy(ts_data_, data, sizeof ts_data_);
+}
+
 void ScmRecv::finish(bool passcred) noexcept {
   struct msghdr* m = msg_;
   int out_flags = flags_ & MSG_CMSG_CLOEXEC;  // ____sys_recvmsg returns it in msg_flags
   CtlCursor cur{static_cast<char*>(m->msg_control), m->msg_control ? m->msg_controllen : 0, &out_flags};
   char* const start = cur.at;
   if (!m->msg_control) {
-    if (passcred || fp_.has_files()) out_flags |= MSG_CTRUNC;
+    if (ts_type_ || passcred || fp_.has_files()) out_flags |= MSG_CTRUNC;
     fp_.clear();
   } else {
+    if (ts_type_) cur.put(SOL_SOCKET, ts_type_, ts_data_, sizeof ts_data_);
     if (passcred) {
       struct ucred uc;
       uc.pid = creds_.set ? creds_.pid : 0;

@@ -165,10 +165,16 @@ class ScmRecv {
   // msg_flags to MSG_CTRUNC and MSG_CMSG_CLOEXEC as Linux returns them.
   // Call once, after a receive that succeeded.
   void finish(bool passcred) noexcept;
+  // A timestamp control message (__sock_recv_timestamp: SOL_SOCKET, `type`
+  // one of SO_TIMESTAMP{,NS}_{OLD,NEW}, 16 bytes of data) that finish()
+  // writes before the others.
+  void set_timestamp(int type, const void* data) noexcept;
 
  private:
   struct msghdr* msg_;
   int flags_;
+  int ts_type_ = 0;  // 0: no timestamp
+  unsigned char ts_data_[16] = {};
   bool check_creds_ = false;
   ScmCreds creds_{false, 0, 0, 0};  // Linux memsets the cookie: 0/0/0 until a message is noted
   ScmPayload fp_;

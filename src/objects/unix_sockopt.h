@@ -19,6 +19,8 @@
 //                              after a signal handler (sock_intr_errno)
 //   SO_RCVLOWAT                a stream receive's target (kept here)
 //   SO_PASSCRED                credentials with each message (the socket's)
+//   SO_TIMESTAMP{,NS}_{OLD,NEW}  a datagram's send time with it (the
+//                              datagram socket's; a stream has none, as Linux)
 //
 // SO_PEEK_OFF never reaches the twin: it indexes the socket's queue and
 // lives with it (UnixSideOpts).
@@ -29,10 +31,10 @@
 // caller's switch, then get() here for the peer's name, groups and pidfd);
 // everything else is read from the twin.
 //
-// What is accepted as Linux accepts it but not acted on
-// (documented in docs/linux-deviations.md): the timestamp options (no
-// SCM_TIMESTAMP* with a datagram), socket filters (SO_ATTACH_FILTER,
-// SO_ATTACH_BPF), SO_PASSPIDFD's control message.
+// What is accepted as Linux accepts it but not acted on (documented in
+// docs/linux-deviations.md): SO_TIMESTAMPING's control message, socket
+// filters (SO_ATTACH_FILTER, SO_ATTACH_BPF), SO_PASSPIDFD's control
+// message.
 //
 // Locks: none of its own.  The socket holds its iolock_ (level 10) around
 // set() and the store of what it reads back (Linux: lock_sock), so that two

@@ -6,7 +6,8 @@
 // EPOLLOUT, a datagram's size limit), SO_RCVTIMEO and SO_SNDTIMEO (EAGAIN
 // at the deadline, partial counts, EINTR after an SA_RESTART handler),
 // SO_RCVLOWAT (a stream receive's target), SO_PEEK_OFF (where MSG_PEEK
-// starts, moved on by peeks and back by reads).  Against Linux.
+// starts, moved on by peeks and back by reads), the timestamp options (a
+// datagram's send time).  Against Linux.
 #include "conformance/interrupted.h"
 #include "conformance/surface_harness.h"
 
@@ -320,6 +321,64 @@ TEST(SockOpts, PeekOffset) {
       later.join();
       set_int(t, a, SO_PEEK_OFF, -1, "SO_PEEK_OFF");
       t.recv(a, 100, MSG_PEEK, "MSG_PEEK");
+      t.close(a);
+      t.close(b);
+    }
+  });
+}
+
+// The timestamp options: a datagram or seqpacket receive carries the
+// message's send time as SO_TIMESTAMP (a timeval), SO_TIMESTAMPNS (a
+// timespec) or their _NEW forms, first among its control messages; MSG_CTRUNC
+// without room; a stream receive none.  The time itself is checked to lie
+// between the send and the receive.
+TEST(SockOpts, DatagramTimestamps) {
+  conf::surface_differential([](ST& t) {
+    for (const int type : kTypes) {
+      t.log(type_name(type));
+      const auto ab = t.socketpair(AF_UNIX, type, 0);
+      const int a = ab.first, b = ab.second;
+      const int on = 1;
+      t.sa.setsockopt(a, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
+      for (const int opt : {SO_TIMESTAMP_OLD, SO_TIMESTAMPNS_OLD, SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW}) {
+        set_int(t, a, opt, 1, "SO_TIMESTAMP*(" + std::to_string(opt) + ")");
+        for (const int opt2 : {SO_TIMESTAMP_OLD, SO_TIMESTAMPNS_OLD, SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW})
+          t.getsockopt_int(a, SOL_SOCKET, opt2, ("SO_TIMESTAMP*(" + std::to_string(opt2) + ")").c_str());
+        for (const size_t room : {size_t{256}, size_t{0}, size_t{20}}) {
+          struct timespec before, after;
+          clock_gettime(CLOCK_REALTIME, &before);
+          t.send(b, 3, 0, "0");
+          char data[8];
+          alignas(struct cmsghdr) char ctl[256];
+          struct iovec iov = {data, sizeof data};
+          struct msghdr m = {};
+          m.msg_iov = &iov;
+          m.msg_iovlen = 1;
+          m.msg_control = room ? ctl : nullptr;
+          m.msg_controllen = room;
+          errno = 0;
+          const long r = t.sa.recvmsg(a, &m, 0);
+          clock_gettime(CLOCK_REALTIME, &after);
+          std::string line = "recvmsg(room " + std::to_string(room) + ") = " + t.res(r) + " flags " +
+                             std::to_string(m.msg_flags) + " controllen " + std::to_string(m.msg_controllen);
+          for (struct cmsghdr* c = room ? CMSG_FIRSTHDR(&m) : nullptr; c; c = CMSG_NXTHDR(&m, c)) {
+            line += " [" + std::to_string(c->cmsg_level) + "," + std::to_string(c->cmsg_type) + "," +
+                    std::to_string(c->cmsg_len);
+            if (c->cmsg_type == opt && c->cmsg_len >= CMSG_LEN(16)) {
+              int64_t v[2];
+              std::memcpy(v, CMSG_DATA(c), sizeof v);
+              const bool nano = opt == SO_TIMESTAMPNS_OLD || opt == SO_TIMESTAMPNS_NEW;
+              const int64_t ns = v[0] * 1000000000 + (nano ? v[1] : v[1] * 1000);
+              const int64_t lo = before.tv_sec * 1000000000LL + before.tv_nsec - (nano ? 0 : 1000);
+              const int64_t hi = after.tv_sec * 1000000000LL + after.tv_nsec;
+              line += ns >= lo && ns <= hi ? " in time" : " out of time";
+            }
+            line += "]";
+          }
+          t.log(line);
+        }
+        set_int(t, a, opt, 0, "SO_TIMESTAMP*(" + std::to_string(opt) + ")");
+      }
       t.close(a);
       t.close(b);
     }
