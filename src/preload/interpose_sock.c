@@ -123,10 +123,19 @@ int socket(int family, int type, int protocol) {
 }
 
 /* ---- the calls that name an address or make a socket ----------------------------------- */
-/* Naming a uepoll socket pair is not modelled: say so (Linux would bind it). */
+/* Naming a socket pair's end (Linux binds it: its address, its peer's
+ * getpeername, messages to that name): uepoll pairs carry no names, so the
+ * pair becomes a kernel one under the same numbers first (as a datagram
+ * pair does before it sends to a name: dgram_named.c), and the kernel binds
+ * it.  A pair that cannot be converted (a thread blocked on it) is refused. */
 int bind(int fd, const struct sockaddr *a, socklen_t len) {
-  if (uep_pl_map(fd) && uep_pl_kind(fd) == UEP_PL_SOCKET) {
-    uep_pl_refuse("bind() on a uepoll socket pair: not supported (EOPNOTSUPP)");
+  if (!uep_pl_inside() && uep_pl_map(fd) && uep_pl_kind(fd) == UEP_PL_SOCKET) {
+    uep_pl_convert_stream(fd);
+    if (!uep_pl_map(fd)) {
+      uep_pl_count(UEP_PL_FORWARDED, 1);
+      return UEP_PL_REAL(bind)(fd, a, len);
+    }
+    uep_pl_refuse("bind() on a uepoll socket pair while a thread is blocked on it: not supported (EOPNOTSUPP)");
     errno = EOPNOTSUPP;
     return -1;
   }

@@ -1,17 +1,21 @@
 /* sockopt_program.c - run plainly and under uepoll-run (run.sh): every
  * SOL_SOCKET option of stream, datagram and seqpacket socket pairs (uepoll
  * pairs under the preload) read, set to 1 and read again, answering as
- * Linux's with no warning; SO_SNDBUF's flow control, SO_RCVTIMEO's
- * deadline and write-space edge, and both carried into a child across fork (where the preload
- * turns the pair into a kernel one). */
+ * Linux's with no warning; SO_SNDBUF's flow control and write-space edge,
+ * SO_RCVTIMEO's deadline, both carried into a child across fork (where the
+ * preload turns the pair into a kernel one); bind() naming a pair's end
+ * (the preload makes the pair a kernel one first), its registration in an
+ * epoll instance kept. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stddef.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -137,6 +141,37 @@ int main(void) {
     }
     int st;
     waitpid(pid, &st, 0);
+    close(sv[0]);
+    close(sv[1]);
+
+    /* bind() names an end: its address, the peer's getpeername, a second
+     * bind EINVAL; the peer's registration still reports what it sends. */
+    if (socketpair(AF_UNIX, types[t], 0, sv) < 0) return 1;
+    const int ep2 = epoll_create1(0);
+    struct epoll_event rev = {.events = EPOLLIN, .data.u32 = 7}, got[2];
+    epoll_ctl(ep2, EPOLL_CTL_ADD, sv[1], &rev);
+    char name[64];
+    snprintf(name, sizeof name, "%cuepoll-sockopt-%d-%d", 0, (int)getpid(), t);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path, name, sizeof name);
+    const socklen_t salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name + 1));
+    int br = bind(sv[0], (struct sockaddr *)&sa, salen);
+    printf("  bind: %d %s\n", br, err(br));
+    br = bind(sv[0], (struct sockaddr *)&sa, salen);
+    printf("  bind again: %d %s\n", br, err(br));
+    struct sockaddr_un nm;
+    socklen_t ol = sizeof nm;
+    getsockname(sv[0], (struct sockaddr *)&nm, &ol);
+    printf("  getsockname: len %s, abstract %s\n", ol == salen ? "as bound" : "other",
+           ol > offsetof(struct sockaddr_un, sun_path) && nm.sun_path[0] == 0 ? "yes" : "no");
+    ol = sizeof nm;
+    getpeername(sv[1], (struct sockaddr *)&nm, &ol);
+    printf("  peer's getpeername: len %s\n", ol == salen ? "as bound" : "other");
+    send(sv[0], "hi", 2, 0);
+    const int n = epoll_wait(ep2, got, 2, 1000);
+    printf("  epoll_wait: %d data %u\n", n, n > 0 ? got[0].data.u32 : 0);
+    printf("  recv: %zd\n", recv(sv[1], buf, sizeof buf, 0));
+    close(ep2);
     close(sv[0]);
     close(sv[1]);
   }
