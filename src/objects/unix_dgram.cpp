@@ -11,6 +11,7 @@
 #include "core/lockdep.h"
 #include "core/reclaim.h"
 #include "core/sock_timeo.h"
+#include "core/vclock.h"
 #include "fd/table.h"
 #include "objects/user_ptr.h"
 
@@ -116,9 +117,10 @@ struct UnixDgramSocket::Taken {
 
 namespace {
 
+// CLOCK_REALTIME now (the virtual clock's under virtual time); lock-free.
 int64_t realtime_ns() noexcept {
   timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
+  if (!core::vclock::on() || !core::vclock::gettime(CLOCK_REALTIME, &now)) clock_gettime(CLOCK_REALTIME, &now);
   return static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
 }
 
