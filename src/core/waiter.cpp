@@ -278,12 +278,21 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
 
 namespace {
 
+// The signals the kernel raises for a fault of the thread that made it
+// (force_sig_fault): never the one that ends another thread's sleep.
+bool fault_signal(int s) noexcept {
+  return s == SIGSEGV || s == SIGBUS || s == SIGFPE || s == SIGILL || s == SIGTRAP || s == SIGSYS;
+}
+
 // True when no signal of `set` has a handler installed without SA_RESTART
 // (Linux handle_signal: -ERESTARTSYS becomes -EINTR for such a handler;
 // SIG_DFL and SIG_IGN run none, and a stop, then SIGCONT, restarts).
-bool handlers_restart(const sigset_t* set) noexcept {
+// `unseen`: the signal that ran is not known, only that it came from
+// outside this sleeping thread, so fault signals' handlers (a sanitizer's
+// or a runtime's crash handler, installed without SA_RESTART) are left out.
+bool handlers_restart(const sigset_t* set, bool unseen = false) noexcept {
   for (int s = 1; s < NSIG; ++s) {
-    if (!sigismember(set, s)) continue;
+    if (!sigismember(set, s) || (unseen && fault_signal(s))) continue;
     struct sigaction sa;
     if (sigaction(s, nullptr, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
         !(sa.sa_flags & SA_RESTART))
@@ -356,7 +365,7 @@ int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
       // came as ep_poll went from its check of the ready list to its
       // check of signal_pending() (or a stop).  Which one is unknown:
       // EINTR if any handler the mask lets through lacks SA_RESTART.
-      return handlers_restart(&let) ? -kErestartSys : -EINTR;
+      return handlers_restart(&let, true) ? -kErestartSys : -EINTR;
     }
     if (!sig) continue;  // an edge left by a kick that raced a wakeup
     sigset_t pending;
@@ -376,7 +385,7 @@ int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
         if (woken()) return 1;
         continue;
       }
-      if (!handlers_restart(&let)) return -EINTR;
+      if (!handlers_restart(&let, true)) return -EINTR;
       return woken() ? 1 : -kErestartSys;
     }
     // Kicked as well: the call finishes and the signals are delivered as

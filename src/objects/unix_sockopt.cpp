@@ -10,7 +10,6 @@
 #include "core/user_memory.h"
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <grp.h>
 #include <sys/syscall.h>
@@ -32,17 +31,19 @@ long kernel_result(int r) noexcept { return r < 0 ? -errno : 0; }
 // either end of a pair is its creator): -ERANGE with the needed length put
 // back when the buffer is short.
 long put_peergroups(void* val, socklen_t* len) noexcept {
-  gid_t groups[NGROUPS_MAX];
-  const int n = ::getgroups(NGROUPS_MAX, groups);
+  const int n = ::getgroups(0, nullptr);
   if (n < 0) return -errno;
-  const socklen_t need = static_cast<socklen_t>(n * sizeof(gid_t));
+  const socklen_t need = static_cast<socklen_t>(static_cast<size_t>(n) * sizeof(gid_t));
   if (*len < need) {
     *len = need;
     return -ERANGE;
   }
   if (need && !core::user_readable(val, need)) return -EFAULT;
-  std::memcpy(val, groups, need);
-  *len = need;
+  // Straight into the caller's buffer (up to NGROUPS_MAX ids: no copy on
+  // the stack); a change of groups in between answers as the new count.
+  const int got = n ? ::getgroups(n, static_cast<gid_t*>(val)) : 0;
+  if (got < 0) return -errno;
+  *len = static_cast<socklen_t>(static_cast<size_t>(got) * sizeof(gid_t));
   return 0;
 }
 
