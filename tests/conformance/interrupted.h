@@ -25,8 +25,9 @@ namespace conf_interrupted {
 
 using conf::T;
 
-inline volatile sig_atomic_t g_handled = 0;
-inline void on_usr1(int) { g_handled = g_handled + 1; }
+// Handler runs, read by the helper thread: a lock-free atomic (async-signal-safe).
+inline std::atomic<int> g_handled{0};
+inline void on_usr1(int) { g_handled.fetch_add(1, std::memory_order_relaxed); }
 
 // True once thread `tid` of this process is asleep (state S in its stat).
 inline bool asleep(pid_t tid) {
@@ -47,7 +48,7 @@ inline void interrupted(T& t, bool sa_restart, const std::string& what, const st
   sa.sa_handler = on_usr1;
   sa.sa_flags = sa_restart ? SA_RESTART : 0;
   sigaction(SIGUSR1, &sa, &old);
-  g_handled = 0;
+  g_handled.store(0, std::memory_order_relaxed);
   const pthread_t self = pthread_self();
   const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
   std::atomic<bool> returned{false};
@@ -59,7 +60,7 @@ inline void interrupted(T& t, bool sa_restart, const std::string& what, const st
     // call has returned: a thread that the scheduler stalls past the
     // signal must not find room first (Linux's pipe_write then writes, as
     // it looks for room before it looks for signals).
-    for (int i = 0; i < 5000 && !g_handled; ++i) usleep(1000);
+    for (int i = 0; i < 5000 && !g_handled.load(std::memory_order_relaxed); ++i) usleep(1000);
     for (int i = 0; i < 30 && !returned; ++i) usleep(1000);
     then();
   });
@@ -71,7 +72,7 @@ inline void interrupted(T& t, bool sa_restart, const std::string& what, const st
   sigaction(SIGUSR1, &old, nullptr);
   errno = e;
   t.log(what + (sa_restart ? " [SA_RESTART]" : " [no SA_RESTART]") + " = " + t.res(r) +
-        (g_handled ? " handler ran" : " no handler"));
+        (g_handled.load(std::memory_order_relaxed) ? " handler ran" : " no handler"));
 }
 
 }  // namespace conf_interrupted
