@@ -12,7 +12,6 @@
 #include "objects/socketpair.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <csignal>
 #include <cstring>
 #include <sys/ioctl.h>

@@ -15,7 +15,6 @@
 #include "objects/unix_dgram_named.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <sys/ioctl.h>
 #include <sys/socket.h>

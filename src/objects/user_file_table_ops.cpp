@@ -14,7 +14,6 @@
 #include <cerrno>
 #include <cstring>
 #include <sys/epoll.h>
-#include <sys/time.h>
 #include <vector>
 
 namespace uepoll::objects {
