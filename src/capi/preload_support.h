@@ -75,6 +75,17 @@ UEP_EXPORT int uep__next_own_fd(int from);
  * holds it while libc makes a child (posix_spawn, popen, system). */
 UEP_EXPORT void uep__own_fds_hold(void);
 UEP_EXPORT void uep__own_fds_release(void);
+/* A movable own descriptor (core/own_slot.h) for the preload's own kernel
+ * descriptors: made from a parked descriptor (NULL, fd closed, without
+ * memory), never freed.  A system call on it is made between enter, which
+ * returns the number to use, and leave with the half enter gave.
+ * uep__own_vacate(n): the own descriptor at n moved elsewhere and n closed
+ * (0), or -1 with errno EBUSY (core::own_vacate). */
+typedef struct uep__own_slot uep__own_slot;
+UEP_EXPORT uep__own_slot *uep__own_slot_new(int fd);
+UEP_EXPORT int uep__own_slot_enter(uep__own_slot *s, unsigned *half);
+UEP_EXPORT void uep__own_slot_leave(uep__own_slot *s, unsigned half);
+UEP_EXPORT int uep__own_vacate(int n);
 
 /* The calling thread's waits that reached a sleeping system call so far
  * (core::thread_sleeps): the tests' way to tell a wait that slept from one

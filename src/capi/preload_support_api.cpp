@@ -1,7 +1,8 @@
 // preload_support_api.cpp - uep__stream_state (capi/preload_support.h):
 // what libuepoll-preload.so reads from a pipe end or a socket of a pair to
 // turn it into a kernel one before fork(); uep__own_fd and
-// uep__next_own_fd: uepoll's own kernel descriptors (core/own_fds.h);
+// uep__next_own_fd: uepoll's own kernel descriptors (core/own_fds.h),
+// and the movable ones of the preload (core/own_slot.h);
 // uep__file_id: a descriptor's open file description, for kcmp;
 // uep__epoll_registrations: an instance's registrations, and
 // uep__carry_sockopts: a socket's options, for the fork conversion to move
@@ -16,6 +17,7 @@
 
 #include "core/file.h"
 #include "core/own_fds.h"
+#include "core/own_slot.h"
 #include "core/waiter.h"
 #include "epoll/fdinfo.h"
 #include "epoll/instance.h"
@@ -23,6 +25,7 @@
 #include "objects/unix_scm.h"
 
 #include <atomic>
+#include <new>
 
 #include <cerrno>
 #include <cstdint>
@@ -104,6 +107,27 @@ extern "C" int uep__next_own_fd(int from) { return uepoll::core::next_own(from);
 extern "C" int uep__park_fd_high(int fd) { return uepoll::core::park_high(fd); }
 extern "C" void uep__own_fds_hold(void) { uepoll::core::own_fds_hold(); }
 extern "C" void uep__own_fds_release(void) { uepoll::core::own_fds_release(); }
+
+struct uep__own_slot {
+  uepoll::core::OwnSlot slot;
+};
+extern "C" uep__own_slot* uep__own_slot_new(int fd) {
+  if (fd < 0) return nullptr;
+  auto* s = new (std::nothrow) uep__own_slot;
+  if (!s) {
+    uepoll::core::close_own(fd);
+    return nullptr;
+  }
+  s->slot.open(fd);
+  return s;
+}
+extern "C" int uep__own_slot_enter(uep__own_slot* s, unsigned* half) { return s->slot.enter(half); }
+extern "C" void uep__own_slot_leave(uep__own_slot* s, unsigned half) { s->slot.leave(half); }
+extern "C" int uep__own_vacate(int n) {
+  const int r = uepoll::core::own_vacate(n);
+  if (r < 0) errno = -r;
+  return r < 0 ? -1 : 0;
+}
 extern "C" unsigned long long uep__thread_sleeps(void) { return uepoll::core::thread_sleeps(); }
 
 namespace {

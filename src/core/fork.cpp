@@ -17,6 +17,7 @@
 #include "core/fork_gate.h"
 #include "core/internal_call.h"
 #include "core/own_fds.h"
+#include "core/own_slot.h"
 #include "core/vclock.h"
 #include "core/vcond.h"
 
@@ -55,6 +56,7 @@ void parent() {
 void child() {
   InternalCalls internal;
   own_fds_release();
+  own_slots_fork_child();  // before any slot is closed (waiters_fork_child)
   fork_gate_child();
   vclock::fork_child();
   vcond::fork_child();

@@ -60,17 +60,18 @@ bool wait_window() noexcept {
 void leave_window() noexcept { g_window.store(false, std::memory_order_release); }
 
 // F_DUPFD_CLOEXEC walk down from hint (or top - 1) to above `floor`: the
-// number fd now lives at (fd closed), or -1 (fd untouched).  F_DUPFD gives
+// number fd now lives at (fd closed; kept open with `keep`: a duplicate),
+// or -1 (fd untouched).  F_DUPFD gives
 // the lowest free number >= c: a hole left above c by a closed own
 // descriptor first, else c itself; EMFILE says everything from c up is
 // taken: one lower.
-int walk_down(int fd, int floor, int top, std::atomic<int>& hint) noexcept {
+int walk_down(int fd, int floor, int top, std::atomic<int>& hint, bool keep = false) noexcept {
   int c = hint.load(std::memory_order_relaxed);
   if (c <= floor || c >= top) c = top - 1;
   for (; c > floor; --c) {
     const int n = ::fcntl(fd, F_DUPFD_CLOEXEC, c);
     if (n >= 0 && n < top) {
-      ::close(fd);
+      if (!keep) ::close(fd);
       hint.store(c, std::memory_order_relaxed);
       return n;
     }
@@ -138,6 +139,15 @@ int park_high(int fd) noexcept {
   if (n < 0) n = walk_down(fd, fd, l.soft, g_start);
   if (n < 0) n = fd;  // nothing free above fd: it stays
   mark_own(n);
+  errno = saved;
+  return n;
+}
+
+int dup_high(int fd) noexcept {
+  const int saved = errno;
+  const Limits l = limits();
+  const int n = walk_down(fd, 0, l.soft, g_start, true);
+  if (n >= 0) mark_own(n);
   errno = saved;
   return n;
 }

@@ -30,8 +30,9 @@
 //   window busy for long, prlimit refused): the highest free number below
 //   soft.  A program sees other numbers than on Linux only once it has
 //   nearly `soft` descriptors open (and then gets EMFILE that many
-//   descriptors earlier); a dup2 onto one of these numbers gets EBUSY
-//   (interpose_own.c, docs/linux-deviations.md).  A program that raises its
+//   descriptors earlier); a dup2 onto one of these numbers moves the
+//   descriptor if it is held by an OwnSlot (core/own_slot.h), else gets
+//   EBUSY (interpose_own.c, docs/linux-deviations.md).  A program that raises its
 //   soft limit later finds the descriptors parked above the old one inside
 //   its range the same way.
 //
@@ -62,6 +63,10 @@ inline constexpr int kTopCap = 1 << 16;
 // number above fd is free).  fd < 0 is returned unchanged.  Thread-safe,
 // no lock; errno is kept.
 int park_high(int fd) noexcept;
+// A duplicate of fd made straight at the highest free number below the
+// soft limit (no low number is taken meanwhile), recorded as own; fd stays
+// open.  -1 when none is free.  errno is kept.
+int dup_high(int fd) noexcept;
 // Holds the raise window (waiting for a park to finish), so that the soft
 // limit is the program's while a child is made: fork's prepare handler
 // and the preload's spawns; own_fds_release() gives it back (parent and

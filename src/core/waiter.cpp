@@ -108,20 +108,21 @@ ThreadWaiter* ThreadWaiter::make(int* errno_out) noexcept {
     if (errno_out) *errno_out = ENOMEM;
     return nullptr;
   }
-  w->efd_ = fd;
   // A kernel epoll watching the eventfd edge-triggered: sleeping in
   // epoll_pwait2 on it needs no read to drain the eventfd afterwards (each
   // kick is a new edge), one system call less per wakeup than ppoll+read.
   // Without it (EMFILE), sleeping falls back to ppoll.
-  w->kep_ = park_high(::epoll_create1(EPOLL_CLOEXEC));
-  if (w->kep_ >= 0) {
+  int kep = park_high(::epoll_create1(EPOLL_CLOEXEC));
+  if (kep >= 0) {
     epoll_event ev{};
     ev.events = EPOLLIN | EPOLLET;
-    if (::epoll_ctl(w->kep_, EPOLL_CTL_ADD, fd, &ev) < 0) {
-      close_own(w->kep_);
-      w->kep_ = -1;
+    if (::epoll_ctl(kep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+      close_own(kep);
+      kep = -1;
     }
   }
+  w->efd_.open(fd, kick_slot, w);
+  w->kep_.open(kep, kick_slot, w);
   {
     MutexLock g(g_pool_mutex);
     w->all_next_ = g_all;
@@ -146,10 +147,12 @@ ThreadWaiter* ThreadWaiter::acquire_signal(int* errno_out) noexcept {
   if (!w) return nullptr;
   // Permanently "asleep": every kick writes the eventfd.
   w->sleeping_.store(true, std::memory_order_seq_cst);
+  w->efd_.pin();  // registered in kernel epolls by number (event_fd())
   return w;
 }
 
 void ThreadWaiter::release_signal() noexcept {
+  efd_.unpin();
   sleeping_.store(false, std::memory_order_seq_cst);
   MutexLock g(g_pool_mutex);
   push_pool(this, &g_pool);
@@ -169,9 +172,20 @@ void ThreadWaiter::kick() noexcept {
 
 void ThreadWaiter::write_kick() noexcept {
   uint64_t one = 1;
-  ssize_t r = ::write(efd_, &one, sizeof one);
-  (void)r;  // EAGAIN only if the counter is near overflow: still readable
+  {
+    OwnSlot::Use u(efd_);
+    ssize_t r = ::write(u.fd(), &one, sizeof one);
+    (void)r;  // EAGAIN only if the counter is near overflow: still readable
+  }
   writes_.fetch_add(1, std::memory_order_release);  // pairs with writes()
+}
+
+void ThreadWaiter::kick_slot(void* w) noexcept {
+  auto* self = static_cast<ThreadWaiter*>(w);
+  uint64_t one = 1;
+  OwnSlot::Use u(self->efd_);
+  ssize_t r = ::write(u.fd(), &one, sizeof one);
+  (void)r;
 }
 
 // The fork hooks (core/fork.h), not analysed (-Wthread-safety): a lock taken
@@ -190,10 +204,7 @@ void ThreadWaiter::fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
     w->dead_ = true;
     // The child's copies of the parent's descriptions: closing them here
     // leaves the parent's untouched.
-    for (int* fd : {&w->kep_, &w->efd_, &w->rkep_, &w->sfd_}) {
-      close_own(*fd);
-      *fd = -1;
-    }
+    for (OwnSlot* fd : {&w->kep_, &w->efd_, &w->rkep_, &w->sfd_}) fd->close();
   }
   g_all = nullptr;   // the dead ones are never freed (see the pool above)
   g_pool = nullptr;  // ... nor reused
@@ -248,24 +259,34 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
       relp = vsleep.active() ? nullptr : &rel;  // virtual time: the clock kicks at the deadline
     }
     note_sleep();
-    if (n_extra == 0 && kep_ >= 0 && have_epoll_pwait2()) {
+    if (n_extra == 0 && !kep_.empty() && have_epoll_pwait2()) {
       epoll_event ev;
-      int r = ::epoll_pwait2(kep_, &ev, 1, relp, mask);
-      int saved_errno = errno;
+      int r;
+      int saved_errno;
+      {
+        OwnSlot::Use u(kep_);
+        r = ::epoll_pwait2(u.fd(), &ev, 1, relp, mask);
+        saved_errno = errno;
+      }
       sleeping_.store(false, std::memory_order_relaxed);
       if (woken()) return 1;
       if (r < 0 && saved_errno == EINTR) return -EINTR;
       if (r == 0 && (!deadline || deadline_passed(*deadline))) return 0;
       continue;  // a capped sleep, or an edge left by a kick that raced a timeout
     }
-    p[0] = pollfd{efd_, POLLIN, 0};
-    int r = ::ppoll(p, n_extra + 1, relp, mask);
-    int saved_errno = errno;
-    sleeping_.store(false, std::memory_order_relaxed);
-    if (r > 0 && (p[0].revents & POLLIN)) {
-      uint64_t v;
-      ssize_t n = ::read(efd_, &v, sizeof v);  // drain; stale counts are harmless
-      (void)n;
+    int r;
+    int saved_errno;
+    {
+      OwnSlot::Use u(efd_);
+      p[0] = pollfd{u.fd(), POLLIN, 0};
+      r = ::ppoll(p, n_extra + 1, relp, mask);
+      saved_errno = errno;
+      sleeping_.store(false, std::memory_order_relaxed);
+      if (r > 0 && (p[0].revents & POLLIN)) {
+        uint64_t v;
+        ssize_t n = ::read(u.fd(), &v, sizeof v);  // drain; stale counts are harmless
+        (void)n;
+      }
     }
     if (woken()) return 1;
     if (r > 0 && !(p[0].revents & POLLIN)) return 1;  // a kernel descriptor is ready
@@ -304,24 +325,28 @@ bool handlers_restart(const sigset_t* set, bool unseen = false) noexcept {
 }  // namespace
 
 bool ThreadWaiter::restart_setup() noexcept {
-  if (rkep_ >= 0) return true;
+  if (!rkep_.empty()) return true;
   sigemptyset(&sfd_mask_);
   const int sfd = park_high(::signalfd(-1, &sfd_mask_, SFD_NONBLOCK | SFD_CLOEXEC));
   if (sfd < 0) return false;
   const int ep = park_high(::epoll_create1(EPOLL_CLOEXEC));
   epoll_event ev{};
   ev.events = EPOLLIN | EPOLLET;
-  bool ok = ep >= 0 && ::epoll_ctl(ep, EPOLL_CTL_ADD, efd_, &ev) == 0;
+  bool ok = false;
+  if (ep >= 0) {
+    OwnSlot::Use u(efd_);
+    ok = ::epoll_ctl(ep, EPOLL_CTL_ADD, u.fd(), &ev) == 0;
+  }
   ev.events = EPOLLIN;  // level-triggered: readable while a signal is pending
   ev.data.fd = 1;
   ok = ok && ::epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev) == 0;
-  if (!ok || rkep_ >= 0) {  // rkep_: made meanwhile by a handler's call nested in this one
+  if (!ok || !rkep_.empty()) {  // rkep_: made meanwhile by a handler's call nested in this one
     close_own(ep);
     close_own(sfd);
-    return rkep_ >= 0;
+    return !rkep_.empty();
   }
-  sfd_ = sfd;
-  rkep_ = ep;
+  sfd_.open(sfd, kick_slot, this);
+  rkep_.open(ep, kick_slot, this);
   return true;
 }
 
@@ -333,7 +358,12 @@ int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
   for (int s = 1; s < NSIG; ++s)
     if (!sigismember(mask, s)) sigaddset(&let, s);
   if (std::memcmp(&let, &sfd_mask_, sizeof let) != 0) {  // both built from sigemptyset
-    if (::signalfd(sfd_, &let, 0) < 0) return sleep(nullptr, mask);
+    bool set;
+    {
+      OwnSlot::Use u(sfd_);
+      set = ::signalfd(u.fd(), &let, 0) >= 0;
+    }
+    if (!set) return sleep(nullptr, mask);
     sfd_mask_ = let;
   }
   vclock::SleepScope vsleep(this, nullptr);  // the virtual clock's sleeper while it is on
@@ -351,8 +381,13 @@ int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
     // epoll_pwait2 returns the event and puts every signal back to blocked:
     // the signal is still pending when we look at it below.
     note_sleep();
-    const int r = ::epoll_pwait2(rkep_, evs, 2, nullptr, mask);
-    const int saved_errno = errno;
+    int r;
+    int saved_errno;
+    {
+      OwnSlot::Use u(rkep_);
+      r = ::epoll_pwait2(u.fd(), evs, 2, nullptr, mask);
+      saved_errno = errno;
+    }
     sleeping_.store(false, std::memory_order_relaxed);
     bool sig = false;
     for (int i = 0; i < r; ++i) sig |= evs[i].data.fd == 1;

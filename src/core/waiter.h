@@ -15,6 +15,7 @@
 // queue's lock; the owner dequeues under the same lock before it returns.
 #pragma once
 
+#include "core/own_slot.h"
 #include "core/waitqueue.h"
 
 #include <atomic>
@@ -91,7 +92,9 @@ class ThreadWaiter {
   // harmless as one reaching a pooled thread waiter.
   static ThreadWaiter* acquire_signal(int* errno_out) noexcept;
   void release_signal() noexcept;
-  int event_fd() const noexcept { return efd_; }
+  // The eventfd's number: stable while acquired (pinned, core/own_slot.h:
+  // kernel_watch registers and removes it by number).
+  int event_fd() const noexcept { return efd_.peek(); }
   // Eventfd writes made so far (kick() defers them past a SpinLock); an
   // acquire load pairs with the release increment after each write.
   uint64_t writes() const noexcept { return writes_.load(std::memory_order_acquire); }
@@ -126,15 +129,20 @@ class ThreadWaiter {
   std::atomic<bool> woken_{false};
   std::atomic<bool> sleeping_{false};
   std::atomic<uint64_t> writes_{0};
-  int efd_ = -1;
-  int kep_ = -1;  // kernel epoll with efd_ edge-triggered (see self())
+  // The kernel descriptors, each in an OwnSlot (a program's dup2 may take
+  // the number: core/own_slot.h; the mover's kick is kick_slot).
+  OwnSlot efd_;
+  OwnSlot kep_;  // kernel epoll with efd_ edge-triggered (see self())
   // sleep_restartable's kernel epoll (efd_ edge-triggered, sfd_) and
   // signalfd, made at the first such sleep; sfd_mask_ is sfd_'s mask.
   // Owner thread only (fork_child closes them in the child).
-  int rkep_ = -1;
-  int sfd_ = -1;
+  OwnSlot rkep_;
+  OwnSlot sfd_;
   sigset_t sfd_mask_{};
   bool restart_setup() noexcept;
+  // Ends the owner's sleep so that it reads its slots again: one eventfd
+  // write, not counted in writes_.
+  static void kick_slot(void* w) noexcept;
   ThreadWaiter* pool_next_ = nullptr;
   ThreadWaiter* all_next_ = nullptr;  // every waiter of this process; under g_pool_mutex
   static constexpr int kEntries = 2;

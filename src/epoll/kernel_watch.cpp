@@ -4,6 +4,7 @@
 
 #include "core/mutex.h"
 #include "core/own_fds.h"
+#include "core/own_slot.h"
 
 #include "core/waiter.h"
 #include "epoll/instance.h"
@@ -74,21 +75,28 @@ core::Mutex& probe_mutex() {
   static core::Mutex m(core::lock_class::kKernelProbe);  // constant-initialized
   return m;
 }
-// Preconditions: probe_mutex() held.  An empty kernel epoll, never closed.
-int probe_fd_locked() {
-  static int fd = -1;
-  if (fd < 0) fd = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
-  return fd >= 0 ? fd : -errno;
+// Preconditions: probe_mutex() held.  An empty kernel epoll, never closed,
+// in a slot (a program's dup2 may take its number: core/own_slot.h); each
+// use is one epoll_ctl.  nullptr (errno set) when it cannot be made.
+core::OwnSlot* probe_slot_locked() {
+  static core::OwnSlot slot;  // constant-initialized
+  if (slot.empty()) {
+    const int fd = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
+    if (fd < 0) return nullptr;
+    slot.open(fd);
+  }
+  return &slot;
 }
 
 int probe(int op, int kfd, struct epoll_event* ev) {
   // A closed number first: the probe's own creation may take that number.
   if (::fcntl(kfd, F_GETFD) < 0) return -EBADF;
   core::MutexLock g(probe_mutex());
-  const int probe_fd = probe_fd_locked();
-  if (probe_fd < 0) return probe_fd;
-  if (::epoll_ctl(probe_fd, op, kfd, ev) < 0) return -errno;
-  if (op == EPOLL_CTL_ADD) ::epoll_ctl(probe_fd, EPOLL_CTL_DEL, kfd, nullptr);
+  core::OwnSlot* slot = probe_slot_locked();
+  if (!slot) return -errno;
+  core::OwnSlot::Use probe_fd(*slot);
+  if (::epoll_ctl(probe_fd.fd(), op, kfd, ev) < 0) return -errno;
+  if (op == EPOLL_CTL_ADD) ::epoll_ctl(probe_fd.fd(), EPOLL_CTL_DEL, kfd, nullptr);
   return 0;
 }
 
@@ -284,10 +292,12 @@ int KernelWatch::ctl(Instance* ep, int op, int kfd, struct epoll_event* ev) noex
 
 bool KernelWatch::is_kernel_epoll(int kfd) noexcept {
   core::MutexLock g(probe_mutex());
-  const int probe_fd = probe_fd_locked();
+  core::OwnSlot* slot = probe_slot_locked();
+  if (!slot) return false;
+  core::OwnSlot::Use probe_fd(*slot);
   // Linux checks "is an epoll" before looking the target up: ENOENT means
   // it got that far.
-  return probe_fd >= 0 && ::epoll_ctl(kfd, EPOLL_CTL_DEL, probe_fd, nullptr) < 0 && errno == ENOENT;
+  return ::epoll_ctl(kfd, EPOLL_CTL_DEL, probe_fd.fd(), nullptr) < 0 && errno == ENOENT;
 }
 
 int KernelWatch::refuse(int op, int kfd, struct epoll_event* ev) noexcept {

@@ -14,6 +14,7 @@
 #include "objects/user_ptr.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -23,6 +24,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -59,8 +61,8 @@ class TimerService {
   void fork_prepare() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { mu_.lock(); }
   void fork_parent() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS { mu_.unlock(); }
   void fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
-    core::close_own(epfd_);  // the child's copy of the parent's epoll
-    epfd_ = -1;
+    epfd_.close();  // the child's copies of the parent's epoll and doorbell
+    bell_.close();
     started_ = false;
     bool any = false;
     for (int i = 0; i < cap_; ++i) {
@@ -69,62 +71,85 @@ class TimerService {
       any = true;
     }
     if (any && start_locked() == 0) {
-      for (int i = 0; i < cap_; ++i) {
-        if (!table_[i]) continue;
-        const int k = base_ + i;
-        epoll_event ev{};
-        ev.events = EPOLLIN | EPOLLET;
-        ev.data.fd = k;
-        (void)::epoll_ctl(epfd_, EPOLL_CTL_ADD, k, &ev);
-      }
+      for (int i = 0; i < cap_; ++i)
+        if (table_[i]) (void)ctl_locked(table_[i], EPOLL_CTL_ADD, static_cast<uint32_t>(i));
     }
     mu_.unlock();
   }
 
-  // Registers t under its kernel fd; starts the thread on first use.
-  int add(int kfd, TimerFd* t) noexcept {
+  // Registers t (its kernel timer in the service's epoll, keyed by an index
+  // of the table); starts the thread on first use.
+  int add(TimerFd* t) noexcept {
     core::MutexLock l(mu_);
     if (int err = start_locked(); err < 0) return err;
-    if (!slot_locked(kfd) && !grow_locked(kfd)) return -ENOMEM;
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLET;
-    ev.data.fd = kfd;
-    if (::epoll_ctl(epfd_, EPOLL_CTL_ADD, kfd, &ev) < 0) return -errno;
-    *slot_locked(kfd) = t;
+    const int key = free_key_locked();
+    if (key < 0) return -ENOMEM;
+    if (int err = ctl_locked(t, EPOLL_CTL_ADD, static_cast<uint32_t>(key)); err < 0) return err;
+    table_[key] = t;
+    t->set_service_key(key);
     return 0;
   }
 
-  void remove(int kfd) noexcept {
+  void remove(int key, TimerFd* t) noexcept {
     core::MutexLock l(mu_);
-    if (epfd_ >= 0) ::epoll_ctl(epfd_, EPOLL_CTL_DEL, kfd, nullptr);
-    if (TimerFd** slot = slot_locked(kfd)) *slot = nullptr;
+    // The kernel removes the registration at the timer's last close, which
+    // follows; a DEL keeps an event from being harvested meanwhile.
+    if (!epfd_.empty()) (void)ctl_locked(t, EPOLL_CTL_DEL, 0);
+    if (key >= 0 && key < cap_ && table_[key] == t) table_[key] = nullptr;
+    if (key >= 0 && key < hint_) hint_ = key;
   }
 
  private:
-  // The entry of kernel fd kfd, or nullptr when the table does not cover it.
-  TimerFd** slot_locked(int kfd) noexcept UEP_REQUIRES(mu_) {
-    const long i = static_cast<long>(kfd) - base_;
-    return i >= 0 && i < cap_ ? &table_[i] : nullptr;
+  // op for t's kernel timer on the service's epoll, keyed by `key`.
+  int ctl_locked(TimerFd* t, int op, uint32_t key) noexcept UEP_REQUIRES(mu_) {
+    core::OwnSlot::Use e(epfd_);
+    return t->service_ctl(e.fd(), op, key);
   }
-  // Makes the table cover kfd as well, with room below it (the kernel
-  // timers live high and are given out walking down: core/own_fds.h).
-  bool grow_locked(int kfd) noexcept UEP_REQUIRES(mu_) {
-    const int lo = cap_ ? (kfd < base_ ? kfd : base_) : kfd;
-    const int hi = cap_ ? (kfd + 1 > base_ + cap_ ? kfd + 1 : base_ + cap_) : kfd + 1;
-    int ncap = 64;
-    while (ncap < hi - lo) ncap *= 2;
-    const int nbase = hi - ncap > 0 ? hi - ncap : 0;
-    auto* nt = static_cast<TimerFd**>(core::raw_alloc(sizeof(TimerFd*) * static_cast<size_t>(ncap)));
-    if (!nt) return false;
-    for (int i = 0; i < ncap; ++i) {
-      const long old = static_cast<long>(nbase) + i - base_;
-      nt[i] = old >= 0 && old < cap_ ? table_[old] : nullptr;
+
+  // The kernel epoll and its doorbell (0 or -errno).  Preconditions: mu_
+  // held, or the forked child's single thread.
+  int make_epoll() noexcept {
+    const int ep = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
+    if (ep < 0) return -errno;
+    const int bell = core::park_high(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u32 = kBell;
+    if (bell < 0 || ::epoll_ctl(ep, EPOLL_CTL_ADD, bell, &ev) < 0) {
+      const int e = errno;
+      core::close_own(bell);
+      core::close_own(ep);
+      return -e;
     }
+    bell_.open(bell);
+    epfd_.open(ep, &TimerService::ring, this);
+    return 0;
+  }
+  static void ring(void* self) noexcept {
+    core::OwnSlot::Use b(static_cast<TimerService*>(self)->bell_);
+    const uint64_t one = 1;
+    ssize_t unused = ::write(b.fd(), &one, sizeof one);
+    (void)unused;
+  }
+
+  // A free index of the table (grown when full), or -1 without memory.
+  int free_key_locked() noexcept UEP_REQUIRES(mu_) {
+    for (int i = hint_; i < cap_; ++i) {
+      if (!table_[i]) {
+        hint_ = i + 1;
+        return i;
+      }
+    }
+    const int ncap = cap_ ? cap_ * 2 : 64;
+    auto* nt = static_cast<TimerFd**>(core::raw_alloc(sizeof(TimerFd*) * static_cast<size_t>(ncap)));
+    if (!nt) return -1;
+    for (int i = 0; i < ncap; ++i) nt[i] = i < cap_ ? table_[i] : nullptr;
     if (table_) core::raw_free(table_);
     table_ = nt;
-    base_ = nbase;
+    const int key = cap_;
     cap_ = ncap;
-    return true;
+    hint_ = key + 1;
+    return key;
   }
 
   TimerService() = default;
@@ -132,9 +157,8 @@ class TimerService {
   // Preconditions: mu_ held.
   int start_locked() noexcept UEP_REQUIRES(mu_) {
     if (started_) return 0;
-    if (epfd_ < 0) {
-      epfd_ = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
-      if (epfd_ < 0) return -errno;
+    if (epfd_.empty()) {
+      if (int err = make_epoll(); err < 0) return err;
     }
     // The thread must never take a signal meant for the application.
     sigset_t all, old;
@@ -180,31 +204,48 @@ class TimerService {
     epoll_event evs[64];
     for (;;) {
       // No lock held while waiting.
-      const int n = ::epoll_wait(epfd_, evs, 64, -1);
+      int n;
+      {
+        core::OwnSlot::Use e(epfd_);
+        n = ::epoll_wait(e.fd(), evs, 64, -1);
+      }
       if (n <= 0) continue;  // EINTR cannot happen (signals blocked); be safe
       core::MutexLock l(mu_);
       for (int i = 0; i < n; ++i) {
-        const int kfd = evs[i].data.fd;
-        // A stale event for a closed timer finds nullptr, or (if the kernel
-        // fd number was reused) a spurious wakeup that a re-poll drops.
-        if (TimerFd** slot = slot_locked(kfd); slot && *slot) (*slot)->kernel_fired();
+        const uint32_t key = evs[i].data.u32;
+        if (key == kBell) {
+          core::OwnSlot::Use b(bell_);
+          uint64_t v;
+          ssize_t unused = ::read(b.fd(), &v, sizeof v);  // the mover's kick: go round
+          (void)unused;
+          continue;
+        }
+        // A stale event for a closed timer finds nullptr, or (if its key
+        // was given out again) a spurious wakeup that a re-poll drops.
+        if (key < static_cast<uint32_t>(cap_) && table_[key]) table_[key]->kernel_fired();
       }
     }
   }
 
   // Level 2 of core/lock_order.h: taken with no uepoll lock held.
   core::Mutex mu_{core::lock_class::kTimerRegistry};  // guards everything below
-  int epfd_ = -1;               // kernel epoll of all kernel timerfds (set once under mu_)
+  // The kernel epoll of all kernel timers, and an eventfd in it that ends
+  // the thread's wait (the kick of a move, core/own_slot.h); made once
+  // under mu_ (again in a forked child).
+  core::OwnSlot epfd_;
+  core::OwnSlot bell_;
+  static constexpr uint32_t kBell = UINT32_MAX;
   bool started_ UEP_GUARDED_BY(mu_) = false;
-  TimerFd** table_ UEP_GUARDED_BY(mu_) = nullptr;  // kernel fd base_ + i -> TimerFd (registered ones)
-  int base_ UEP_GUARDED_BY(mu_) = 0;               // the lowest kernel fd table_ covers
+  TimerFd** table_ UEP_GUARDED_BY(mu_) = nullptr;  // key -> TimerFd (registered ones)
   int cap_ UEP_GUARDED_BY(mu_) = 0;
+  int hint_ UEP_GUARDED_BY(mu_) = 0;  // no free key below it
 };
 
 }  // namespace
 
 TimerFd::TimerFd(int kfd, int status_flags, int clockid, bool on_vclock) noexcept
-    : core::File(core::FileKind::kTimer, status_flags), kfd_(kfd), clockid_(clockid), virtual_(on_vclock) {
+    : core::File(core::FileKind::kTimer, status_flags), clockid_(clockid), virtual_(on_vclock) {
+  kfd_.open(kfd);
   vt_.owner = this;
   vt_.fire = &TimerFd::v_fire;
   vt_.clock_was_set = &TimerFd::v_clock_was_set;
@@ -216,9 +257,21 @@ uint32_t TimerFd::poll(int) noexcept {
   if (carried_.load(std::memory_order_relaxed)) return EPOLLIN;  // inherited across fork()
   if (virtual_) return vticks_.load(std::memory_order_acquire) ? static_cast<uint32_t>(EPOLLIN) : 0u;
   // Linux timerfd_poll: EPOLLIN iff ctx->ticks; the kernel timerfd knows.
-  pollfd p{kfd_, POLLIN, 0};
-  const int r = ::poll(&p, 1, 0);
-  return (r > 0 && (p.revents & POLLIN)) ? static_cast<uint32_t>(EPOLLIN) : 0u;
+  return kernel_readable() ? static_cast<uint32_t>(EPOLLIN) : 0u;
+}
+
+bool TimerFd::kernel_readable() noexcept {
+  core::OwnSlot::Use k(kfd_);
+  pollfd p{k.fd(), POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+int TimerFd::service_ctl(int epfd, int op, uint32_t key) noexcept {
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLET;
+  ev.data.u32 = key;
+  core::OwnSlot::Use k(kfd_);
+  return ::epoll_ctl(epfd, op, k.fd(), &ev) < 0 ? -errno : 0;
 }
 
 ssize_t TimerFd::read(void* buf, size_t count) noexcept {
@@ -227,7 +280,7 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
   for (;;) {
     const uint64_t seen = seq_.load(std::memory_order_acquire);
     woke_since_read_.store(false, std::memory_order_seq_cst);  // before the read re-arms the kernel timer
-    const ssize_t n = virtual_ ? v_read_ticks(&ticks, nonblocking()) : ::read(kfd_, &ticks, sizeof ticks);
+    const ssize_t n = virtual_ ? v_read_ticks(&ticks, nonblocking()) : kernel_read(&ticks);
     if (n == static_cast<ssize_t>(sizeof ticks)) {
       if (armed_.load(std::memory_order_relaxed) == kOneShot) armed_.store(kDisarmed, std::memory_order_relaxed);
       ticks += take_carried();
@@ -252,7 +305,10 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
 int TimerFd::settime(int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept {
   woke_since_read_.store(false, std::memory_order_seq_cst);  // before the kernel re-arms
   if (virtual_) return v_settime(flags, new_value, old_value);
-  if (::timerfd_settime(kfd_, flags, new_value, old_value) < 0) return -errno;
+  {
+    core::OwnSlot::Use k(kfd_);
+    if (::timerfd_settime(k.fd(), flags, new_value, old_value) < 0) return -errno;
+  }
   set_flags_.store(flags, std::memory_order_relaxed);
   const bool arms = new_value->it_value.tv_sec != 0 || new_value->it_value.tv_nsec != 0;
   const bool interval = new_value->it_interval.tv_sec != 0 || new_value->it_interval.tv_nsec != 0;
@@ -262,8 +318,7 @@ int TimerFd::settime(int flags, const struct itimerspec* new_value, struct itime
   // kernel returns, and Linux's wakeup has already happened: deliver ours
   // now instead of waiting for the service thread.  The service's own
   // wakeup for the same expiry follows and is dropped (woke_since_read_).
-  pollfd p{kfd_, POLLIN, 0};
-  if (::poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) kernel_fired();
+  if (kernel_readable()) kernel_fired();
   return 0;
 }
 
@@ -272,7 +327,13 @@ int TimerFd::gettime(struct itimerspec* curr) noexcept {
   // so does the kernel timer's: its next expiry wakes again.
   woke_since_read_.store(false, std::memory_order_seq_cst);
   if (virtual_) return v_gettime(curr);
-  return ::timerfd_gettime(kfd_, curr) < 0 ? -errno : 0;
+  core::OwnSlot::Use k(kfd_);
+  return ::timerfd_gettime(k.fd(), curr) < 0 ? -errno : 0;
+}
+
+ssize_t TimerFd::kernel_read(uint64_t* ticks) noexcept {
+  core::OwnSlot::Use k(kfd_);
+  return ::read(k.fd(), ticks, sizeof *ticks);
 }
 
 void TimerFd::kernel_fired(bool always) noexcept {
@@ -313,9 +374,11 @@ uint64_t pending_ticks(int kfd) noexcept {
 }  // namespace
 
 int TimerFd::fork_rebuild() noexcept {
+  // In the child, single-threaded: the slot's number is still.
+  const int old_kfd = kfd_.peek();
   itimerspec cur{};
-  if (::timerfd_gettime(kfd_, &cur) < 0) return -errno;
-  const uint64_t ticks = pending_ticks(kfd_);
+  if (::timerfd_gettime(old_kfd, &cur) < 0) return -errno;
+  const uint64_t ticks = pending_ticks(old_kfd);
   const int nk = ::timerfd_create(clockid_, TFD_NONBLOCK | TFD_CLOEXEC);
   if (nk < 0) return -errno;
   const int armed = armed_.load(std::memory_order_relaxed);
@@ -354,14 +417,9 @@ int TimerFd::fork_rebuild() noexcept {
       return -e;
     }
   }
-  // kfd_ keeps its number; forgotten meanwhile, so that the preload's dup3
-  // sees an ordinary target.
-  core::forget_own(kfd_);
-  const int dr = ::dup3(nk, kfd_, O_CLOEXEC);
-  const int e = errno;
-  core::mark_own(kfd_);
-  ::close(nk);
-  if (dr < 0) return -e;
+  // The new timer takes the slot (the service re-registers it by key).
+  kfd_.close();
+  kfd_.open(core::park_high(nk));
   carried_.store(ticks, std::memory_order_relaxed);
   woke_since_read_.store(false, std::memory_order_relaxed);  // a new kernel timer: its expiries are new
   return 0;
@@ -385,11 +443,11 @@ void timers_fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
 void TimerFd::on_release() noexcept {
   if (virtual_) {
     v_release();
-    ::close(kfd_);
+    kfd_.close();
     return;
   }
-  TimerService::get().remove(kfd_);
-  core::close_own(kfd_);
+  TimerService::get().remove(key_, this);
+  kfd_.close();
 }
 
 int make_timerfd(int clockid, int flags) noexcept {
@@ -403,10 +461,9 @@ int make_timerfd(int clockid, int flags) noexcept {
     return -ENOMEM;
   }
   // A virtual timer is not the service's: the virtual clock delivers its expiries.
-  const int err = on_vclock ? 0 : TimerService::get().add(kfd, t);
+  const int err = on_vclock ? 0 : TimerService::get().add(t);
   if (err < 0) {
-    core::destroy(t);
-    core::close_own(kfd);
+    core::destroy(t);  // closes kfd (the slot's)
     return err;
   }
   const int fd = fd::install(t);
@@ -417,7 +474,8 @@ int make_timerfd(int clockid, int flags) noexcept {
 void TimerFd::show_fdinfo(std::string& out) noexcept {
   // Everything after the kernel timerfd's four common lines.
   char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", kfd_);
+  core::OwnSlot::Use k(kfd_);
+  std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", k.fd());
   FILE* f = std::fopen(path, "re");
   if (!f) return;
   char line[256];

@@ -38,6 +38,7 @@
 #pragma once
 
 #include "core/file.h"
+#include "core/own_slot.h"
 #include "core/vclock.h"
 
 #include <atomic>
@@ -52,6 +53,7 @@ namespace uepoll::objects {
 class TimerFd final : public core::File {
  public:
   TimerFd(int kfd, int status_flags, int clockid = CLOCK_MONOTONIC, bool on_vclock = false) noexcept;
+  ~TimerFd() override { kfd_.close(); }  // closed already after on_release
 
   uint32_t poll(int depth) noexcept override;  // EPOLLIN when expirations are pending
   // count < 8: -EINVAL.  Returns the expiration count (8 bytes) and clears
@@ -74,19 +76,29 @@ class TimerFd final : public core::File {
 
   // After fork(), in the child (timers_fork_child): the kernel timer is an
   // open file description shared with the parent, so a new one takes its
-  // descriptor number (dup3) with the same clock and settime flags, the
+  // place in the slot (the service registers it again) with the same clock and settime flags, the
   // remaining time and interval, and the unread expiration count carried in
   // carried_.  0, or -errno (the timer then stays shared, as on Linux).
   int fork_rebuild() noexcept;
 
-  // The kernel timerfd, whose /proc fdinfo lines are this timer's (fdinfo).
-  int kernel_fd() const noexcept { return kfd_; }
+  // The service's key for this timer (an index of its table), set by
+  // TimerService::add before the timer is shared; service_ctl makes op on
+  // the service's kernel epoll for the kernel timer, keyed so (0 or
+  // -errno).
+  void set_service_key(int key) noexcept { key_ = key; }
+  int service_ctl(int epfd, int op, uint32_t key) noexcept;
 
  protected:
   void on_release() noexcept override;  // unregisters, closes the kernel fd
 
  private:
-  const int kfd_;                  // immutable; closed in on_release
+  // The kernel timer: one of uepoll's own descriptors, in a slot so that a
+  // program's dup2 may take its number (core/own_slot.h); every use is one
+  // non-blocking system call.  Closed in on_release.
+  core::OwnSlot kfd_;
+  int key_ = -1;                   // the service's key (set_service_key)
+  bool kernel_readable() noexcept;             // poll of the kernel timer, no wait
+  ssize_t kernel_read(uint64_t* ticks) noexcept;  // its count (non-blocking)
   std::atomic<uint64_t> seq_{0};   // written under wq(): service wakeups so far
   // True from a delivered wakeup until the next read, settime or gettime (cleared
   // before their kernel call).  Linux wakes once per expiry and re-arms an

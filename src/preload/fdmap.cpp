@@ -28,7 +28,7 @@ std::atomic_ref<unsigned char> slot_kind(Slot& s) noexcept { return std::atomic_
 // The array, published once with release (pairs with the acquire in
 // uep_pl_map, kind and the other readers); its length is set before.
 Slot* load_slots() noexcept { return __atomic_load_n(&uep_pl_slots_, __ATOMIC_ACQUIRE); }
-int g_base = -1;  // O_PATH /dev/null, CLOEXEC
+uep__own_slot* g_base = nullptr;  // O_PATH /dev/null, CLOEXEC; movable (core/own_slot.h)
 std::atomic<int> g_high{0};
 std::mutex g_init;
 
@@ -46,8 +46,8 @@ Slot* slots() noexcept {
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mem == MAP_FAILED) return nullptr;
   // At a high number, like uepoll's other own descriptors (core/own_fds.h).
-  g_base = uep__park_fd_high(UEP_REAL(open)("/dev/null", O_PATH | O_CLOEXEC));
-  if (g_base < 0) {
+  g_base = uep__own_slot_new(uep__park_fd_high(UEP_REAL(open)("/dev/null", O_PATH | O_CLOEXEC)));
+  if (!g_base) {
     std::fprintf(stderr, "uepoll: cannot open /dev/null for descriptor placeholders\n");
     std::abort();
   }
@@ -75,11 +75,22 @@ Kind kind(int n) noexcept {
   return static_cast<Kind>(slot_kind(s[n]).load(std::memory_order_relaxed));
 }
 
+// A duplicate of the placeholder source: F_DUPFD_CLOEXEC from `min`, or
+// at exactly `at` (dup3) when at >= 0.  The number, or -errno.
+static int dup_base(int min, int at) noexcept {
+  unsigned half;
+  const int base = uep__own_slot_enter(g_base, &half);  // a movable own descriptor
+  const int n = at >= 0 ? UEP_REAL(dup3)(base, at, O_CLOEXEC) : UEP_REAL(fcntl)(base, F_DUPFD_CLOEXEC, min);
+  const int e = errno;
+  uep__own_slot_leave(g_base, half);
+  return n < 0 ? -e : n;
+}
+
 int bind_new(int u, Kind k, int min) noexcept {
   Slot* s = slots();
   if (!s) return -ENOMEM;
-  const int n = UEP_REAL(fcntl)(g_base, F_DUPFD_CLOEXEC, min);
-  if (n < 0) return -errno;
+  const int n = dup_base(min, -1);
+  if (n < 0) return n;
   if (n >= uep_pl_nslots_) {
     UEP_REAL(close)(n);
     return -EMFILE;
@@ -92,7 +103,7 @@ int bind_at(int n, int u, Kind k) noexcept {
   Slot* s = slots();
   if (!s) return -ENOMEM;
   if (n < 0 || n >= uep_pl_nslots_) return -EBADF;
-  if (UEP_REAL(dup3)(g_base, n, O_CLOEXEC) < 0) return -errno;
+  if (const int r = dup_base(0, n); r < 0) return r;
   const int old = slot_u(s[n]).exchange(0, std::memory_order_acq_rel);
   publish(s, n, u, k);
   return old;

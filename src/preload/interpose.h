@@ -43,12 +43,22 @@ int uep_pl_own(int fd);
 /* The errno of a dup2/dup3 onto own number n: EBADF at or past the soft
  * RLIMIT_NOFILE, else EBUSY. */
 int uep_pl_own_target_errno(int n);
+/* Moves the own descriptor at n elsewhere and closes n: 0, or -1 (EBUSY). */
+int uep_pl_own_vacate(int n);
 int uep_pl_close_range_sparing(unsigned first, unsigned last, int flags);
 /* interpose_kinds.c: a kernel object of the type and open mode of the
- * uepoll object shown as fd (-1 with errno if none); fstatfs on it. */
+ * uepoll object shown as fd, one of uepoll's movable own descriptors: the
+ * number to use until uep_pl_template_leave (which keeps errno), or -1
+ * with errno if none (nothing to leave then); fstatfs on it. */
 struct statfs;
 struct statfs64;
-int uep_pl_template(int fd);
+struct uep__own_slot;
+struct uep_pl_tmpl_use {
+  struct uep__own_slot *slot;
+  unsigned half;
+};
+int uep_pl_template_enter(int fd, struct uep_pl_tmpl_use *use);
+void uep_pl_template_leave(struct uep_pl_tmpl_use *use);
 /* fork_convert.c: makes the uepoll pipe or socket pair shown as n a kernel
  * one, under the same numbers. */
 void uep_pl_convert_stream(int n);

@@ -362,9 +362,9 @@ int dup3(int oldfd, int newfd, int flags) {
       (uep_pl_kind(oldfd) == UEP_PL_PIPE || uep_pl_kind(oldfd) == UEP_PL_SOCKET) && uep_pl_map(oldfd))
     uep_pl_convert_stream(oldfd);
   /* uepoll's own descriptors (interpose_own.c): not open for the program
-   * (EBADF, after Linux's flag and same-number checks), and not to be
-   * replaced (EBADF past the soft limit, as Linux answers there, else
-   * EBUSY). */
+   * (EBADF, after Linux's flag and same-number checks); one at newfd moves
+   * out of the way (EBADF past the soft limit, as Linux answers there;
+   * EBUSY where it cannot move). */
   if (uep_pl_own(oldfd) && !(flags & ~O_CLOEXEC) && oldfd != newfd) {
     errno = EBADF;
     return -1;
@@ -372,8 +372,10 @@ int dup3(int oldfd, int newfd, int flags) {
   if (uep_pl_own(newfd) && oldfd != newfd && !(flags & ~O_CLOEXEC)) {
     const int e = uep_pl_own_target_errno(newfd);
     if (e == EBADF || fcntl(oldfd, F_GETFD) >= 0) {
-      errno = e;
-      return -1;
+      if (e == EBADF || uep_pl_own_vacate(newfd) < 0) {
+        errno = e;
+        return -1;
+      }
     }
   }
   int uo = uep_pl_map(oldfd);
@@ -458,8 +460,12 @@ static int do_fcntl(int fd, int cmd, unsigned long arg, int (*real)(int, int, ..
     /* Linux's answers for a kernel object of this type (interpose_kinds.c);
      * record locks are uepoll's (uep_fcntl: the file's lock descriptor). */
     case F_GETLEASE: case F_SETLEASE: case F_NOTIFY: case F_ADD_SEALS: case F_GET_SEALS: {
-      int t = uep_pl_template(fd);
-      return t < 0 ? -1 : real(t, cmd, arg);
+      struct uep_pl_tmpl_use use;
+      const int t = uep_pl_template_enter(fd, &use);
+      if (t < 0) return -1;
+      const int r = real(t, cmd, arg);
+      uep_pl_template_leave(&use);
+      return r;
     }
     default: break;
   }

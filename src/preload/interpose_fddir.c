@@ -161,11 +161,17 @@ static long skip_own_records(int fd, char *buf, long n, const struct layout *l) 
 }
 
 ssize_t getdents64(int fd, void *buf, size_t n) {
-  const int t = uep_pl_map(fd) ? uep_pl_template(fd) : fd; /* a uepoll object: its kind's answer */
-  if (t < 0) return -1;
-  for (;;) {
+  if (uep_pl_map(fd)) { /* a uepoll object: its kind's answer */
+    struct uep_pl_tmpl_use use;
+    const int t = uep_pl_template_enter(fd, &use);
+    if (t < 0) return -1;
     const ssize_t r = UEP_PL_REAL(getdents64)(t, buf, n);
-    if (r <= 0 || t != fd) return r;
+    uep_pl_template_leave(&use);
+    return r;
+  }
+  for (;;) {
+    const ssize_t r = UEP_PL_REAL(getdents64)(fd, buf, n);
+    if (r <= 0) return r;
     const long kept = skip_own_records(fd, buf, r, &kDirent64);
     if (kept > 0) return kept;
   }

@@ -65,8 +65,16 @@
 
 /* ---- templates -------------------------------------------------------------------- */
 enum { T_PIPE_R, T_PIPE_W, T_SOCKET, T_EVENTFD, T_EPOLL, T_TIMER, T_N };
-static int tmpl[T_N] = {-1, -1, -1, -1, -1, -1}; /* acquire/release: pairs the store below with the loads */
+/* Each template is a movable own descriptor (core/own_slot.h): a program's
+ * dup2 may take its number.  Acquire/release: pairs the store below with
+ * the loads. */
+static uep__own_slot *tmpl[T_N];
 static pthread_mutex_t tmpl_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void publish_template(int which, int fd) {
+  uep__own_slot *s = uep__own_slot_new(uep__park_fd_high(fd));
+  if (s) __atomic_store_n(&tmpl[which], s, __ATOMIC_RELEASE);
+}
 
 static void make_templates_locked(int which) {
   int a[2] = {-1, -1};
@@ -74,25 +82,27 @@ static void make_templates_locked(int which) {
     case T_PIPE_R:
     case T_PIPE_W:
       if (UEP_PL_REAL(pipe2)(a, O_CLOEXEC | O_NONBLOCK) < 0) return;
-      __atomic_store_n(&tmpl[T_PIPE_R], uep__park_fd_high(a[0]), __ATOMIC_RELEASE);
-      __atomic_store_n(&tmpl[T_PIPE_W], uep__park_fd_high(a[1]), __ATOMIC_RELEASE);
+      publish_template(T_PIPE_R, a[0]);
+      publish_template(T_PIPE_W, a[1]);
       return;
     case T_SOCKET:
       if (UEP_PL_REAL(socketpair)(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, a) < 0) return;
       UEP_PL_REAL(close)(a[1]); /* one end suffices: its peer's state does not matter here */
-      a[0] = uep__park_fd_high(a[0]);
       break;
-    case T_EVENTFD: a[0] = uep__park_fd_high(UEP_PL_REAL(eventfd)(0, EFD_CLOEXEC | EFD_NONBLOCK)); break;
-    case T_EPOLL: a[0] = uep__park_fd_high(UEP_PL_REAL(epoll_create1)(EPOLL_CLOEXEC)); break;
-    default: a[0] = uep__park_fd_high(UEP_PL_REAL(timerfd_create)(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)); break;
+    case T_EVENTFD: a[0] = UEP_PL_REAL(eventfd)(0, EFD_CLOEXEC | EFD_NONBLOCK); break;
+    case T_EPOLL: a[0] = UEP_PL_REAL(epoll_create1)(EPOLL_CLOEXEC); break;
+    default: a[0] = UEP_PL_REAL(timerfd_create)(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK); break;
   }
-  if (a[0] >= 0) __atomic_store_n(&tmpl[which], a[0], __ATOMIC_RELEASE);
+  if (a[0] >= 0) publish_template(which, a[0]);
 }
 
-/* The template for uepoll descriptor shown as fd (for a pipe end: the end
- * with its open mode, or the read end if `readable`), or -1 (fd is a
- * kernel descriptor; or no template could be made: errno set). */
-static int template_of(int fd, int readable) {
+/* Enters a use of the template for uepoll descriptor shown as fd (for a
+ * pipe end: the end with its open mode, or the read end if `readable`) and
+ * returns the number to call the kernel with until uep_pl_template_leave;
+ * or -1 (fd is a kernel descriptor; or no template could be made: errno
+ * set), with nothing to leave. */
+static int template_enter(int fd, int readable, struct uep_pl_tmpl_use *use) {
+  use->slot = NULL;
   int u = uep_pl_map(fd);
   if (!u) return -1;
   int which;
@@ -109,35 +119,48 @@ static int template_of(int fd, int readable) {
     case UEP_PL_EPOLL: which = T_EPOLL; break;
     default: which = T_TIMER; break;
   }
-  int t = __atomic_load_n(&tmpl[which], __ATOMIC_ACQUIRE);
-  if (t >= 0) return t;
-  UEP_PL_ENTER();
-  pthread_mutex_lock(&tmpl_mu);
-  if (__atomic_load_n(&tmpl[which], __ATOMIC_RELAXED) < 0) make_templates_locked(which);
-  t = __atomic_load_n(&tmpl[which], __ATOMIC_RELAXED);
-  pthread_mutex_unlock(&tmpl_mu);
-  UEP_PL_LEAVE();
-  if (t < 0) errno = EMFILE;
-  return t;
-}
-static int template_for(int fd) { return template_of(fd, 0); }
-
-int uep_pl_template(int fd) { return template_for(fd); }
-
-/* fd itself for a kernel descriptor, its template for a uepoll one (-1 with
- * errno when none could be made: the call then fails with it). */
-static int answer_fd(int fd) {
-  if (!uep_pl_map(fd)) return fd;
-  return template_for(fd);
+  uep__own_slot *t = __atomic_load_n(&tmpl[which], __ATOMIC_ACQUIRE);
+  if (!t) {
+    UEP_PL_ENTER();
+    pthread_mutex_lock(&tmpl_mu);
+    if (!__atomic_load_n(&tmpl[which], __ATOMIC_RELAXED)) make_templates_locked(which);
+    t = __atomic_load_n(&tmpl[which], __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&tmpl_mu);
+    UEP_PL_LEAVE();
+  }
+  if (!t) {
+    errno = EMFILE;
+    return -1;
+  }
+  use->slot = t;
+  return uep__own_slot_enter(t, &use->half);
 }
 
-#define ON_TEMPLATE(type, fail, fd, call)     \
-  do {                                        \
-    int t_ = answer_fd(fd);                   \
-    if (t_ < 0 && fd >= 0) return (type)fail; \
-    int fd_ = t_;                             \
-    (void)fd_;                                \
-    return call;                              \
+int uep_pl_template_enter(int fd, struct uep_pl_tmpl_use *use) { return template_enter(fd, 0, use); }
+
+void uep_pl_template_leave(struct uep_pl_tmpl_use *use) {
+  if (!use->slot) return;
+  const int e = errno;
+  uep__own_slot_leave(use->slot, use->half);
+  use->slot = NULL;
+  errno = e;
+}
+
+/* The call on fd itself for a kernel descriptor, on its template for a
+ * uepoll one (fails with errno when no template could be made). */
+#define ON_TEMPLATE(type, fail, fd, call)                        \
+  do {                                                           \
+    struct uep_pl_tmpl_use use_;                                 \
+    int fd_ = fd;                                                \
+    if (uep_pl_map(fd)) {                                        \
+      fd_ = template_enter(fd, 0, &use_);                        \
+      if (fd_ < 0) return (type)fail;                            \
+    } else {                                                     \
+      use_.slot = NULL;                                          \
+    }                                                            \
+    type r_ = call;                                              \
+    uep_pl_template_leave(&use_);                                \
+    return r_;                                                   \
   } while (0)
 
 /* ---- answered on the template ------------------------------------------------------ */
@@ -259,11 +282,14 @@ static ssize_t vec_at(int fd, const struct iovec *iov, int n, off64_t off, int f
     size_t total = 0;
     for (int i = 0; i < n; ++i) total += iov[i].iov_len;
     if (n <= 0 || total == 0) return 0;
-    int t = template_of(fd, 1); /* a pipe's write end: its flags are the read end's */
+    struct uep_pl_tmpl_use use;
+    int t = template_enter(fd, 1, &use); /* a pipe's write end: its flags are the read end's */
     if (t < 0) return -1;
     char byte;
     struct iovec one = {&byte, 1};
-    if (UEP_PL_REAL(preadv2)(t, &one, 1, -1, flags) < 0 && errno != EAGAIN) return -1;
+    const int bad = UEP_PL_REAL(preadv2)(t, &one, 1, -1, flags) < 0 && errno != EAGAIN;
+    uep_pl_template_leave(&use);
+    if (bad) return -1;
     if (flags & RWF_NOWAIT) {
       struct pollfd p = {u, (short)(is_write ? POLLOUT : POLLIN), 0};
       UEP_PL_ENTER();

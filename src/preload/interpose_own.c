@@ -17,9 +17,12 @@
  *   - dup2/dup3 onto n: EBADF where n is at or past the soft
  *     RLIMIT_NOFILE (where uepoll parks its descriptors when the hard
  *     limit leaves room: Linux's answer for such a number); below it,
- *     EBUSY, Linux's answer when the target number is being installed by
- *     another thread, since uepoll cannot hand the number over
- *     (docs/linux-deviations.md).
+ *     uepoll's descriptor moves to another number and the program's file
+ *     is installed at n (core/own_slot.h), as on a free number.  Where it
+ *     cannot move (an instance's kernel-side epolls, a timer's, a lock
+ *     descriptor, a socket option twin, an in-flight passed descriptor:
+ *     docs/linux-deviations.md) the answer is EBUSY, Linux's when the
+ *     target number is being installed by another thread.
  * uepoll's own calls (inside an interposer, uep_pl_inside()) are not
  * filtered.  Locks: none.
  */
@@ -37,6 +40,13 @@
 #include "preload/interpose.h"
 
 int uep_pl_own(int fd) { return !uep_pl_inside() && uep__own_fd(fd); }
+
+int uep_pl_own_vacate(int n) {
+  UEP_PL_ENTER();
+  const int r = uep__own_vacate(n);
+  UEP_PL_LEAVE();
+  return r;
+}
 
 int uep_pl_own_target_errno(int n) {
   struct rlimit rl;

@@ -345,9 +345,12 @@ UEP_PL_READS_CALLER_STACK long syscall(long nr, ...) {
   long r = served_by_number(nr, a, &handled);
   if (handled) return r;
   if (on_template(nr) && mapped(a[0])) {
-    const int t = uep_pl_template((int)a[0]);
+    struct uep_pl_tmpl_use use;
+    const int t = uep_pl_template_enter((int)a[0], &use);
     if (t < 0) return -1;
-    a[0] = t;
+    r = UEP_PL_REAL(syscall)(nr, (long)t, a[1], a[2], a[3], a[4], a[5]);
+    uep_pl_template_leave(&use);
+    return r;
   }
   return UEP_PL_REAL(syscall)(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

@@ -1,0 +1,157 @@
+// own_slot.cpp - movable own descriptors and the move itself (see
+// own_slot.h).  Locks: none; the registry is an array of atomic pointers.
+#include "core/own_slot.h"
+
+#include "core/own_fds.h"
+
+#include <cerrno>
+#include <ctime>
+#include <sched.h>
+#include <unistd.h>
+
+namespace uepoll::core {
+
+constinit thread_local int tls_own_uses UEP_TLS_INITIAL_EXEC = 0;
+
+namespace {
+
+// Every open slot, at the first free index.  A few slots a thread that
+// sleeps, a few more for the preload: a full registry leaves the slot
+// unmovable, nothing worse.
+constexpr int kRegistry = 4096;
+constinit std::atomic<OwnSlot*> g_reg[kRegistry] = {};
+// Movers between their registry lookup and marking the slot moving: close()
+// waits for none, so that the slot a mover found is not freed under it.
+constinit std::atomic<int> g_finders{0};
+
+// The moving mark's holder waits no longer than this for uses to drain.
+constexpr long kDrainNs = 5'000'000'000L;
+
+long elapsed_ns(const timespec& since) noexcept {
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (now.tv_sec - since.tv_sec) * 1'000'000'000L + (now.tv_nsec - since.tv_nsec);
+}
+
+void pause_briefly(unsigned round) noexcept {
+  if (round < 16) {
+    ::sched_yield();
+    return;
+  }
+  const timespec t{0, 200'000};  // 0.2 ms
+  ::nanosleep(&t, nullptr);
+}
+
+}  // namespace
+
+void OwnSlot::open(int fd, Kick kick, void* ctx) noexcept {
+  kick_ = kick;
+  ctx_ = ctx;
+  users_[0].store(0, std::memory_order_relaxed);  // no use of an empty slot exists
+  users_[1].store(0, std::memory_order_relaxed);
+  fd_.store(fd, std::memory_order_seq_cst);
+  if (fd < 0) return;
+  for (int i = 0; i < kRegistry; ++i) {
+    OwnSlot* none = nullptr;
+    if (g_reg[i].load(std::memory_order_relaxed) == nullptr &&
+        g_reg[i].compare_exchange_strong(none, this, std::memory_order_seq_cst)) {
+      reg_ = i;
+      return;
+    }
+  }
+}
+
+void OwnSlot::close() noexcept {
+  if (reg_ >= 0) {
+    g_reg[reg_].store(nullptr, std::memory_order_seq_cst);
+    reg_ = -1;
+  }
+  // A mover that found the slot before it left the registry finishes first
+  // (the stores above and the loads here against its moving_ exchange and
+  // registry check: seq_cst).
+  for (unsigned i = 0; moving_.load(std::memory_order_seq_cst) || g_finders.load(std::memory_order_seq_cst) > 0; ++i)
+    pause_briefly(i);
+  close_own(fd_.exchange(-1, std::memory_order_seq_cst));
+}
+
+void OwnSlot::pin() noexcept {
+  pinned_.store(true, std::memory_order_seq_cst);
+  for (unsigned i = 0; moving_.load(std::memory_order_seq_cst); ++i) pause_briefly(i);
+}
+
+int OwnSlot::enter(unsigned* half) noexcept {
+  ++tls_own_uses;  // before the count: a handler's move sees it (own_vacate)
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  const unsigned h = gen_.load(std::memory_order_seq_cst) & 1;
+  users_[h].fetch_add(1, std::memory_order_seq_cst);
+  *half = h;
+  return fd_.load(std::memory_order_seq_cst);
+}
+
+void OwnSlot::leave(unsigned half) noexcept {
+  users_[half].fetch_sub(1, std::memory_order_seq_cst);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  --tls_own_uses;
+}
+
+OwnSlot::Use::Use(OwnSlot& s) noexcept : s_(s) { fd_ = s.enter(&half_); }
+OwnSlot::Use::~Use() { s_.leave(half_); }
+
+int own_vacate(int n) noexcept {
+  if (n < 0 || tls_own_uses > 0) return -EBUSY;
+  const int saved = errno;
+  g_finders.fetch_add(1, std::memory_order_seq_cst);
+  OwnSlot* s = nullptr;
+  for (int i = 0; i < kRegistry && !s; ++i) {
+    OwnSlot* c = g_reg[i].load(std::memory_order_seq_cst);
+    if (c && c->fd_.load(std::memory_order_seq_cst) == n) s = c;
+  }
+  // Marked moving, still registered, not pinned, still at n: ours to move.
+  if (s && s->moving_.exchange(true, std::memory_order_seq_cst)) s = nullptr;
+  if (s && (s->reg_ < 0 || g_reg[s->reg_].load(std::memory_order_seq_cst) != s ||
+            s->pinned_.load(std::memory_order_seq_cst) || s->fd_.load(std::memory_order_seq_cst) != n)) {
+    s->moving_.store(false, std::memory_order_seq_cst);
+    s = nullptr;
+  }
+  g_finders.fetch_sub(1, std::memory_order_seq_cst);
+  if (!s) return -EBUSY;
+
+  int r = -EBUSY;
+  const int m = dup_high(n);
+  if (m >= 0) {
+    s->fd_.store(m, std::memory_order_seq_cst);
+    const unsigned old = s->gen_.fetch_add(1, std::memory_order_seq_cst) & 1;
+    timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    bool drained = true;
+    for (unsigned i = 0; s->users_[old].load(std::memory_order_seq_cst) != 0; ++i) {
+      if (elapsed_ns(start) > kDrainNs) {
+        drained = false;  // n stays open and uepoll's: both numbers name the file
+        break;
+      }
+      if (s->kick_) s->kick_(s->ctx_);
+      pause_briefly(i);
+    }
+    if (drained) {
+      close_own(n);
+      r = 0;
+    }
+  }
+  s->moving_.store(false, std::memory_order_seq_cst);
+  errno = saved;
+  return r;
+}
+
+void own_slots_fork_child() noexcept {
+  g_finders.store(0, std::memory_order_relaxed);
+  for (auto& e : g_reg) {
+    OwnSlot* s = e.load(std::memory_order_relaxed);
+    if (!s) continue;
+    // The parent's other threads, mid-use at the fork, do not exist here.
+    s->moving_.store(false, std::memory_order_relaxed);
+    s->users_[0].store(0, std::memory_order_relaxed);
+    s->users_[1].store(0, std::memory_order_relaxed);
+  }
+}
+
+}  // namespace uepoll::core

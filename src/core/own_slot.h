@@ -1,0 +1,113 @@
+// own_slot.h - uepoll's own descriptors whose number a program can take.
+//
+// uepoll's own kernel descriptors live at high numbers (core/own_fds.h).
+// Where the soft RLIMIT_NOFILE equals the hard one they sit below it, so a
+// program may dup2()/dup3() onto one of them, as it may onto any free
+// number on Linux.  An OwnSlot holds an own descriptor whose users all
+// reach it through the slot, so that own_vacate() can move it to another
+// number and hand the old number over:
+//
+//   1. the mover duplicates the descriptor to a new parked number and
+//      publishes it in the slot (fd_);
+//   2. it waits until no use that may have read the old number is left (a
+//      use that sleeps in the kernel on it is ended by the slot's kick,
+//      which makes the sleeper go round and read the slot again);
+//   3. it closes the old number: the program's dup2 then installs its file
+//      there.
+// Both numbers name one open file description, so a use that read either
+// acts on the same object.  A kernel epoll that holds the descriptor keeps
+// its registration (keyed by the old number, removed with the file's last
+// close), so a slot holds only descriptors that are never the target of
+// an EPOLL_CTL_MOD or DEL after they are made; one that must be is pinned
+// (pin()) while it is, and a pinned slot is not moved (EBUSY, as before).
+//
+// Uses are counted in two halves, as SRCU counts readers: a use takes the
+// half named by gen_'s low bit, then reads fd_; the mover publishes fd_,
+// flips gen_ and waits for the old half to drain, so a sleeper that goes
+// round at once lands in the other half and cannot keep the mover waiting.
+// Every access below is seq_cst: a use's increment then fd_ load, against
+// the mover's fd_ store then its load of the count (Dekker).  A thread that
+// holds a use does not move (own_vacate answers EBUSY at once): a signal
+// handler's dup2 would otherwise wait for its own thread.
+//
+// The slots are found by number in a fixed registry (lock-free; a slot that
+// finds it full is simply not movable).  Locks: none.  A mover waits for
+// uses to drain (bounded: 5 s, then EBUSY and the old number stays
+// uepoll's); close() waits for a mover of its slot to finish.
+#pragma once
+
+#include "core/lock_state.h"  // UEP_TLS_INITIAL_EXEC
+
+#include <atomic>
+
+namespace uepoll::core {
+
+extern constinit thread_local int tls_own_uses UEP_TLS_INITIAL_EXEC;
+
+class OwnSlot {
+ public:
+  // Ends a use that sleeps in the kernel on the descriptor (nullptr: no use
+  // sleeps).  Called by the mover, from any thread, any number of times.
+  using Kick = void (*)(void* ctx) noexcept;
+
+  constexpr OwnSlot() noexcept = default;
+  OwnSlot(const OwnSlot&) = delete;
+  OwnSlot& operator=(const OwnSlot&) = delete;
+
+  // Takes over own descriptor fd (already parked: core/own_fds.h) and
+  // registers the slot.  fd < 0: the slot stays empty.  The slot must be
+  // empty and no other thread may see it yet.
+  void open(int fd, Kick kick = nullptr, void* ctx = nullptr) noexcept;
+  // Unregisters, waits for a move in progress, and closes the descriptor
+  // (close_own).  No use may be in progress.  Empty: nothing.
+  void close() noexcept;
+  // The number now; -1 when empty.  For a check or a pinned slot only: a
+  // system call on the descriptor goes through a Use.
+  int peek() const noexcept { return fd_.load(std::memory_order_seq_cst); }
+  bool empty() const noexcept { return peek() < 0; }
+  // While pinned the number does not move (waits for a move in progress).
+  void pin() noexcept;
+  void unpin() noexcept { pinned_.store(false, std::memory_order_seq_cst); }
+
+  // One use: the number to hand to the kernel, valid until the Use ends.
+  class Use {
+   public:
+    explicit Use(OwnSlot& s) noexcept;
+    ~Use();
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+    int fd() const noexcept { return fd_; }
+
+   private:
+    OwnSlot& s_;
+    unsigned half_;
+    int fd_;
+  };
+
+  // The preload's C code holds a use by hand (uep__own_slot_enter).
+  int enter(unsigned* half) noexcept;
+  void leave(unsigned half) noexcept;
+
+ private:
+  friend int own_vacate(int n) noexcept;
+  friend void own_slots_fork_child() noexcept;
+  std::atomic<int> fd_{-1};
+  std::atomic<unsigned> gen_{0};
+  std::atomic<unsigned> users_[2]{};
+  std::atomic<bool> moving_{false};
+  std::atomic<bool> pinned_{false};
+  int reg_ = -1;  // index in the registry; owner only
+  Kick kick_ = nullptr;
+  void* ctx_ = nullptr;
+};
+
+// Moves the own descriptor at number n elsewhere and closes n, so that the
+// program may install a file there: 0, or -EBUSY (n is not held by an
+// OwnSlot, its slot is pinned, the caller holds a use, no number is free,
+// or the uses did not drain).
+int own_vacate(int n) noexcept;
+// After fork, in the child before any slot is closed: no mover, and no
+// use of another thread, exists there.
+void own_slots_fork_child() noexcept;
+
+}  // namespace uepoll::core
