@@ -102,14 +102,19 @@ int own_vacate(int n) noexcept {
   const int saved = errno;
   g_finders.fetch_add(1, std::memory_order_seq_cst);
   OwnSlot* s = nullptr;
-  for (int i = 0; i < kRegistry && !s; ++i) {
+  int at = -1;  // s's index in the registry (reg_ is its owner's alone)
+  for (int i = 0; i < kRegistry; ++i) {
     OwnSlot* c = g_reg[i].load(std::memory_order_seq_cst);
-    if (c && c->fd_.load(std::memory_order_seq_cst) == n) s = c;
+    if (c && c->fd_.load(std::memory_order_seq_cst) == n) {
+      s = c;
+      at = i;
+      break;
+    }
   }
   // Marked moving, still registered, not pinned, still at n: ours to move.
   if (s && s->moving_.exchange(true, std::memory_order_seq_cst)) s = nullptr;
-  if (s && (s->reg_ < 0 || g_reg[s->reg_].load(std::memory_order_seq_cst) != s ||
-            s->pinned_.load(std::memory_order_seq_cst) || s->fd_.load(std::memory_order_seq_cst) != n)) {
+  if (s && (g_reg[at].load(std::memory_order_seq_cst) != s || s->pinned_.load(std::memory_order_seq_cst) ||
+            s->fd_.load(std::memory_order_seq_cst) != n)) {
     s->moving_.store(false, std::memory_order_seq_cst);
     s = nullptr;
   }

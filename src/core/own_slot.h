@@ -19,7 +19,7 @@
 // its registration (keyed by the old number, removed with the file's last
 // close), so a slot holds only descriptors that are never the target of
 // an EPOLL_CTL_MOD or DEL after they are made; one that must be is pinned
-// (pin()) while it is, and a pinned slot is not moved (EBUSY, as before).
+// (pin()) while it is, and a pinned slot is not moved (own_vacate: EBUSY).
 //
 // Uses are counted in two halves, as SRCU counts readers: a use takes the
 // half named by gen_'s low bit, then reads fd_; the mover publishes fd_,
