@@ -5,6 +5,7 @@
 #include "core/own_fds.h"
 
 #include <cerrno>
+#include <cstdint>
 #include <ctime>
 #include <sched.h>
 #include <unistd.h>
@@ -96,6 +97,13 @@ void OwnSlot::leave(unsigned half) noexcept {
 
 OwnSlot::Use::Use(OwnSlot& s) noexcept : s_(s) { fd_ = s.enter(&half_); }
 OwnSlot::Use::~Use() { s_.leave(half_); }
+
+void OwnSlot::write_one(void* eventfd_slot) noexcept {
+  Use u(*static_cast<OwnSlot*>(eventfd_slot));
+  const uint64_t one = 1;
+  ssize_t r = ::write(u.fd(), &one, sizeof one);
+  (void)r;  // EAGAIN only if the counter is near overflow: still readable
+}
 
 int own_vacate(int n) noexcept {
   if (n < 0 || tls_own_uses > 0) return -EBUSY;

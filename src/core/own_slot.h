@@ -88,6 +88,10 @@ class OwnSlot {
   int enter(unsigned* half) noexcept;
   void leave(unsigned half) noexcept;
 
+  // A Kick for a slot whose sleepers wait on an eventfd: writes 1 to the
+  // eventfd held by the OwnSlot `eventfd_slot` points to.
+  static void write_one(void* eventfd_slot) noexcept;
+
  private:
   friend int own_vacate(int n) noexcept;
   friend void own_slots_fork_child() noexcept;

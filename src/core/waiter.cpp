@@ -121,8 +121,8 @@ ThreadWaiter* ThreadWaiter::make(int* errno_out) noexcept {
       kep = -1;
     }
   }
-  w->efd_.open(fd, kick_slot, w);
-  w->kep_.open(kep, kick_slot, w);
+  w->efd_.open(fd, &OwnSlot::write_one, &w->efd_);
+  w->kep_.open(kep, &OwnSlot::write_one, &w->efd_);
   {
     MutexLock g(g_pool_mutex);
     w->all_next_ = g_all;
@@ -171,21 +171,8 @@ void ThreadWaiter::kick() noexcept {
 }
 
 void ThreadWaiter::write_kick() noexcept {
-  uint64_t one = 1;
-  {
-    OwnSlot::Use u(efd_);
-    ssize_t r = ::write(u.fd(), &one, sizeof one);
-    (void)r;  // EAGAIN only if the counter is near overflow: still readable
-  }
+  OwnSlot::write_one(&efd_);
   writes_.fetch_add(1, std::memory_order_release);  // pairs with writes()
-}
-
-void ThreadWaiter::kick_slot(void* w) noexcept {
-  auto* self = static_cast<ThreadWaiter*>(w);
-  uint64_t one = 1;
-  OwnSlot::Use u(self->efd_);
-  ssize_t r = ::write(u.fd(), &one, sizeof one);
-  (void)r;
 }
 
 // The fork hooks (core/fork.h), not analysed (-Wthread-safety): a lock taken
@@ -345,8 +332,8 @@ bool ThreadWaiter::restart_setup() noexcept {
     close_own(sfd);
     return !rkep_.empty();
   }
-  sfd_.open(sfd, kick_slot, this);
-  rkep_.open(ep, kick_slot, this);
+  sfd_.open(sfd, &OwnSlot::write_one, &efd_);
+  rkep_.open(ep, &OwnSlot::write_one, &efd_);
   return true;
 }
 

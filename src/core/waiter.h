@@ -130,7 +130,8 @@ class ThreadWaiter {
   std::atomic<bool> sleeping_{false};
   std::atomic<uint64_t> writes_{0};
   // The kernel descriptors, each in an OwnSlot (a program's dup2 may take
-  // the number: core/own_slot.h; the mover's kick is kick_slot).
+  // the number: core/own_slot.h; the mover's kick writes efd_, not counted
+  // in writes_).
   OwnSlot efd_;
   OwnSlot kep_;  // kernel epoll with efd_ edge-triggered (see self())
   // sleep_restartable's kernel epoll (efd_ edge-triggered, sfd_) and
@@ -140,9 +141,6 @@ class ThreadWaiter {
   OwnSlot sfd_;
   sigset_t sfd_mask_{};
   bool restart_setup() noexcept;
-  // Ends the owner's sleep so that it reads its slots again: one eventfd
-  // write, not counted in writes_.
-  static void kick_slot(void* w) noexcept;
   ThreadWaiter* pool_next_ = nullptr;
   ThreadWaiter* all_next_ = nullptr;  // every waiter of this process; under g_pool_mutex
   static constexpr int kEntries = 2;

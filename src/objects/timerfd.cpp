@@ -122,14 +122,8 @@ class TimerService {
       return -e;
     }
     bell_.open(bell);
-    epfd_.open(ep, &TimerService::ring, this);
+    epfd_.open(ep, &core::OwnSlot::write_one, &bell_);
     return 0;
-  }
-  static void ring(void* self) noexcept {
-    core::OwnSlot::Use b(static_cast<TimerService*>(self)->bell_);
-    const uint64_t one = 1;
-    ssize_t unused = ::write(b.fd(), &one, sizeof one);
-    (void)unused;
   }
 
   // A free index of the table (grown when full), or -1 without memory.

@@ -21,16 +21,12 @@ namespace {
 
 using uepoll::core::OwnSlot;
 
-// An eventfd in a slot; the kick ends a poll on it.
+// An eventfd in a slot; the kick (a write to it) ends a poll on it.
 struct Counter {
   OwnSlot slot;
-  static void kick(void* self) noexcept {
-    OwnSlot::Use u(static_cast<Counter*>(self)->slot);
-    const uint64_t one = 1;
-    ssize_t unused = ::write(u.fd(), &one, sizeof one);
-    (void)unused;
+  Counter() {
+    slot.open(uepoll::core::park_high(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), &OwnSlot::write_one, &slot);
   }
-  Counter() { slot.open(uepoll::core::park_high(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), &Counter::kick, this); }
   ~Counter() { slot.close(); }
 };
 
