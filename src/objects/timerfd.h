@@ -10,7 +10,9 @@
 //
 // What uepoll adds is the wakeup.  One process-wide service thread (started
 // with the first timer, all signals blocked, never exits) sleeps in a kernel
-// epoll holding every kernel timerfd with EPOLLIN|EPOLLET.  Each expiry the
+// epoll holding every kernel timerfd with EPOLLIN|EPOLLET (and a doorbell
+// eventfd that ends its wait when a program's dup2 moves that epoll's
+// number: core/own_slot.h).  Each expiry the
 // kernel signals (timerfd_tmrproc / clock-was-set: wake_up_locked_poll(
 // EPOLLIN)) becomes one edge there, and the service turns it into
 // wq().wake_locked(EPOLLIN) on the TimerFd: the same wakeups Linux issues,
@@ -28,8 +30,9 @@
 // kernel_fired(), called by the clock when the timer expires.
 //
 // Locks.  The service's registry mutex (a core::Mutex of class
-// kTimerRegistry, level 2 of core/lock_order.h: the kernel-fd -> TimerFd
-// table and the kernel epoll's membership) is taken with no uepoll lock
+// kTimerRegistry, level 2 of core/lock_order.h: the key -> TimerFd table
+// (a timer's key is its table index, the data of its epoll registration)
+// and the kernel epoll's membership) is taken with no uepoll lock
 // held; under it the service takes a TimerFd's wq lock (level 11) to wake
 // it.  The service never holds a lock while it waits in epoll_wait.
 // TimerFd::seq_ (the number of service wakeups) is written under wq(); a
