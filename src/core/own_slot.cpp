@@ -133,17 +133,23 @@ int own_vacate(int n) noexcept {
   const int m = dup_high(n);
   if (m >= 0) {
     s->fd_.store(m, std::memory_order_seq_cst);
-    const unsigned old = s->gen_.fetch_add(1, std::memory_order_seq_cst) & 1;
     timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     bool drained = true;
-    for (unsigned i = 0; s->users_[old].load(std::memory_order_seq_cst) != 0; ++i) {
-      if (elapsed_ns(start) > kDrainNs) {
-        drained = false;  // n stays open and uepoll's: both numbers name the file
-        break;
+    // Two flips, each waiting for the half it retires, as synchronize_srcu:
+    // a use counted in the half the first flip leaves open may still hold
+    // n (it read the generation before an earlier move's flip and counted
+    // itself after that move's wait), so that half drains too.
+    for (int phase = 0; phase < 2 && drained; ++phase) {
+      const unsigned old = s->gen_.fetch_add(1, std::memory_order_seq_cst) & 1;
+      for (unsigned i = 0; s->users_[old].load(std::memory_order_seq_cst) != 0; ++i) {
+        if (elapsed_ns(start) > kDrainNs) {
+          drained = false;  // n stays open and uepoll's: both numbers name the file
+          break;
+        }
+        if (s->kick_) s->kick_(s->ctx_);
+        pause_briefly(i);
       }
-      if (s->kick_) s->kick_(s->ctx_);
-      pause_briefly(i);
     }
     if (drained) {
       close_own(n);

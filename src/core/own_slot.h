@@ -23,8 +23,10 @@
 //
 // Uses are counted in two halves, as SRCU counts readers: a use takes the
 // half named by gen_'s low bit, then reads fd_; the mover publishes fd_,
-// flips gen_ and waits for the old half to drain, so a sleeper that goes
-// round at once lands in the other half and cannot keep the mover waiting.
+// then twice flips gen_ and waits for the half it retired to drain (a use
+// that counted itself late in the other half may hold the old number), so
+// a sleeper that goes round at once lands in the open half and cannot keep
+// the mover waiting.
 // Every access below is seq_cst: a use's increment then fd_ load, against
 // the mover's fd_ store then its load of the count (Dekker).  A thread that
 // holds a use does not move (own_vacate answers EBUSY at once): a signal
