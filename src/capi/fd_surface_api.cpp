@@ -117,6 +117,22 @@ long dupfd(File* f, unsigned long arg, bool cloexec) {
   return uepoll::fd::cloexec_if(fd, cloexec);
 }
 
+// call(k) on f's lock descriptor k (core/file.h, "locks"), made if need
+// be, with the kernel's result.  Pinned, not counted as a use: a blocking
+// lock may wait for long, and a move meanwhile answers EBUSY at once.
+template <class Call>
+long on_lock_fd(File* f, Call call) noexcept {
+  long err = 0;
+  uepoll::core::OwnSlot* s = f->lock_slot(&err);
+  if (!s) return err;
+  s->pin();
+  const int r = call(s->peek());
+  const int e = errno;
+  s->unpin();
+  errno = e;
+  return uepoll::capi::from_kernel(r);
+}
+
 }  // namespace
 
 namespace uepoll::detail {
@@ -160,9 +176,14 @@ long fcntl(int fd, int cmd, unsigned long arg) noexcept {
     case F_OFD_SETLK:
     case F_OFD_SETLKW: {
       // The kernel keeps them, on the file's lock descriptor (core/file.h).
-      const long k = f->lock_fd();
-      if (k < 0) return k;
-      return uepoll::capi::from_kernel(::fcntl(static_cast<int>(k), cmd, arg));
+      // A record lock set there keeps the descriptor at its number, pinned
+      // before this call's pin ends, so that no move closes it in between.
+      const bool record = cmd == F_SETLK || cmd == F_SETLKW;
+      return on_lock_fd(f.get(), [&](int k) {
+        const int r = ::fcntl(k, cmd, arg);
+        if (r == 0 && record) f->keep_lock_fd();
+        return r;
+      });
     }
     default:
       // Leases, notify, seals: not on uepoll files.
@@ -176,9 +197,7 @@ long flock(int fd, int operation) noexcept {
   // Linux checks the operation before the descriptor (EINVAL, else EBADF;
   // LOCK_MAND: 0): the kernel's answer for a number with no file.
   if (f.closed()) return uepoll::capi::from_kernel(::flock(-1, operation));
-  const long k = f->lock_fd();
-  if (k < 0) return k;
-  return uepoll::capi::from_kernel(::flock(static_cast<int>(k), operation));
+  return on_lock_fd(f.get(), [operation](int k) { return ::flock(k, operation); });
 }
 
 long ioctl(int fd, unsigned long request, void* arg) noexcept {

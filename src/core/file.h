@@ -14,6 +14,7 @@
 // EPOLL* bits that changed, exactly where Linux calls wake_up_*_poll().
 #pragma once
 
+#include "core/own_slot.h"
 #include "core/reclaim.h"
 #include "core/waitqueue.h"
 
@@ -256,8 +257,16 @@ class alignas(64) File {
   // every eventfd, epoll instance and timerfd shares the kernel's one
   // anonymous inode (a kernel eventfd stands in), the two ends of a pipe
   // share one (the ends of one kernel pipe, objects/pipe.h), and each
-  // socket has its own (a kernel socket).  The descriptor or -errno.
-  virtual long lock_fd() noexcept;
+  // socket has its own (a kernel socket).  It is held by an OwnSlot
+  // (core/own_slot.h), so that a program's dup2 onto its number moves it,
+  // until a record lock is taken through it (keep_lock_fd).  The slot, or
+  // nullptr with -errno in *err.
+  virtual OwnSlot* lock_slot(long* err) noexcept;
+  // A POSIX record lock (F_SETLK, F_SETLKW) was set through the lock
+  // descriptor: it stays at its number from now on, since closing any of
+  // the process's descriptors of its inode (a move closes the old number)
+  // would drop the process's record locks there.
+  virtual void keep_lock_fd() noexcept;
   // A descriptor of the program's for this file was closed: Linux's
   // filp_close drops the process's POSIX record locks on the inode
   // (locks_remove_posix), here one F_UNLCK of the whole file on the lock
@@ -289,15 +298,15 @@ class alignas(64) File {
  protected:
   // Object teardown after the last reference; no uepoll lock held.
   virtual void on_release() noexcept {}
-  // The lock descriptor if one was made, else -1 (pipes: their kernel
-  // pipe's end, objects/pipe.h).
-  virtual int made_lock_fd() const noexcept { return lock_fd_.load(std::memory_order_acquire); }
+  // The lock descriptor's slot if one was made, else nullptr (pipes: their
+  // kernel pipe's end, objects/pipe.h).
+  virtual OwnSlot* made_lock_slot() const noexcept { return lock_.made(); }
   // Called last by put(): frees the memory after a grace period.  An
   // instance overrides it to wait for the items that still point at it.
   virtual void dispose() noexcept { retire_memory(); }
   // Hands the memory to core/reclaim.h (freed after a grace period).
   void retire_memory() noexcept;
-  // Closes lock_fd()'s descriptor, if made (put(), after on_release()).
+  // Closes lock_slot()'s descriptor, if made (put(), after on_release()).
   void release_lock_fd() noexcept;
   // For kinds whose poll() may run unpinned (see poll_unpinned_ok); set by
   // the constructor, before the file is published.
@@ -308,7 +317,7 @@ class alignas(64) File {
 
  private:
   static void free_retired(reclaim::Retired* r) noexcept;
-  // A new kernel descriptor for lock_fd() (not yet parked), or -errno.
+  // A new kernel descriptor for lock_slot() (not yet parked), or -errno.
   int make_lock_fd() noexcept;
   // put()'s slow path: the last reference is gone; releases the file.
   void release_last() noexcept;
@@ -319,11 +328,11 @@ class alignas(64) File {
   const FileKind kind_;
   bool poll_unpinned_ = false;  // written by the constructor only
   const uint64_t id_;
-  // lock_fd()'s descriptor, -1 until made.  Installed once by
-  // compare-and-swap (acq_rel/acquire: a reader that sees the number sees
-  // it made); closed by put() after on_release(), when no call holds the
-  // file any more.
-  std::atomic<int> lock_fd_{-1};
+  // lock_slot()'s descriptor, made by the first lock call; closed by put()
+  // after on_release(), when no call holds the file any more.
+  LazyOwnSlot lock_;
+  // keep_lock_fd() pinned lock_ (once).
+  std::atomic<bool> lock_kept_{false};
   reclaim::Retired retired_;
 };
 

@@ -1,10 +1,10 @@
 // file_locks.cpp - a file's lock descriptor (file.h, "locks"): the kernel
 // file that holds flock(2) and fcntl record locks for a uepoll open file
-// description.  Locks: none (system calls only; called with no uepoll lock
-// held).
+// description, in a lazily made OwnSlot (core/own_slot.h).  Locks: none
+// (system calls only; called with no uepoll lock held).
 #include "core/file.h"
 
-#include "core/own_fds.h"
+#include "core/own_slot.h"
 
 #include <cerrno>
 #include <fcntl.h>
@@ -50,31 +50,27 @@ int File::make_lock_fd() noexcept {
   return fd < 0 ? -errno : fd;
 }
 
-long File::lock_fd() noexcept {
-  int fd = lock_fd_.load(std::memory_order_acquire);
-  if (fd >= 0) return fd;
-  const int made = make_lock_fd();
-  if (made < 0) return made;
-  const int mine = park_high(made);
-  if (lock_fd_.compare_exchange_strong(fd, mine, std::memory_order_acq_rel, std::memory_order_acquire)) return mine;
-  close_own(mine);  // another call made one first: fd is it
-  return fd;
+OwnSlot* File::lock_slot(long* err) noexcept {
+  return lock_.get([this] { return make_lock_fd(); }, err);
+}
+
+void File::keep_lock_fd() noexcept {
+  OwnSlot* s = lock_.made();
+  if (s && !lock_kept_.exchange(true, std::memory_order_relaxed)) s->pin();  // until the file's release
 }
 
 void File::close_posix_locks() noexcept {
-  const int fd = made_lock_fd();
-  if (fd < 0) return;
+  OwnSlot* s = made_lock_slot();
+  if (!s) return;
   struct flock all {};
   all.l_type = F_UNLCK;
   all.l_whence = SEEK_SET;
   const int e = errno;
-  (void)::fcntl(fd, F_SETLK, &all);
+  OwnSlot::Use u(*s);
+  (void)::fcntl(u.fd(), F_SETLK, &all);
   errno = e;
 }
 
-void File::release_lock_fd() noexcept {
-  const int fd = lock_fd_.exchange(-1, std::memory_order_acq_rel);
-  if (fd >= 0) close_own(fd);
-}
+void File::release_lock_fd() noexcept { lock_.release(); }
 
 }  // namespace uepoll::core

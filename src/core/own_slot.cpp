@@ -2,6 +2,7 @@
 // own_slot.h).  Locks: none; the registry is an array of atomic pointers.
 #include "core/own_slot.h"
 
+#include "core/alloc.h"
 #include "core/own_fds.h"
 
 #include <cerrno>
@@ -21,6 +22,9 @@ namespace {
 // unmovable, nothing worse.
 constexpr int kRegistry = 4096;
 constinit std::atomic<OwnSlot*> g_reg[kRegistry] = {};
+// Where open() starts looking (relaxed: a hint), so that a registry that
+// holds many slots is not scanned from its start at each open.
+constinit std::atomic<unsigned> g_hint{0};
 // Movers between their registry lookup and marking the slot moving: close()
 // waits for none, so that the slot a mover found is not freed under it.
 constinit std::atomic<int> g_finders{0};
@@ -52,11 +56,14 @@ void OwnSlot::open(int fd, Kick kick, void* ctx) noexcept {
   users_[1].store(0, std::memory_order_relaxed);
   fd_.store(fd, std::memory_order_seq_cst);
   if (fd < 0) return;
-  for (int i = 0; i < kRegistry; ++i) {
+  const unsigned start = g_hint.load(std::memory_order_relaxed);
+  for (unsigned k = 0; k < kRegistry; ++k) {
+    const unsigned i = (start + k) % kRegistry;
     OwnSlot* none = nullptr;
     if (g_reg[i].load(std::memory_order_relaxed) == nullptr &&
         g_reg[i].compare_exchange_strong(none, this, std::memory_order_seq_cst)) {
-      reg_ = i;
+      reg_ = static_cast<int>(i);
+      g_hint.store((i + 1) % kRegistry, std::memory_order_relaxed);
       return;
     }
   }
@@ -76,7 +83,7 @@ void OwnSlot::close() noexcept {
 }
 
 void OwnSlot::pin() noexcept {
-  pinned_.store(true, std::memory_order_seq_cst);
+  pinned_.fetch_add(1, std::memory_order_seq_cst);
   for (unsigned i = 0; moving_.load(std::memory_order_seq_cst); ++i) pause_briefly(i);
 }
 
@@ -105,8 +112,32 @@ void OwnSlot::write_one(void* eventfd_slot) noexcept {
   (void)r;  // EAGAIN only if the counter is near overflow: still readable
 }
 
+OwnSlot* LazyOwnSlot::install(int fd, long* err) noexcept {
+  OwnSlot* mine = create<OwnSlot>();  // counted, and failed on demand (alloc.h)
+  if (!mine) {
+    ::close(fd);
+    *err = -ENOMEM;
+    return nullptr;
+  }
+  mine->open(park_high(fd));
+  OwnSlot* seen = nullptr;
+  if (slot_.compare_exchange_strong(seen, mine, std::memory_order_acq_rel, std::memory_order_acquire)) return mine;
+  mine->close();  // another first call made one: seen is it
+  destroy(mine);
+  return seen;
+}
+
+void LazyOwnSlot::release() noexcept {
+  OwnSlot* s = slot_.exchange(nullptr, std::memory_order_acq_rel);
+  if (!s) return;
+  s->close();
+  destroy(s);
+}
+
 int own_vacate(int n) noexcept {
-  if (n < 0 || tls_own_uses > 0) return -EBUSY;
+  // A kick or Moved hook takes uepoll locks: not in a handler that
+  // interrupted a holder.
+  if (n < 0 || tls_own_uses > 0 || thread_in_uepoll()) return -EBUSY;
   const int saved = errno;
   g_finders.fetch_add(1, std::memory_order_seq_cst);
   OwnSlot* s = nullptr;
@@ -121,7 +152,7 @@ int own_vacate(int n) noexcept {
   }
   // Marked moving, still registered, not pinned, still at n: ours to move.
   if (s && s->moving_.exchange(true, std::memory_order_seq_cst)) s = nullptr;
-  if (s && (g_reg[at].load(std::memory_order_seq_cst) != s || s->pinned_.load(std::memory_order_seq_cst) ||
+  if (s && (g_reg[at].load(std::memory_order_seq_cst) != s || s->pinned_.load(std::memory_order_seq_cst) != 0 ||
             s->fd_.load(std::memory_order_seq_cst) != n)) {
     s->moving_.store(false, std::memory_order_seq_cst);
     s = nullptr;
@@ -133,6 +164,7 @@ int own_vacate(int n) noexcept {
   const int m = dup_high(n);
   if (m >= 0) {
     s->fd_.store(m, std::memory_order_seq_cst);
+    if (s->moved_) s->moved_(s->moved_ctx_, n, m);
     timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
     bool drained = true;

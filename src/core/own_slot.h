@@ -51,6 +51,12 @@ class OwnSlot {
   // Ends a use that sleeps in the kernel on the descriptor (nullptr: no use
   // sleeps).  Called by the mover, from any thread, any number of times.
   using Kick = void (*)(void* ctx) noexcept;
+  // Called by the mover once the new number `to` is published and before
+  // `from` is closed: a kernel epoll that registered the descriptor by
+  // number and must change or remove that registration later moves it to
+  // the new number here (EPOLL_CTL_ADD of `to`, DEL of `from`).  From any
+  // thread that holds no uepoll lock.
+  using Moved = void (*)(void* ctx, int from, int to) noexcept;
 
   constexpr OwnSlot() noexcept = default;
   OwnSlot(const OwnSlot&) = delete;
@@ -68,8 +74,16 @@ class OwnSlot {
   int peek() const noexcept { return fd_.load(std::memory_order_seq_cst); }
   bool empty() const noexcept { return peek() < 0; }
   // While pinned the number does not move (waits for a move in progress).
+  // Pins count: each pin() is ended by one unpin().
   void pin() noexcept;
-  void unpin() noexcept { pinned_.store(false, std::memory_order_seq_cst); }
+  void unpin() noexcept { pinned_.fetch_sub(1, std::memory_order_seq_cst); }
+  // Sets (nullptr: clears) the Moved hook.  Preconditions: pinned by the
+  // caller, so that no move is in progress (a mover reads the hook after
+  // it found the slot unpinned: the pin's seq_cst pair orders the two).
+  void set_moved(Moved fn, void* ctx) noexcept {
+    moved_ = fn;
+    moved_ctx_ = ctx;
+  }
 
   // One use: the number to hand to the kernel, valid until the Use ends.
   class Use {
@@ -101,16 +115,56 @@ class OwnSlot {
   std::atomic<unsigned> gen_{0};
   std::atomic<unsigned> users_[2]{};
   std::atomic<bool> moving_{false};
-  std::atomic<bool> pinned_{false};
+  std::atomic<unsigned> pinned_{0};
   int reg_ = -1;  // index in the registry; owner only
   Kick kick_ = nullptr;
   void* ctx_ = nullptr;
+  Moved moved_ = nullptr;  // set_moved, under a pin
+  void* moved_ctx_ = nullptr;
+};
+
+// An own descriptor made at the first call that needs it (a file's lock
+// descriptor, a socket's option twin): an OwnSlot allocated with it and
+// freed with its owner, so that an owner that never needs one pays one
+// pointer.  Two first calls may race: the loser's descriptor is closed.
+class LazyOwnSlot {
+ public:
+  constexpr LazyOwnSlot() noexcept = default;
+  LazyOwnSlot(const LazyOwnSlot&) = delete;
+  LazyOwnSlot& operator=(const LazyOwnSlot&) = delete;
+  ~LazyOwnSlot() { release(); }
+
+  // The slot, made if need be around make(): a new kernel descriptor (not
+  // yet parked) or -errno.  nullptr with the negative errno in *err when
+  // make() fails or no memory is left (-ENOMEM).
+  template <class Make>
+  OwnSlot* get(Make&& make, long* err) noexcept {
+    if (OwnSlot* s = slot_.load(std::memory_order_acquire)) return s;
+    const int fd = make();
+    if (fd < 0) {
+      *err = fd;
+      return nullptr;
+    }
+    return install(fd, err);
+  }
+  // The slot if made (its descriptor may be moving: use it through a Use
+  // or a pin), else nullptr.
+  OwnSlot* made() const noexcept { return slot_.load(std::memory_order_acquire); }
+  // Closes the descriptor and frees the slot.  No use may be in progress.
+  void release() noexcept;
+
+ private:
+  OwnSlot* install(int fd, long* err) noexcept;
+  // Installed once by CAS (acq_rel); pairs with the acquire loads above,
+  // so a slot seen is an open one.
+  std::atomic<OwnSlot*> slot_{nullptr};
 };
 
 // Moves the own descriptor at number n elsewhere and closes n, so that the
 // program may install a file there: 0, or -EBUSY (n is not held by an
-// OwnSlot, its slot is pinned, the caller holds a use, no number is free,
-// or the uses did not drain).
+// OwnSlot, its slot is pinned, the caller holds a use or a uepoll lock (a
+// signal handler that interrupted uepoll), no number is free, or the uses
+// did not drain).
 int own_vacate(int n) noexcept;
 // After fork, in the child before any slot is closed: no mover, and no
 // use of another thread, exists there.

@@ -45,8 +45,7 @@ Pipe::~Pipe() {
     if (bufs_[i].page) core::raw_free(bufs_[i].page);
   if (bufs_ != inline_bufs_) core::raw_free(bufs_);
   if (tmp_page_) core::raw_free(tmp_page_);
-  release_lock_fd(0);
-  release_lock_fd(1);
+  free_lock_fds();
 }
 
 void Pipe::put() noexcept {

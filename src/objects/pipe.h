@@ -151,13 +151,18 @@ class Pipe {
   // may be held (a system call).
   void fasync_reader(int reason) noexcept;
   void fasync_writer(int reason) noexcept;
-  // The lock descriptors of the ends (core::File::lock_fd; pipe_locks.cpp):
-  // side 0 the read end's, 1 the write end's.  lock_fd makes the kernel
-  // pipe at the first call of either end; release_lock_fd closes a side's
-  // at its end's release (before the end drops the pipe).
-  long lock_fd(int side) noexcept;
-  int made_lock_fd(int side) const noexcept;
+  // The lock descriptors of the ends (core::File::lock_slot;
+  // pipe_locks.cpp): side 0 the read end's, 1 the write end's.  lock_slot
+  // makes the kernel pipe at the first call of either end; keep_lock_fds
+  // pins both ends once a record lock is set through either (one inode);
+  // release_lock_fd closes a side's at its end's release (before the end
+  // drops the pipe); free_lock_fds closes what is left and frees them.
+  struct LockFds;
+  core::OwnSlot* lock_slot(int side, long* err) noexcept;
+  core::OwnSlot* made_lock_slot(int side) const noexcept;
+  void keep_lock_fds() noexcept;
   void release_lock_fd(int side) noexcept;
+  void free_lock_fds() noexcept;  // ~Pipe
 
   core::SpinLock mu_{core::lock_class::kPipe};  // leaf (14)
   Buf inline_bufs_[kPipeSlots];                  // the default ring (reached through bufs_)
@@ -181,12 +186,10 @@ class Pipe {
   std::atomic<core::File*> rd_{nullptr};
   std::atomic<core::File*> wr_{nullptr};
   // The kernel pipe whose ends stand in for this pipe's ends in lock calls
-  // (one inode for both, as Linux's): each 32-bit half a descriptor plus
-  // one (low: the read end's, high: the write end's), 0 when none.  Set
-  // once by compare-and-swap (acq_rel/acquire: a reader of a number sees
-  // it made); a half is cleared when its end is released, what remains is
-  // closed by ~Pipe.
-  std::atomic<uint64_t> lock_fds_{0};
+  // (one inode for both, as Linux's), nullptr until made.  Installed once
+  // by compare-and-swap (acq_rel/acquire: a reader sees it made); a side
+  // is closed when its end is released, the rest by ~Pipe.
+  std::atomic<LockFds*> lock_fds_{nullptr};
 };
 
 class PipeReader final : public core::File {
@@ -212,7 +215,8 @@ class PipeReader final : public core::File {
   long pipe_size(int cmd, unsigned long arg) noexcept override;
   bool stream_state(core::StreamState* out) noexcept override;
   Pipe* pipe() const noexcept { return pipe_; }
-  long lock_fd() noexcept override { return pipe_->lock_fd(0); }
+  core::OwnSlot* lock_slot(long* err) noexcept override { return pipe_->lock_slot(0, err); }
+  void keep_lock_fd() noexcept override { pipe_->keep_lock_fds(); }
   // Splice out of the pipe (pipe_splice.cpp; Linux splice_from_pipe_next,
   // splice_pipe_to_pipe, link_pipe, vmsplice_to_user): waits for data
   // (0 without writers, -EAGAIN when nonblock), then moves chunks of what
@@ -226,7 +230,7 @@ class PipeReader final : public core::File {
 
  protected:
   void on_release() noexcept override;
-  int made_lock_fd() const noexcept override { return pipe_->made_lock_fd(0); }
+  core::OwnSlot* made_lock_slot() const noexcept override { return pipe_->made_lock_slot(0); }
 
  private:
   // Waits until the pipe has data (1), or 0 / -EAGAIN / -EINTR.
@@ -258,7 +262,8 @@ class PipeWriter final : public core::File, public core::SpliceSink {
   long pipe_size(int cmd, unsigned long arg) noexcept override;
   bool stream_state(core::StreamState* out) noexcept override;
   Pipe* pipe() const noexcept { return pipe_; }
-  long lock_fd() noexcept override { return pipe_->lock_fd(1); }
+  core::OwnSlot* lock_slot(long* err) noexcept override { return pipe_->lock_slot(1, err); }
+  void keep_lock_fd() noexcept override { pipe_->keep_lock_fds(); }
   // Splice into the pipe (pipe_splice.cpp).  As a sink: wait_room is
   // Linux's wait_for_space (-EPIPE and SIGPIPE without readers, then room
   // or -EAGAIN / sleep), push a write that takes what fits.
@@ -281,7 +286,7 @@ class PipeWriter final : public core::File, public core::SpliceSink {
 
  protected:
   void on_release() noexcept override;
-  int made_lock_fd() const noexcept override { return pipe_->made_lock_fd(1); }
+  core::OwnSlot* made_lock_slot() const noexcept override { return pipe_->made_lock_slot(1); }
 
  private:
   struct Call;

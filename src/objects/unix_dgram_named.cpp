@@ -1,8 +1,11 @@
 // unix_dgram_named.cpp - what a uepoll datagram pair end does with named
 // AF_UNIX sockets (unix_dgram_named.h): the lookup probe and delivery to a
 // name through a fresh kernel datagram socket, control data included.
-// Owns no state; takes no locks.
+// Owns no state; takes no locks (pins the in-flight kernel descriptors'
+// slots for the send: core/own_slot.h).
 #include "objects/unix_dgram_named.h"
+
+#include "core/own_slot.h"
 
 #include <cerrno>
 #include <cstddef>
@@ -56,15 +59,25 @@ long kernel_control(const ScmPayload& scm, struct msghdr* m, ControlBuf* buf) no
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
     c->cmsg_len = CMSG_LEN(static_cast<size_t>(scm.nfiles()) * sizeof(int));
+    for (int i = 0; i < scm.nfiles(); ++i)
+      if (!scm.file(i).kslot) return -EOPNOTSUPP;  // a uepoll file: not the kernel's to carry
     for (int i = 0; i < scm.nfiles(); ++i) {
-      if (scm.file(i).kfd < 0) return -EOPNOTSUPP;  // a uepoll file: not the kernel's to carry
-      std::memcpy(CMSG_DATA(c) + static_cast<size_t>(i) * sizeof(int), &scm.file(i).kfd, sizeof(int));
+      core::OwnSlot* k = scm.file(i).kslot;
+      k->pin();  // until the send (unpin_files): its number goes into the message
+      const int fd = k->peek();
+      std::memcpy(CMSG_DATA(c) + static_cast<size_t>(i) * sizeof(int), &fd, sizeof(int));
     }
     used += CMSG_SPACE(static_cast<size_t>(scm.nfiles()) * sizeof(int));
   }
   m->msg_controllen = used;
   if (!used) m->msg_control = nullptr;
   return 0;
+}
+
+// Ends kernel_control's pins.
+void unpin_files(const ScmPayload& scm) noexcept {
+  for (int i = 0; i < scm.nfiles(); ++i)
+    if (core::OwnSlot* k = scm.file(i).kslot) k->unpin();
 }
 
 }  // namespace
@@ -74,17 +87,17 @@ long unix_dgram_send_named(const struct msghdr* msg, const ScmPayload& scm, int 
   struct msghdr m = *msg;
   ControlBuf buf;
   if (long r = kernel_control(scm, &m, &buf)) return r;
+  long e;
   const int k = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (k < 0) return -errno;
   const int on = 1;
-  if (passcred && ::setsockopt(k, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) < 0) {
-    const long e = -errno;
-    ::close(k);
-    return e;
+  if (k < 0 || (passcred && ::setsockopt(k, SOL_SOCKET, SO_PASSCRED, &on, sizeof on) < 0)) {
+    e = -errno;
+  } else {
+    const long r = ::sendmsg(k, &m, flags | (nonblocking ? MSG_DONTWAIT : 0));
+    e = r < 0 ? -errno : r;
   }
-  const long r = ::sendmsg(k, &m, flags | (nonblocking ? MSG_DONTWAIT : 0));
-  const long e = r < 0 ? -errno : r;
-  ::close(k);
+  if (k >= 0) ::close(k);
+  unpin_files(scm);
   return e;
 }
 

@@ -8,6 +8,7 @@
 #include "core/alloc.h"
 #include "core/file.h"
 #include "core/own_fds.h"
+#include "core/own_slot.h"
 #include "core/user_memory.h"
 #include "fd/table.h"
 #include "objects/unix_gc.h"
@@ -38,10 +39,28 @@ bool capable(int cap) noexcept {
   return (data[cap / 32].effective >> (cap % 32)) & 1;
 }
 
+// An owned duplicate d of a kernel descriptor, in a slot of its own;
+// nullptr (d closed) without memory.
+core::OwnSlot* own_kernel_file(int d) noexcept {
+  core::OwnSlot* s = core::create<core::OwnSlot>();
+  if (!s) {
+    ::close(d);
+    return nullptr;
+  }
+  s->open(core::park_high(d));
+  return s;
+}
+
+void close_kernel_file(core::OwnSlot* s) noexcept {
+  if (!s) return;
+  s->close();
+  core::destroy(s);
+}
+
 // Releases a file the payload did not take yet (not counted in flight).
 void release_uncounted(ScmFile& f) noexcept {
   if (f.file) f.file->put();
-  if (f.kfd >= 0) core::close_own(f.kfd);
+  close_kernel_file(f.kslot);
   f = ScmFile{};
 }
 
@@ -50,7 +69,7 @@ void release_uncounted(ScmFile& f) noexcept {
 void release(ScmFile& f, bool counted) noexcept {
   if (counted) unix_notinflight(f.file);
   if (f.file) f.file->put();
-  if (f.kfd >= 0) core::close_own(f.kfd);
+  close_kernel_file(f.kslot);
   f = ScmFile{};
 }
 
@@ -73,8 +92,8 @@ int pin(int n, ScmFile* out) noexcept {
   const int e = errno;
   errno = saved;
   if (d < 0) return e == EBADF ? -EBADF : -e;
-  out->kfd = core::park_high(d);
-  return 0;
+  out->kslot = own_kernel_file(d);
+  return out->kslot ? 0 : -ENOMEM;
 }
 
 // scm_check_creds, then the pid lookup of __scm_send.
@@ -184,13 +203,18 @@ int ScmPayload::dup_files(ScmPayload* out) const noexcept {
       files_[i].file->get();
       f.file = files_[i].file;
     } else {
-      const int d = ::fcntl(files_[i].kfd, F_DUPFD_CLOEXEC, 0);
+      core::OwnSlot::Use u(*files_[i].kslot);
+      const int d = ::fcntl(u.fd(), F_DUPFD_CLOEXEC, 0);
       if (d < 0) {
         const int e = errno;
         out->clear();
         return -e;
       }
-      f.kfd = core::park_high(d);
+      f.kslot = own_kernel_file(d);
+      if (!f.kslot) {
+        out->clear();
+        return -ENOMEM;
+      }
     }
     if (int r = out->add(f)) {
       out->clear();
@@ -347,7 +371,8 @@ int install_one(const ScmFile& f, bool cloexec) noexcept {
     return n;
   }
   const int saved = errno;
-  const int n = ::fcntl(f.kfd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+  core::OwnSlot::Use u(*f.kslot);
+  const int n = ::fcntl(u.fd(), cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
   const int e = errno;
   errno = saved;
   return n < 0 ? -e : n;

@@ -8,8 +8,9 @@
 // besides its bytes: the credentials it was sent with and the in-flight
 // files.  A uepoll file is held by a reference; a kernel descriptor by a
 // duplicate that uepoll owns (close-on-exec, parked high and recorded as
-// uepoll's own, core/own_fds.h), so the sender may close its descriptor
-// while the message is queued.  Destroying a payload (or clear()) releases
+// uepoll's own, core/own_fds.h; in an OwnSlot, core/own_slot.h, so that a
+// program's dup2 onto its number moves it), so the sender may close its
+// descriptor while the message is queued.  Destroying a payload (or clear()) releases
 // its files: a queue purged at close, a receive with no room for them.
 //
 // The socket calls it:
@@ -46,6 +47,7 @@
 
 namespace uepoll::core {
 class File;
+class OwnSlot;
 }
 
 namespace uepoll::objects {
@@ -66,10 +68,11 @@ struct ScmCreds {
 };
 
 // One in-flight file: a uepoll file (reference held) or a kernel
-// descriptor that uepoll owns (kfd >= 0).
+// descriptor that uepoll owns, in an OwnSlot of its own (core/own_slot.h:
+// a program's dup2 onto its number moves it).
 struct ScmFile {
   core::File* file = nullptr;
-  int kfd = -1;
+  core::OwnSlot* kslot = nullptr;
 };
 
 class ScmPayload {

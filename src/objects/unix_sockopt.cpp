@@ -4,7 +4,6 @@
 #include "objects/unix_sockopt.h"
 
 #include "core/internal_call.h"
-#include "core/own_fds.h"
 #include "core/sock_timeo.h"
 #include "core/sockopt.h"
 #include "core/user_memory.h"
@@ -69,23 +68,25 @@ long unix_int_optval(const void* val, socklen_t len, int* out) noexcept {
   return 0;
 }
 
-int UnixOpts::twin_fd(int type) noexcept {
-  int fd = twin_.load(std::memory_order_acquire);
-  if (fd >= 0) return fd;
-  core::InternalCalls internal;  // the kernel's socket, not a preload's
-  const int made = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-  if (made < 0) return -ENOMEM;  // no descriptor to be had: out of memory for the option
-  const int mine = core::park_high(made);
-  if (twin_.compare_exchange_strong(fd, mine, std::memory_order_acq_rel, std::memory_order_acquire)) return mine;
-  core::close_own(mine);  // another call made one first: fd is it
-  return fd;
+core::OwnSlot* UnixOpts::twin_slot(int type, long* err) noexcept {
+  return twin_.get(
+      [type] {
+        core::InternalCalls internal;  // the kernel's socket, not a preload's
+        const int made = ::socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+        return made < 0 ? -ENOMEM : made;  // no descriptor to be had: out of memory for the option
+      },
+      err);
 }
 
 long UnixOpts::set(int type, int level, int name, const void* val, socklen_t len) noexcept {
-  const int fd = twin_fd(type);
-  if (fd < 0) return fd;
+  long err = 0;
+  core::OwnSlot* twin = twin_slot(type, &err);
+  if (!twin) return err;
   core::InternalCalls internal;
-  if (const long e = kernel_result(::setsockopt(fd, level, name, val, len))) return e;
+  {
+    core::OwnSlot::Use u(*twin);
+    if (const long e = kernel_result(::setsockopt(u.fd(), level, name, val, len))) return e;
+  }
   if (level != SOL_SOCKET) return 0;
   bool rcv;
   if (core::is_sock_timeo(name, &rcv)) {
@@ -99,11 +100,14 @@ long UnixOpts::set(int type, int level, int name, const void* val, socklen_t len
 }
 
 int UnixOpts::read_int(int name) const noexcept {
+  core::OwnSlot* twin = twin_.made();
+  if (!twin) return 0;
   int v = 0;
   socklen_t n = sizeof v;
   core::InternalCalls internal;
   const int e = errno;
-  (void)::getsockopt(twin(), SOL_SOCKET, name, &v, &n);
+  core::OwnSlot::Use u(*twin);
+  (void)::getsockopt(u.fd(), SOL_SOCKET, name, &v, &n);
   errno = e;
   return v;
 }
@@ -129,27 +133,26 @@ long UnixOpts::get(int type, core::File& sock, int level, int name, void* val, s
           return r;
         }
       case SO_RCVLOWAT:
-        if (twin() < 0) return core::put_int_opt(rcvlowat(), val, len);
+        if (!twin()) return core::put_int_opt(rcvlowat(), val, len);
         break;
       default:
-        if (twin() < 0 && core::is_sock_timeo(name, &rcv)) return core::sock_timeo_put(0, val, len);
+        if (!twin() && core::is_sock_timeo(name, &rcv)) return core::sock_timeo_put(0, val, len);
         break;
     }
   }
-  const int fd = twin_fd(type);
-  if (fd < 0) return fd;
+  long err = 0;
+  core::OwnSlot* twin = twin_slot(type, &err);
+  if (!twin) return err;
   core::InternalCalls internal;
-  return kernel_result(::getsockopt(fd, level, name, val, len));
-}
-
-void UnixOpts::release() noexcept {
-  const int fd = twin_.exchange(-1, std::memory_order_acq_rel);
-  if (fd >= 0) core::close_own(fd);
+  core::OwnSlot::Use u(*twin);
+  return kernel_result(::getsockopt(u.fd(), level, name, val, len));
 }
 
 void unix_carry_opts(const UnixOpts& opts, int kfd) noexcept {
-  const int twin = opts.twin();
-  if (twin < 0) return;
+  core::OwnSlot* slot = opts.twin();
+  if (!slot) return;
+  core::OwnSlot::Use u(*slot);
+  const int twin = u.fd();
   // The options a program sets on a pair's socket and that the kernel
   // keeps per socket (sk_setsockopt), int-valued unless noted.
   static const int kInts[] = {SO_DEBUG, SO_REUSEADDR, SO_DONTROUTE, SO_BROADCAST, SO_KEEPALIVE, SO_OOBINLINE,

@@ -43,6 +43,7 @@
 #pragma once
 
 #include "core/file.h"
+#include "core/own_slot.h"
 #include "core/sockopt.h"
 #include "objects/unix_common.h"
 
@@ -71,10 +72,11 @@ class UnixOpts {
   long get(int type, core::File& sock, int level, int name, void* val, socklen_t* len) noexcept;
   // The twin's int value of SOL_SOCKET option `name` (after a set()).
   int read_int(int name) const noexcept;
-  // The twin's descriptor, or -1 (for the preload's conversion at fork).
-  int twin() const noexcept { return twin_.load(std::memory_order_acquire); }
+  // The twin's slot, or nullptr when none was made.  Its number is taken
+  // through a core::OwnSlot::Use: a program's dup2 onto it moves it.
+  core::OwnSlot* twin() const noexcept { return twin_.made(); }
   // Closes the twin (the socket's release).
-  void release() noexcept;
+  void release() noexcept { twin_.release(); }
 
   // SO_RCVTIMEO / SO_SNDTIMEO (core/sock_timeo.h: 0 none, -1 immediate).
   int64_t rcvtimeo_ns() const noexcept { return rcvtimeo_ns_.load(std::memory_order_relaxed); }
@@ -83,10 +85,10 @@ class UnixOpts {
   int rcvlowat() const noexcept { return rcvlowat_.load(std::memory_order_relaxed); }
 
  private:
-  // The twin, made on first use; -errno if it cannot be.
-  int twin_fd(int type) noexcept;
+  // The twin, made on first use; nullptr with -errno in *err if it cannot be.
+  core::OwnSlot* twin_slot(int type, long* err) noexcept;
 
-  std::atomic<int> twin_{-1};  // installed once by CAS (acq_rel); pairs with twin()'s acquire
+  core::LazyOwnSlot twin_;
   // Values only, read relaxed by the blocking calls (a call that races a
   // setsockopt sees the old or the new one, as on Linux).
   std::atomic<int64_t> rcvtimeo_ns_{0};

@@ -5,13 +5,20 @@
 #include "core/own_fds.h"
 #include "core/own_slot.h"
 
+#include <uepoll/uepoll.h>
+
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <fcntl.h>
+#include <dirent.h>
 #include <poll.h>
+#include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <thread>
 #include <unistd.h>
@@ -19,7 +26,31 @@
 
 namespace {
 
+using uepoll::core::LazyOwnSlot;
 using uepoll::core::OwnSlot;
+
+// uepoll's own descriptors now, lowest first.
+std::vector<int> own_numbers() {
+  std::vector<int> v;
+  for (int n = uepoll::core::next_own(0); n >= 0; n = uepoll::core::next_own(n + 1)) v.push_back(n);
+  return v;
+}
+
+// Those in `now` that are not in `before`.
+std::vector<int> added(const std::vector<int>& before, const std::vector<int>& now) {
+  std::vector<int> v;
+  for (int n : now)
+    if (std::find(before.begin(), before.end(), n) == before.end()) v.push_back(n);
+  return v;
+}
+
+int open_descriptors() {
+  int n = 0;
+  DIR* d = ::opendir("/proc/self/fd");
+  while (d && ::readdir(d)) ++n;
+  if (d) ::closedir(d);
+  return n;
+}
 
 // An eventfd in a slot; the kick (a write to it) ends a poll on it.
 struct Counter {
@@ -91,8 +122,11 @@ TEST(OwnSlot, RefusesWhatCannotMove) {
   // Not a slot's number.
   EXPECT_EQ(uepoll::core::own_vacate(0), -EBUSY);
   EXPECT_EQ(uepoll::core::own_vacate(-1), -EBUSY);
-  // Pinned.
+  // Pinned, twice: one unpin leaves it pinned.
   c.slot.pin();
+  c.slot.pin();
+  EXPECT_EQ(uepoll::core::own_vacate(n), -EBUSY);
+  c.slot.unpin();
   EXPECT_EQ(uepoll::core::own_vacate(n), -EBUSY);
   c.slot.unpin();
   // The caller holds a use (a handler's dup2 would wait for itself).
@@ -122,6 +156,133 @@ TEST(OwnSlot, ClosedSlotIsNotFound) {
     ::close(n);
   }
   ::close(other);
+}
+
+// First calls racing to make a lazily made descriptor: one slot for all,
+// and the losers' descriptors closed.
+TEST(OwnSlot, LazySlotIsMadeOnce) {
+  LazyOwnSlot lazy;
+  EXPECT_EQ(lazy.made(), nullptr);
+  const int open_before = open_descriptors();
+  std::atomic<int> makes{0};
+  std::atomic<bool> go{false};
+  std::vector<OwnSlot*> got(8, nullptr);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 8; ++i) {
+    ts.emplace_back([&, i] {
+      while (!go.load()) {
+      }
+      long err = 0;
+      got[i] = lazy.get(
+          [&] {
+            ++makes;
+            return ::eventfd(0, EFD_CLOEXEC);
+          },
+          &err);
+    });
+  }
+  go = true;
+  for (auto& t : ts) t.join();
+  ASSERT_NE(got[0], nullptr);
+  for (OwnSlot* s : got) EXPECT_EQ(s, got[0]);
+  EXPECT_EQ(lazy.made(), got[0]);
+  EXPECT_GE(makes.load(), 1);
+  EXPECT_EQ(open_descriptors(), open_before + 1);
+  const int n = got[0]->peek();
+  EXPECT_TRUE(uepoll::core::is_own(n));
+  // It moves like any slot, and its release closes the new number.
+  EXPECT_EQ(uepoll::core::own_vacate(n), 0);
+  const int m = got[0]->peek();
+  EXPECT_NE(m, n);
+  lazy.release();
+  EXPECT_EQ(lazy.made(), nullptr);
+  EXPECT_EQ(::fcntl(m, F_GETFD), -1);
+  EXPECT_EQ(open_descriptors(), open_before);
+  // A failed make leaves nothing made.
+  long err = 0;
+  EXPECT_EQ(lazy.get([] { return -EMFILE; }, &err), nullptr);
+  EXPECT_EQ(err, -EMFILE);
+  EXPECT_EQ(lazy.made(), nullptr);
+}
+
+// A pipe's lock descriptors move while only flock locks are held through
+// them (they belong to the open file, which both numbers name); once a
+// record lock is set through either end, neither moves: closing the old
+// number would drop the process's record locks on the inode.
+TEST(OwnSlot, LockDescriptorsMoveUntilARecordLock) {
+  int p[2];
+  ASSERT_EQ(uep_pipe(p), 0);
+  const std::vector<int> before = own_numbers();
+  ASSERT_EQ(uep_flock(p[0], LOCK_EX), 0);
+  const std::vector<int> made = added(before, own_numbers());
+  ASSERT_EQ(made.size(), 2u);  // the kernel pipe's two ends
+  for (int n : made) EXPECT_EQ(uepoll::core::own_vacate(n), 0);
+  EXPECT_EQ(uep_flock(p[1], LOCK_EX | LOCK_NB), -1);  // the read end's lock is still held
+  EXPECT_EQ(errno, EWOULDBLOCK);
+  struct flock fl{};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  fl.l_len = 1;
+  ASSERT_EQ(uep_fcntl(p[1], F_SETLK, &fl), 0);
+  const std::vector<int> moved = added(before, own_numbers());
+  ASSERT_EQ(moved.size(), 2u);
+  for (int n : moved) EXPECT_EQ(uepoll::core::own_vacate(n), -EBUSY);
+  EXPECT_EQ(added(before, own_numbers()), moved);
+  EXPECT_EQ(uep_close(p[0]), 0);
+  EXPECT_EQ(uep_close(p[1]), 0);
+  EXPECT_EQ(own_numbers(), before);
+}
+
+// A kernel descriptor in flight in SCM_RIGHTS is held by uepoll while the
+// message is queued; it moves, and the receiver gets the same file.
+TEST(OwnSlot, InFlightDescriptorMoves) {
+  int sv[2];
+  ASSERT_EQ(uep_socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  const int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  ASSERT_GE(efd, 0);
+  const std::vector<int> before = own_numbers();
+  char byte = 'x';
+  struct iovec iov{&byte, 1};
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } ctl{};
+  struct msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl.buf;
+  m.msg_controllen = sizeof ctl.buf;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &efd, sizeof(int));
+  ASSERT_EQ(uep_sendmsg(sv[0], &m, 0), 1);
+  const std::vector<int> flying = added(before, own_numbers());
+  ASSERT_EQ(flying.size(), 1u);
+  EXPECT_EQ(uepoll::core::own_vacate(flying[0]), 0);
+  EXPECT_EQ(::fcntl(flying[0], F_GETFD), -1);
+  const std::vector<int> moved = added(before, own_numbers());
+  ASSERT_EQ(moved.size(), 1u);
+  EXPECT_NE(moved[0], flying[0]);
+  const uint64_t five = 5;
+  ASSERT_EQ(::write(efd, &five, sizeof five), static_cast<ssize_t>(sizeof five));
+  ::close(efd);  // the queued message keeps the file
+  std::memset(&ctl, 0, sizeof ctl);
+  m.msg_controllen = sizeof ctl.buf;
+  ASSERT_EQ(uep_recvmsg(sv[1], &m, 0), 1);
+  c = CMSG_FIRSTHDR(&m);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->cmsg_type, SCM_RIGHTS);
+  int got = -1;
+  std::memcpy(&got, CMSG_DATA(c), sizeof(int));
+  uint64_t v = 0;
+  EXPECT_EQ(::read(got, &v, sizeof v), static_cast<ssize_t>(sizeof v));
+  EXPECT_EQ(v, 5u);  // the same eventfd
+  ::close(got);
+  EXPECT_EQ(own_numbers(), before);  // received: uepoll's duplicate closed
+  uep_close(sv[0]);
+  uep_close(sv[1]);
 }
 
 }  // namespace
