@@ -151,7 +151,18 @@ ThreadWaiter* ThreadWaiter::acquire_signal(int* errno_out) noexcept {
   return w;
 }
 
+void ThreadWaiter::follow_moves(OwnSlot::Moved moved, void* ctx) noexcept {
+  efd_.set_moved(moved, ctx);  // under acquire_signal's pin
+  follows_moves_ = true;
+  efd_.unpin();
+}
+
 void ThreadWaiter::release_signal() noexcept {
+  if (follows_moves_) {
+    efd_.pin();  // waits for a move in progress, whose hook may still run
+    efd_.set_moved(nullptr, nullptr);
+    follows_moves_ = false;
+  }
   efd_.unpin();
   sleeping_.store(false, std::memory_order_seq_cst);
   MutexLock g(g_pool_mutex);
@@ -168,6 +179,13 @@ void ThreadWaiter::kick() noexcept {
     return;
   }
   write_kick();
+}
+
+void ThreadWaiter::drain_event_fd() noexcept {
+  OwnSlot::Use u(efd_);
+  uint64_t v;
+  ssize_t unused = ::read(u.fd(), &v, sizeof v);
+  (void)unused;  // EAGAIN when already empty
 }
 
 void ThreadWaiter::write_kick() noexcept {

@@ -90,11 +90,19 @@ class ThreadWaiter {
   // nullptr on failure (errno in errno_out).  Give it back with
   // release_signal(); a deferred kick that reaches it afterwards is as
   // harmless as one reaching a pooled thread waiter.
+  // Its eventfd is pinned (core/own_slot.h) until follow_moves: the
+  // borrower registers it in kernel epolls by number.
   static ThreadWaiter* acquire_signal(int* errno_out) noexcept;
+  // The borrower's registrations follow a move of the eventfd (`moved`
+  // moves them: OwnSlot::Moved); the eventfd is no longer pinned.
+  // Preconditions: acquired, once.
+  void follow_moves(OwnSlot::Moved moved, void* ctx) noexcept;
   void release_signal() noexcept;
-  // The eventfd's number: stable while acquired (pinned, core/own_slot.h:
-  // kernel_watch registers and removes it by number).
+  // The eventfd's number: stable while pinned (acquired, before
+  // follow_moves), else only a hint.
   int event_fd() const noexcept { return efd_.peek(); }
+  // Reads (resets) the eventfd's count through a use of its slot.
+  void drain_event_fd() noexcept;
   // Eventfd writes made so far (kick() defers them past a SpinLock); an
   // acquire load pairs with the release increment after each write.
   uint64_t writes() const noexcept { return writes_.load(std::memory_order_acquire); }
@@ -141,6 +149,7 @@ class ThreadWaiter {
   OwnSlot sfd_;
   sigset_t sfd_mask_{};
   bool restart_setup() noexcept;
+  bool follows_moves_ = false;  // the borrower's (acquire_signal .. release_signal)
   ThreadWaiter* pool_next_ = nullptr;
   ThreadWaiter* all_next_ = nullptr;  // every waiter of this process; under g_pool_mutex
   static constexpr int kEntries = 2;

@@ -110,20 +110,28 @@ int add_edge(int hub, int top, uint64_t tag) {
 
 }  // namespace
 
-KernelWatch::KernelWatch(int shadow) noexcept : shadow_(shadow) {
+KernelWatch::KernelWatch(Instance* ep, int shadow) noexcept : ep_(ep) {
   sig_.kw = this;
   sig_.ring = false;
   ring_.kw = this;
   ring_.ring = true;
-  // Without a doorbell (EMFILE), every sleep is a classic one.
+  // Without a doorbell (EMFILE), every sleep is a classic one.  Registered
+  // under its number while it is pinned (acquire_signal).
   kick_ = make_kick(shadow, kick_tag());
-  if (kick_) kick_writes0_ = kick_->writes();
+  if (kick_) {
+    kick_writes0_ = kick_->writes();
+    core::MutexLock k(kick_mu_);
+    kick_key_ = kick_->event_fd();
+  }
   direct_.store(kick_ != nullptr, std::memory_order_relaxed);
   kick_in_shadow_.store(kick_ != nullptr, std::memory_order_relaxed);
+  // From here on a program's dup2 may move either descriptor.
+  shadow_.open(shadow, &KernelWatch::shadow_moving, this);
+  if (kick_) kick_->follow_moves(&KernelWatch::kick_moved, this);
 }
 
 int KernelWatch::sleep_fds(struct pollfd out[2]) const noexcept {
-  out[0] = pollfd{shadow_, POLLIN, 0};
+  out[0] = pollfd{shadow_.peek(), POLLIN, 0};  // a poll only: see shadow_
   const int h = hub_.load(std::memory_order_acquire);
   if (h < 0) return 1;
   out[1] = pollfd{h, POLLIN, 0};
@@ -142,7 +150,7 @@ KernelWatch* KernelWatch::get_or_create(Instance* ep, bool* created, int* err) n
     *err = errno;
     return nullptr;
   }
-  auto* kw = new (std::nothrow) KernelWatch(sh);
+  auto* kw = new (std::nothrow) KernelWatch(ep, sh);
   if (!kw) {
     core::close_own(sh);
     *err = ENOMEM;
@@ -287,7 +295,8 @@ int KernelWatch::ctl(Instance* ep, int op, int kfd, struct epoll_event* ev) noex
       kw->linked_.store(true, std::memory_order_release);  // a later parent links in on_nest
     }
   }
-  return ::epoll_ctl(kw->shadow_, op, kfd, ev) < 0 ? -errno : 0;
+  core::OwnSlot::Use sh(kw->shadow_);
+  return ::epoll_ctl(sh.fd(), op, kfd, ev) < 0 ? -errno : 0;
 }
 
 bool KernelWatch::is_kernel_epoll(int kfd) noexcept {
@@ -327,9 +336,7 @@ int KernelWatch::make_kernel_fd(Instance* ep, int hub) noexcept {
   int err = 0;
   core::ThreadWaiter* w = core::ThreadWaiter::acquire_signal(&err);
   if (!w) return -err;
-  uint64_t stale;
-  ssize_t unused = ::read(w->event_fd(), &stale, sizeof stale);  // a pooled eventfd may hold a count
-  (void)unused;
+  w->drain_event_fd();  // a pooled eventfd may hold a count
   // Level-triggered: readable while the shadow has a ready descriptor, the
   // hub an untranslated edge, or the signal a count (the shadow is added
   // by finish_direct).
@@ -399,9 +406,7 @@ void KernelWatch::maybe_drain(Instance* ep) noexcept {
   if (avail) return;
   core::ThreadWaiter* w = signal_.load(std::memory_order_acquire);
   pending_.store(false, std::memory_order_seq_cst);
-  uint64_t v;
-  ssize_t unused = ::read(w->event_fd(), &v, sizeof v);
-  (void)unused;
+  w->drain_event_fd();
   ep->ready_lock_.lock();
   avail = ep->events_available_locked();
   ep->ready_lock_.unlock();
@@ -415,7 +420,11 @@ void KernelWatch::maybe_drain(Instance* ep) noexcept {
 // Harvest, poll, sleep
 
 int KernelWatch::kernel_events(Instance* ep, struct epoll_event* evs, int maxevents) noexcept {
-  const int r = ::epoll_wait(shadow_, evs, maxevents, 0);
+  int r;
+  {
+    core::OwnSlot::Use sh(shadow_);
+    r = ::epoll_wait(sh.fd(), evs, maxevents, 0);
+  }
   if (r <= 0) return r < 0 ? -errno : r;
   bool saw = false;
   const int n = filter_kick(evs, r, &saw);
@@ -525,8 +534,13 @@ void KernelWatch::release(Instance* ep) noexcept {
 
 void KernelWatch::destroy(KernelWatch* kw) noexcept {
   if (!kw) return;
-  for (int fd : {kw->kfd_.load(std::memory_order_acquire), kw->hub_.load(std::memory_order_acquire), kw->shadow_})
+  {
+    core::MutexLock k(kw->kick_mu_);
+    kw->kick_in_shadow_.store(false, std::memory_order_relaxed);  // kick_moved does nothing now
+  }
+  for (int fd : {kw->kfd_.load(std::memory_order_acquire), kw->hub_.load(std::memory_order_acquire)})
     core::close_own(fd);
+  kw->shadow_.close();  // after a move in progress, whose kick still uses ep_
   if (core::ThreadWaiter* w = kw->signal_.load(std::memory_order_acquire)) w->release_signal();
   if (kw->kick_) kw->kick_->release_signal();
   delete kw;

@@ -26,6 +26,10 @@
 //   kick_    a kernel eventfd inside shadow_ (EPOLLIN | EPOLLET, data
 //            kick_tag()): the doorbell of the direct sleep.  Every epoll_wait
 //            on shadow_ filters its event out.
+// shadow_ and kick_ are in OwnSlots (core/own_slot.h): a program's dup2
+// onto their numbers moves them (shadow_moving sends every sleeper round;
+// kick_moved moves kick_'s registration in shadow_).  hub_ and kfd_ do not
+// move: other epolls hold and remove them by number.
 // The direct sleep: while the instance has neither hub_ nor kfd_, a
 // blocking uep_epoll_wait sleeps in epoll_pwait2(shadow_) (epoll_pwait with no deadline) with the caller's
 // mask, which returns kernel events in the same system call.  All such
@@ -57,11 +61,12 @@
 // id -> instance map; wait-queue locks (11) to find parents, to queue the
 // signal entry and to wake; the instance's ready_lock_ (12) to look at its
 // ready list, to kick its sleepers and for the direct sleep's state; kick_mu_
-// (a leaf) around changes of kick_'s registration.  Kernel system calls are
+// (a leaf) around changes of kick_'s registration and kick_key_.  Kernel system calls are
 // made with at most core::Mutexes held, never a SpinLock.
 #pragma once
 
 #include "core/mutex.h"
+#include "core/own_slot.h"
 
 #include "core/waitqueue.h"
 
@@ -145,7 +150,7 @@ class KernelWatch {
   int sleep_fds(struct pollfd out[2]) const noexcept;
 
  private:
-  explicit KernelWatch(int shadow) noexcept;
+  KernelWatch(Instance* ep, int shadow) noexcept;
 
   // The signal's entry on Instance::wq(), or (ring) the direct sleepers'
   // entry on Instance::waiters_ (first member: WaitEntry* cast).
@@ -205,8 +210,21 @@ class KernelWatch {
   static int signal_wake(core::WaitEntry* e, uint32_t key) noexcept;
   friend int kernel_signal_wake(core::WaitEntry* e, uint32_t key) noexcept;
 
+  // OwnSlot hooks (core/own_slot.h).  shadow_moving: every sleeper on
+  // shadow_ goes round (direct ones rung, classic ones and uep_poll
+  // callers kicked).  kick_moved: kick_'s registration in shadow_ follows
+  // its eventfd to the new number (under kick_mu_).
+  static void shadow_moving(void* kw) noexcept;
+  static void kick_moved(void* kw, int from, int to) noexcept;
+
   SignalEntry sig_;                           // queued on Instance::wq() under its lock
-  const int shadow_;                          // immutable
+  Instance* const ep_;                        // the instance whose kernel side this is
+  // shadow_'s number moves (a program's dup2 onto it): every system call
+  // on it goes through a core::OwnSlot::Use, except polls that only sleep
+  // (sleep_fds: a stale number polls something else, and the mover's kick
+  // wakes the poller to read it again).  Registered in hub_ and kfd_ by
+  // its first number, never changed or removed there.
+  mutable core::OwnSlot shadow_;  // mutable: a use from show_fdinfo
   std::atomic<int> hub_{-1};                  // written once under mu_
   std::atomic<int> kfd_{-1};                  // written once under mu_
   core::Mutex mu_{core::lock_class::kKernelWatch};  // lock level 7
@@ -237,6 +255,9 @@ class KernelWatch {
   bool ring_pending_ = false;  // kick_ written and not yet read back
   uint64_t ring_gen_ = 0;      // rings so far
   core::Mutex kick_mu_{core::lock_class::kKernelKick};  // a leaf
+  // The number kick_ is registered under in shadow_ (MOD, DEL use it):
+  // under kick_mu_ (kick_moved changes it).
+  int kick_key_ UEP_GUARDED_BY(kick_mu_) = -1;
   // kick_ is in shadow_ (written under mu_ and kick_mu_; acquire/release
   // pairs ready()'s unlocked load with finish_direct's store).
   std::atomic<bool> kick_in_shadow_{false};

@@ -45,9 +45,7 @@ core::ThreadWaiter* KernelWatch::make_kick(int shadow, uint64_t tag) noexcept {
   int err = 0;
   core::ThreadWaiter* w = core::ThreadWaiter::acquire_signal(&err);
   if (!w) return nullptr;
-  uint64_t stale;
-  ssize_t unused = ::read(w->event_fd(), &stale, sizeof stale);  // a pooled eventfd may hold a count
-  (void)unused;
+  w->drain_event_fd();  // a pooled eventfd may hold a count
   if (kick_ctl(shadow, EPOLL_CTL_ADD, w->event_fd(), kKickOn, tag) < 0) {
     w->release_signal();
     return nullptr;
@@ -75,6 +73,36 @@ namespace {
 
 }  // namespace
 
+// A program's dup2 moves shadow_ (core/own_slot.h), called by the mover
+// until no use holds the old number.  A direct sleeper is counted before
+// it reads the number, so a ring reaches it (one per call while a ring is
+// pending: the mover calls again); classic sleepers and uep_poll callers
+// are queued before they read it, so a kick reaches them.  Each goes round
+// and reads the slot again.
+void KernelWatch::shadow_moving(void* p) noexcept {
+  auto* kw = static_cast<KernelWatch*>(p);
+  Instance* ep = kw->ep_;
+  ep->ready_lock_.lock();
+  if (kw->shadow_sleepers_ > 0) kw->ring_locked();
+  ep->ready_lock_.unlock();
+  kick_sleepers(ep);
+}
+
+// kick_'s eventfd moved from `from` to `to` (both open now): its
+// registration in shadow_ moves with it, so that the MOD of shadow_ready and
+// the DEL of finish_direct find it.  Two registrations for a moment: a
+// ring between the ADD and the DEL may be seen twice, which a second
+// consumer takes as a ring with nothing behind it.
+void KernelWatch::kick_moved(void* p, int from, int to) noexcept {
+  auto* kw = static_cast<KernelWatch*>(p);
+  core::MutexLock k(kw->kick_mu_);
+  if (!kw->kick_in_shadow_.load(std::memory_order_relaxed)) return;
+  core::OwnSlot::Use sh(kw->shadow_);
+  if (kick_ctl(sh.fd(), EPOLL_CTL_ADD, to, kKickOn, kw->kick_tag()) < 0) return;  // ENOMEM: stays keyed by from
+  ::epoll_ctl(sh.fd(), EPOLL_CTL_DEL, from, nullptr);
+  kw->kick_key_ = to;
+}
+
 int KernelWatch::filter_kick(struct epoll_event* evs, int n, bool* saw) const noexcept {
   return drop_kick(evs, n, kick_tag(), kick_ != nullptr, saw);
 }
@@ -99,9 +127,7 @@ void KernelWatch::kick_consumed(Instance* ep, bool harvests) noexcept {
     const uint64_t rings = ring_gen_;
     ep->ready_lock_.unlock();
     while (kick_->writes() - kick_writes0_ < rings && !kick_->dead()) sched_yield();
-    uint64_t v;
-    ssize_t unused = ::read(kick_->event_fd(), &v, sizeof v);
-    (void)unused;
+    kick_->drain_event_fd();
     ep->ready_lock_.lock();
     if (ring_gen_ == rings) break;
     ep->ready_lock_.unlock();
@@ -120,25 +146,25 @@ void KernelWatch::kick_consumed(Instance* ep, bool harvests) noexcept {
 // if it is still readable, which wakes one direct sleeper: the ring is
 // still pending, and that sleeper consumes it.
 bool KernelWatch::shadow_ready(Instance* ep) noexcept {
+  core::OwnSlot::Use sh(shadow_);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (!kick_in_shadow_.load(std::memory_order_acquire)) return poll_readable(shadow_);
+    if (!kick_in_shadow_.load(std::memory_order_acquire)) return poll_readable(sh.fd());
     ep->ready_lock_.lock();
     const bool pending = ring_pending_;
     const uint64_t gen = ring_gen_;
     ep->ready_lock_.unlock();
     if (pending) break;
-    const bool r = poll_readable(shadow_);
+    const bool r = poll_readable(sh.fd());
     ep->ready_lock_.lock();
     const bool quiet = ring_gen_ == gen;
     ep->ready_lock_.unlock();
     if (quiet) return r;
   }
   core::MutexLock g(kick_mu_);
-  if (!kick_in_shadow_.load(std::memory_order_relaxed)) return poll_readable(shadow_);
-  const int kfd = kick_->event_fd();
-  kick_ctl(shadow_, EPOLL_CTL_MOD, kfd, kKickMasked, kick_tag());
-  const bool r = poll_readable(shadow_);
-  kick_ctl(shadow_, EPOLL_CTL_MOD, kfd, kKickOn, kick_tag());
+  if (!kick_in_shadow_.load(std::memory_order_relaxed)) return poll_readable(sh.fd());
+  kick_ctl(sh.fd(), EPOLL_CTL_MOD, kick_key_, kKickMasked, kick_tag());
+  const bool r = poll_readable(sh.fd());
+  kick_ctl(sh.fd(), EPOLL_CTL_MOD, kick_key_, kKickOn, kick_tag());
   return r;
 }
 
@@ -177,10 +203,11 @@ int KernelWatch::end_direct(Instance* ep, bool wake) noexcept {
 
 int KernelWatch::finish_direct(Instance* ep) noexcept {
   core::MutexLock g(mu_);
+  core::OwnSlot::Use sh(shadow_);
   if (kick_in_shadow_.load(std::memory_order_relaxed)) {
     {
       core::MutexLock k(kick_mu_);
-      ::epoll_ctl(shadow_, EPOLL_CTL_DEL, kick_->event_fd(), nullptr);
+      ::epoll_ctl(sh.fd(), EPOLL_CTL_DEL, kick_key_, nullptr);
       kick_in_shadow_.store(false, std::memory_order_release);
     }
     // A ring nobody consumed: its wakeup goes to the classic sleepers.
@@ -197,7 +224,7 @@ int KernelWatch::finish_direct(Instance* ep) noexcept {
     struct epoll_event e{};
     e.events = EPOLLIN | EPOLLET;
     e.data.u64 = 0;  // kTagShadow (kernel_watch.cpp)
-    if (::epoll_ctl(h, EPOLL_CTL_ADD, shadow_, &e) < 0 && errno != EEXIST)
+    if (::epoll_ctl(h, EPOLL_CTL_ADD, sh.fd(), &e) < 0 && errno != EEXIST)
       rc = -errno;
     else
       hub_has_shadow_ = true;
@@ -206,7 +233,7 @@ int KernelWatch::finish_direct(Instance* ep) noexcept {
   if (rc == 0 && k >= 0 && !kfd_has_shadow_) {
     struct epoll_event e{};
     e.events = EPOLLIN;  // level-triggered, as the rest of kfd_
-    if (::epoll_ctl(k, EPOLL_CTL_ADD, shadow_, &e) < 0 && errno != EEXIST)
+    if (::epoll_ctl(k, EPOLL_CTL_ADD, sh.fd(), &e) < 0 && errno != EEXIST)
       rc = -errno;
     else
       kfd_has_shadow_ = true;
@@ -250,8 +277,13 @@ int KernelWatch::sleep_direct(Instance* ep, struct epoll_event* evs, int maxeven
     relp = &rel;
   }
   core::note_sleep();
-  int r = relp ? core::kernel_epoll_pwait2(shadow_, evs, maxevents, relp, mask)
-               : core::kernel_epoll_pwait(shadow_, evs, maxevents, -1, mask);
+  int r;
+  {
+    // A move meanwhile rings (shadow_moving): this sleeper is counted.
+    core::OwnSlot::Use sh(shadow_);
+    r = relp ? core::kernel_epoll_pwait2(sh.fd(), evs, maxevents, relp, mask)
+             : core::kernel_epoll_pwait(sh.fd(), evs, maxevents, -1, mask);
+  }
   // Linux ep_poll checks signal_pending() (after the ready list) before
   // every sleep, also one whose time is already up; epoll_pwait2 with a
   // zero timeout does not.

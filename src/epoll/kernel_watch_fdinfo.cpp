@@ -18,21 +18,26 @@
 namespace uepoll::epoll {
 
 void KernelWatch::show_fdinfo(std::string& out) const noexcept {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", shadow_);
-  core::InternalCalls own;  // shadow_ is one of uepoll's own: the kernel's file
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
   std::string text;
-  char chunk[1024];
-  for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) {
-    try {
-      text.append(chunk, static_cast<size_t>(n));
-    } catch (...) {  // out of memory: the lines read so far
-      break;
+  {
+    // The proc file finds the descriptor by number at each read: one use
+    // of shadow_ from the open to the close.
+    core::OwnSlot::Use sh(shadow_);
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", sh.fd());
+    core::InternalCalls own;  // shadow_ is one of uepoll's own: the kernel's file
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    char chunk[1024];
+    for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;) {
+      try {
+        text.append(chunk, static_cast<size_t>(n));
+      } catch (...) {  // out of memory: the lines read so far
+        break;
+      }
     }
+    ::close(fd);
   }
-  ::close(fd);
   const unsigned long long kick = kick_tag();
   for (size_t at = 0; at < text.size();) {
     size_t eol = text.find('\n', at);
