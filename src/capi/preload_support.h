@@ -79,8 +79,9 @@ UEP_EXPORT void uep__own_fds_release(void);
  * descriptors: made from a parked descriptor (NULL, fd closed, without
  * memory), never freed.  A system call on it is made between enter, which
  * returns the number to use, and leave with the half enter gave.
- * uep__own_vacate(n): the own descriptor at n moved elsewhere and n closed
- * (0), or -1 with errno EBUSY (core::own_vacate). */
+ * uep__own_vacate(n): the own descriptor at n moved elsewhere and n given
+ * up, still open, for the caller's dup3 to replace (0), or -1 with errno
+ * EBUSY (core::own_vacate). */
 typedef struct uep__own_slot uep__own_slot;
 UEP_EXPORT uep__own_slot *uep__own_slot_new(int fd);
 UEP_EXPORT int uep__own_slot_enter(uep__own_slot *s, unsigned *half);

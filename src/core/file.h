@@ -264,8 +264,8 @@ class alignas(64) File {
   virtual OwnSlot* lock_slot(long* err) noexcept;
   // A POSIX record lock (F_SETLK, F_SETLKW) was set through the lock
   // descriptor: it stays at its number from now on, since closing any of
-  // the process's descriptors of its inode (a move closes the old number)
-  // would drop the process's record locks there.
+  // the process's descriptors of its inode (the program's dup2 over the
+  // old number ends a move) drops the process's record locks there.
   virtual void keep_lock_fd() noexcept;
   // A descriptor of the program's for this file was closed: Linux's
   // filp_close drops the process's POSIX record locks on the inode

@@ -184,7 +184,10 @@ int own_vacate(int n) noexcept {
       }
     }
     if (drained) {
-      close_own(n);
+      // n stays open, no longer uepoll's, for the caller's dup2/dup3 to
+      // replace atomically: a close here would let another thread's new
+      // descriptor (park_high) take the number first.
+      forget_own(n);
       r = 0;
     }
   }

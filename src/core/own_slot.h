@@ -12,8 +12,9 @@
 //   2. it waits until no use that may have read the old number is left (a
 //      use that sleeps in the kernel on it is ended by the slot's kick,
 //      which makes the sleeper go round and read the slot again);
-//   3. it closes the old number: the program's dup2 then installs its file
-//      there.
+//   3. it gives the old number up, still open on a duplicate: the
+//      program's dup2 then replaces it with its file atomically (closed
+//      first, the number could go to a descriptor uepoll makes meanwhile).
 // Both numbers name one open file description, so a use that read either
 // acts on the same object.  A kernel epoll that holds the descriptor keeps
 // its registration (keyed by the old number, removed with the file's last
@@ -160,8 +161,10 @@ class LazyOwnSlot {
   std::atomic<OwnSlot*> slot_{nullptr};
 };
 
-// Moves the own descriptor at number n elsewhere and closes n, so that the
-// program may install a file there: 0, or -EBUSY (n is not held by an
+// Moves the own descriptor at number n elsewhere and gives n up, so that the
+// program may install a file there: 0 with n still open on a duplicate
+// that is no longer uepoll's (the caller's dup2/dup3 replaces it, or the
+// caller closes it), or -EBUSY (n is not held by an
 // OwnSlot, its slot is pinned, the caller holds a use or a uepoll lock (a
 // signal handler that interrupted uepoll), no number is free, or the uses
 // did not drain).

@@ -356,6 +356,8 @@ int dup(int fd) {
   return r;
 }
 
+static int dup3_program(int oldfd, int newfd, int flags);
+
 int dup3(int oldfd, int newfd, int flags) {
   /* A standard stream's number gets a kernel pipe or pair (fork_convert.c). */
   if (newfd >= 0 && newfd <= 2 && oldfd != newfd && !uep_pl_inside() &&
@@ -376,8 +378,22 @@ int dup3(int oldfd, int newfd, int flags) {
         errno = e;
         return -1;
       }
+      /* newfd is still open on a duplicate of uepoll's descriptor, which
+       * the dup3 replaces atomically; one that fails closes it. */
+      const int r = dup3_program(oldfd, newfd, flags);
+      if (r < 0) {
+        const int saved = errno;
+        UEP_PL_REAL(close)(newfd);
+        errno = saved;
+      }
+      return r;
     }
   }
+  return dup3_program(oldfd, newfd, flags);
+}
+
+/* dup3 once newfd is not uepoll's own. */
+static int dup3_program(int oldfd, int newfd, int flags) {
   int uo = uep_pl_map(oldfd);
   if (!uo) {
     if (!uep_pl_map(newfd)) {

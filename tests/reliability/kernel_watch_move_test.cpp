@@ -55,8 +55,9 @@ TEST(KernelWatchMove, ShadowAndDoorbellMoveUnderSleepers) {
   ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, kfd, &ev), 0);
   ev.data.fd = ufd;
   ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, ufd, &ev), 0);
-  // The instance's kernel side: its shadow epoll and its doorbell.
-  ASSERT_GE(added(before).size(), 2u);
+  // The instance's kernel side: its shadow epoll, and its doorbell unless
+  // that came from the pool of waiters (a repeated run).
+  ASSERT_GE(added(before).size(), 1u);
 
   int marker[2];
   ASSERT_EQ(::pipe2(marker, O_CLOEXEC | O_NONBLOCK), 0);

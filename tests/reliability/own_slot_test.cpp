@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/eventfd.h>
 #include <thread>
 #include <unistd.h>
@@ -136,9 +137,46 @@ TEST(OwnSlot, RefusesWhatCannotMove) {
   }
   EXPECT_EQ(c.slot.peek(), n);
   EXPECT_TRUE(uepoll::core::is_own(n));
-  // Free to move now.
+  // Free to move now: n is given up, still open for the caller's dup2.
   EXPECT_EQ(uepoll::core::own_vacate(n), 0);
-  EXPECT_EQ(::fcntl(n, F_GETFD), -1);
+  EXPECT_FALSE(uepoll::core::is_own(n));
+  EXPECT_GE(::fcntl(n, F_GETFD), 0);
+  EXPECT_NE(c.slot.peek(), n);
+  ::close(n);
+}
+
+// A number given up by a move stays open until the caller's dup2 replaces
+// it, so that uepoll's descriptors made meanwhile in other threads
+// (park_high takes the highest free numbers) never land on it.
+TEST(OwnSlot, GivenUpNumberIsNotTakenMeanwhile) {
+  Counter c;
+  int marker[2];
+  ASSERT_EQ(::pipe2(marker, O_CLOEXEC | O_NONBLOCK), 0);
+  std::atomic<bool> stop{false};
+  std::atomic<long> made{0}, bad{0};
+  std::thread maker([&] {
+    while (!stop.load()) {
+      const int fd = uepoll::core::park_high(::eventfd(0, EFD_CLOEXEC));
+      struct stat st{};
+      // Still the eventfd it made (an anonymous inode), not the marker pipe.
+      if (fd < 0 || ::fstat(fd, &st) != 0 || S_ISFIFO(st.st_mode)) ++bad;
+      ++made;
+      uepoll::core::close_own(fd);
+    }
+  });
+  for (int round = 0; round < 300; ++round) {
+    for (const long m = made.load(); made.load() < m + 2;) std::this_thread::yield();
+    const int n = c.slot.peek();
+    ASSERT_EQ(uepoll::core::own_vacate(n), 0);
+    std::this_thread::yield();  // the maker's park may run here
+    ASSERT_EQ(::dup2(marker[1], n), n);
+    ::close(n);
+  }
+  stop.store(true);
+  maker.join();
+  EXPECT_EQ(bad.load(), 0);
+  ::close(marker[0]);
+  ::close(marker[1]);
 }
 
 // A closed slot leaves the registry: its old number is no longer found.
@@ -192,6 +230,7 @@ TEST(OwnSlot, LazySlotIsMadeOnce) {
   EXPECT_TRUE(uepoll::core::is_own(n));
   // It moves like any slot, and its release closes the new number.
   EXPECT_EQ(uepoll::core::own_vacate(n), 0);
+  ::close(n);  // the caller's, given up
   const int m = got[0]->peek();
   EXPECT_NE(m, n);
   lazy.release();
@@ -216,7 +255,10 @@ TEST(OwnSlot, LockDescriptorsMoveUntilARecordLock) {
   ASSERT_EQ(uep_flock(p[0], LOCK_EX), 0);
   const std::vector<int> made = added(before, own_numbers());
   ASSERT_EQ(made.size(), 2u);  // the kernel pipe's two ends
-  for (int n : made) EXPECT_EQ(uepoll::core::own_vacate(n), 0);
+  for (int n : made) {
+    EXPECT_EQ(uepoll::core::own_vacate(n), 0);
+    ::close(n);  // as the program's dup2 onto it would
+  }
   EXPECT_EQ(uep_flock(p[1], LOCK_EX | LOCK_NB), -1);  // the read end's lock is still held
   EXPECT_EQ(errno, EWOULDBLOCK);
   struct flock fl{};
@@ -261,7 +303,7 @@ TEST(OwnSlot, InFlightDescriptorMoves) {
   const std::vector<int> flying = added(before, own_numbers());
   ASSERT_EQ(flying.size(), 1u);
   EXPECT_EQ(uepoll::core::own_vacate(flying[0]), 0);
-  EXPECT_EQ(::fcntl(flying[0], F_GETFD), -1);
+  ::close(flying[0]);  // the caller's, given up
   const std::vector<int> moved = added(before, own_numbers());
   ASSERT_EQ(moved.size(), 1u);
   EXPECT_NE(moved[0], flying[0]);
