@@ -132,7 +132,7 @@ KernelWatch::KernelWatch(Instance* ep, int shadow) noexcept : ep_(ep) {
 
 int KernelWatch::sleep_fds(struct pollfd out[2]) const noexcept {
   out[0] = pollfd{shadow_.peek(), POLLIN, 0};  // a poll only: see shadow_
-  const int h = hub_.load(std::memory_order_acquire);
+  const int h = hub_.peek();  // a poll only, as shadow_
   if (h < 0) return 1;
   out[1] = pollfd{h, POLLIN, 0};
   return 2;
@@ -206,28 +206,32 @@ void KernelWatch::kick_sleepers(Instance* ep) noexcept {
 // shadow_ joins the hub in finish_direct(), once no direct sleeper is left
 // (at once when there is none), so that the hub never sees kick_.
 int KernelWatch::ensure_hub(Instance* ep) noexcept {
-  int h = hub_.load(std::memory_order_acquire);
-  if (h < 0) {
+  if (hub_.empty()) {
     {
       core::MutexLock g(mu_);
-      h = hub_.load(std::memory_order_relaxed);
-      if (h < 0) {
-        h = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
+      if (hub_.empty()) {
+        const int h = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
         if (h < 0) return -errno;
-        hub_.store(h, std::memory_order_release);
+        hub_.open(h, &KernelWatch::hub_moving, this);
       }
     }
     kick_sleepers(ep);
   }
   const int r = end_direct(ep, false);
-  return r < 0 ? r : h;
+  return r < 0 ? r : 0;
 }
 
 // A child's hub into p's hub: p's direct sleepers do not watch p's hub, so
 // direct sleeping ends and they are rung to go round.
-int KernelWatch::add_child_edge(Instance* p, int hub, int top, uint64_t tag) noexcept {
-  const int r = add_edge(hub, top, tag);
-  if (r == 0) p->kernel_watch()->end_direct(p, true);
+int KernelWatch::add_child_edge(Instance* p, KernelWatch* child, uint64_t tag) noexcept {
+  KernelWatch* pk = p->kernel_watch();
+  int r;
+  {
+    core::OwnSlot::Use hub(pk->hub_);
+    core::OwnSlot::Use top(child->hub_);
+    r = add_edge(hub.fd(), top.fd(), tag);
+  }
+  if (r == 0) pk->end_direct(p, true);
   return r;
 }
 
@@ -236,24 +240,24 @@ int KernelWatch::parent_hub(Instance* p) noexcept {
   int err = 0;
   KernelWatch* pk = get_or_create(p, &created, &err);
   if (!pk) return -err;
-  const int hub = pk->ensure_hub(p);
-  if (hub < 0 || pk->linked_.load(std::memory_order_acquire)) return hub;
+  const int r = pk->ensure_hub(p);
+  if (r < 0 || pk->linked_.load(std::memory_order_acquire)) return r;
   // p's own parents must see its hub (again after a failed attempt:
   // add_edge accepts an edge that is already there).
-  if (const int r = attach(p)) return r;
+  if (const int a = attach(p)) return a;
   pk->linked_.store(true, std::memory_order_release);
-  return hub;
+  return 0;
 }
 
 int KernelWatch::attach(Instance* x) noexcept {
-  const int top = x->kernel_watch()->hub_.load(std::memory_order_acquire);
+  KernelWatch* xk = x->kernel_watch();
   std::vector<Instance*> parents;
   if (topology::parents_of(x, &parents) < 0) return -ENOMEM;
   int rc = 0;
   for (Instance* p : parents) {
     if (rc == 0) {
-      const int hub = parent_hub(p);
-      rc = hub < 0 ? hub : add_child_edge(p, hub, top, x->id() | kChildBit);
+      rc = parent_hub(p);
+      if (rc == 0) rc = add_child_edge(p, xk, x->id() | kChildBit);
     }
     p->struct_put();
   }
@@ -263,10 +267,9 @@ int KernelWatch::attach(Instance* x) noexcept {
 int KernelWatch::on_nest(Instance* parent, Instance* child) noexcept {
   KernelWatch* ck = child->kernel_watch();
   if (!ck) return 0;  // no kernel side below: nothing to do (the common case)
-  const int top = ck->ensure_hub(child);
-  if (top < 0) return top;
-  const int hub = parent_hub(parent);
-  return hub < 0 ? hub : add_child_edge(parent, hub, top, child->id() | kChildBit);
+  if (const int r = ck->ensure_hub(child); r < 0) return r;
+  if (const int r = parent_hub(parent); r < 0) return r;
+  return add_child_edge(parent, ck, child->id() | kChildBit);
 }
 
 // ---------------------------------------------------------------------------
@@ -289,8 +292,7 @@ int KernelWatch::ctl(Instance* ep, int op, int kfd, struct epoll_event* ev) noex
     kw = get_or_create(ep, &created, &err);
     if (!kw) return -err;
     if (ep->parent_count() > 0) {
-      const int hub = parent_hub(ep);
-      if (hub < 0) return hub;
+      if (const int r = parent_hub(ep); r < 0) return r;
     } else {
       kw->linked_.store(true, std::memory_order_release);  // a later parent links in on_nest
     }
@@ -320,16 +322,15 @@ int KernelWatch::kernel_fd(Instance* ep) noexcept {
     if (k >= 0) return k;
   }
   topology::Guard tg(topology::Mode::kExclusive, nullptr);
-  const int hub = parent_hub(ep);
-  if (hub < 0) return hub;
+  if (const int r = parent_hub(ep); r < 0) return r;
   KernelWatch* kw = ep->kernel_watch();
-  const int k = kw->make_kernel_fd(ep, hub);
+  const int k = kw->make_kernel_fd(ep);
   if (k < 0) return k;
   const int r = kw->end_direct(ep, false);  // shadow_ joins kfd_ (now or when direct sleepers leave)
   return r < 0 ? r : k;
 }
 
-int KernelWatch::make_kernel_fd(Instance* ep, int hub) noexcept {
+int KernelWatch::make_kernel_fd(Instance* ep) noexcept {
   core::MutexLock g(mu_);
   if (const int k = kfd_.load(std::memory_order_relaxed); k >= 0) return k;
   KernelWatch* kw = this;
@@ -342,10 +343,13 @@ int KernelWatch::make_kernel_fd(Instance* ep, int hub) noexcept {
   // by finish_direct).
   const int k = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
   int r = k < 0 ? -errno : 0;
-  for (int fd : {hub, w->event_fd()}) {
-    struct epoll_event e{};
-    e.events = EPOLLIN;
-    if (r == 0 && ::epoll_ctl(k, EPOLL_CTL_ADD, fd, &e) < 0) r = -errno;
+  {
+    core::OwnSlot::Use hub(hub_);
+    for (int fd : {hub.fd(), w->event_fd()}) {
+      struct epoll_event e{};
+      e.events = EPOLLIN;
+      if (r == 0 && ::epoll_ctl(k, EPOLL_CTL_ADD, fd, &e) < 0) r = -errno;
+    }
   }
   if (r < 0) {
     core::close_own(k);
@@ -442,8 +446,7 @@ int KernelWatch::harvest(Instance* ep, struct epoll_event* evs, int maxevents, b
     ep->ready_lock_.unlock();
     if (!avail) return 0;
   }
-  const int hub = hub_.load(std::memory_order_acquire);
-  if (hub >= 0) process_hub(ep, hub, 0);
+  if (!hub_.empty()) process_hub(ep, 0);
   const bool kfirst = kernel_first_.load(std::memory_order_relaxed);
   int n = kfirst ? kernel_events(ep, evs, maxevents) : ep->send_events(evs, maxevents);
   if (n < 0) return n;  // EFAULT with nothing copied
@@ -458,8 +461,7 @@ int KernelWatch::harvest(Instance* ep, struct epoll_event* evs, int maxevents, b
 }
 
 bool KernelWatch::ready(Instance* ep) noexcept {
-  const int hub = hub_.load(std::memory_order_acquire);
-  if (hub >= 0) process_hub(ep, hub, 0);
+  if (!hub_.empty()) process_hub(ep, 0);
   return shadow_ready(ep);
 }
 
@@ -475,18 +477,21 @@ int KernelWatch::sleep(core::ThreadWaiter* w, const timespec* deadline, const si
 // translate the child's hub the same way (its wakeups reach ep's items
 // through the child's wait queue).  Each edge is read by one harvester
 // only, so each event wakes each parent once, as in Linux.
-void KernelWatch::process_hub(Instance* ep, int hub, int depth) noexcept {
+void KernelWatch::process_hub(Instance* ep, int depth) noexcept {
   constexpr int kBatch = 32;
   struct epoll_event buf[kBatch];
   int r;
   do {
-    r = ::epoll_wait(hub, buf, kBatch, 0);
+    {
+      core::OwnSlot::Use hub(hub_);
+      r = ::epoll_wait(hub.fd(), buf, kBatch, 0);
+    }
     bool self = false;
     for (int i = 0; i < r; ++i) {
       if (buf[i].data.u64 == kTagShadow)
         self = true;
       else if (depth <= kMaxNests)
-        wake_child(ep, hub, buf[i].data.u64, depth);
+        wake_child(ep, buf[i].data.u64, depth);
     }
     if (self) ep->wq().wake(EPOLLIN);
   } while (r == kBatch);
@@ -495,7 +500,7 @@ void KernelWatch::process_hub(Instance* ep, int hub, int depth) noexcept {
 // An edge of child `tag` in ep's hub: translate the child's hub.  An edge
 // of a child that ep no longer watches is unlinked (lazily: DEL of the item
 // does not touch the hub).
-void KernelWatch::wake_child(Instance* ep, int hub, uint64_t tag, int depth) noexcept {
+void KernelWatch::wake_child(Instance* ep, uint64_t tag, int depth) noexcept {
   Instance* c = registry_pin(tag);
   if (!c) return;  // released; its hub leaves ours when it is freed
   KernelWatch* ck = c->kernel_watch();
@@ -506,12 +511,17 @@ void KernelWatch::wake_child(Instance* ep, int hub, uint64_t tag, int depth) noe
     return watched;
   });
   c->wq().unlock();
-  const int ch = ck->hub_.load(std::memory_order_acquire);
-  if (ch >= 0) {
-    if (watched)
-      ck->process_hub(c, ch, depth + 1);
-    else
-      ::epoll_ctl(hub, EPOLL_CTL_DEL, ch, nullptr);
+  if (!ck->hub_.empty()) {
+    if (watched) {
+      ck->process_hub(c, depth + 1);
+    } else {
+      // Found by the number it was added under: after a move of the
+      // child's hub that is another number, and the edge stays (each of
+      // its edges is then dropped here, unwatched).
+      core::OwnSlot::Use hub(hub_);
+      core::OwnSlot::Use ch(ck->hub_);
+      ::epoll_ctl(hub.fd(), EPOLL_CTL_DEL, ch.fd(), nullptr);
+    }
   }
   c->struct_put();
 }
@@ -538,8 +548,8 @@ void KernelWatch::destroy(KernelWatch* kw) noexcept {
     core::MutexLock k(kw->kick_mu_);
     kw->kick_in_shadow_.store(false, std::memory_order_relaxed);  // kick_moved does nothing now
   }
-  for (int fd : {kw->kfd_.load(std::memory_order_acquire), kw->hub_.load(std::memory_order_acquire)})
-    core::close_own(fd);
+  core::close_own(kw->kfd_.load(std::memory_order_acquire));
+  kw->hub_.close();
   kw->shadow_.close();  // after a move in progress, whose kick still uses ep_
   if (core::ThreadWaiter* w = kw->signal_.load(std::memory_order_acquire)) w->release_signal();
   if (kw->kick_) kw->kick_->release_signal();

@@ -26,10 +26,10 @@
 //   kick_    a kernel eventfd inside shadow_ (EPOLLIN | EPOLLET, data
 //            kick_tag()): the doorbell of the direct sleep.  Every epoll_wait
 //            on shadow_ filters its event out.
-// shadow_ and kick_ are in OwnSlots (core/own_slot.h): a program's dup2
-// onto their numbers moves them (shadow_moving sends every sleeper round;
-// kick_moved moves kick_'s registration in shadow_).  hub_ and kfd_ do not
-// move: other epolls hold and remove them by number.
+// shadow_, hub_ and kick_ are in OwnSlots (core/own_slot.h): a program's
+// dup2 onto their numbers moves them (shadow_moving and hub_moving send
+// every sleeper round; kick_moved moves kick_'s registration in shadow_).
+// kfd_ does not move: the program holds it.
 // The direct sleep: while the instance has neither hub_ nor kfd_, a
 // blocking uep_epoll_wait sleeps in epoll_pwait2(shadow_) (epoll_pwait with no deadline) with the caller's
 // mask, which returns kernel events in the same system call.  All such
@@ -192,20 +192,21 @@ class KernelWatch {
   int finish_direct(Instance* ep) noexcept;
 
   static KernelWatch* get_or_create(Instance* ep, bool* created, int* err) noexcept;
-  // hub_, created if needed, or a negative errno.
+  // hub_, created if needed: 0 or a negative errno.
   int ensure_hub(Instance* ep) noexcept;
   // Preconditions (these two): topology lock held exclusively.
-  // p's hub, created (with p's KernelWatch) and attached if new.
+  // p's hub, created (with p's KernelWatch) and attached if new: 0 or a
+  // negative errno.
   static int parent_hub(Instance* p) noexcept;
   // Puts x's hub into the hub of every instance watching x.
   static int attach(Instance* x) noexcept;
-  static int add_child_edge(Instance* p, int hub, int top, uint64_t tag) noexcept;
+  static int add_child_edge(Instance* p, KernelWatch* child, uint64_t tag) noexcept;
   // kfd_, created if needed (kernel_fd's body, under mu_).
-  int make_kernel_fd(Instance* ep, int hub) noexcept;
+  int make_kernel_fd(Instance* ep) noexcept;
   static void kick_sleepers(Instance* ep) noexcept;
   int kernel_events(Instance* ep, struct epoll_event* evs, int maxevents) noexcept;
-  void process_hub(Instance* ep, int hub, int depth) noexcept;
-  void wake_child(Instance* ep, int hub, uint64_t tag, int depth) noexcept;
+  void process_hub(Instance* ep, int depth) noexcept;
+  void wake_child(Instance* ep, uint64_t tag, int depth) noexcept;
   void maybe_drain(Instance* ep) noexcept;
   static int signal_wake(core::WaitEntry* e, uint32_t key) noexcept;
   friend int kernel_signal_wake(core::WaitEntry* e, uint32_t key) noexcept;
@@ -215,6 +216,7 @@ class KernelWatch {
   // callers kicked).  kick_moved: kick_'s registration in shadow_ follows
   // its eventfd to the new number (under kick_mu_).
   static void shadow_moving(void* kw) noexcept;
+  static void hub_moving(void* kw) noexcept;
   static void kick_moved(void* kw, int from, int to) noexcept;
 
   SignalEntry sig_;                           // queued on Instance::wq() under its lock
@@ -225,7 +227,10 @@ class KernelWatch {
   // wakes the poller to read it again).  Registered in hub_ and kfd_ by
   // its first number, never changed or removed there.
   mutable core::OwnSlot shadow_;  // mutable: a use from show_fdinfo
-  std::atomic<int> hub_{-1};                  // written once under mu_
+  // Opened once under mu_; moves like shadow_ (hub_moving kicks the
+  // classic sleepers).  Parents' hubs hold it by the number it was added
+  // under (add_child_edge) and drop it lazily by number (wake_child).
+  core::OwnSlot hub_;
   std::atomic<int> kfd_{-1};                  // written once under mu_
   core::Mutex mu_{core::lock_class::kKernelWatch};  // lock level 7
   std::atomic<core::ThreadWaiter*> signal_{nullptr};  // written once under mu_

@@ -88,6 +88,9 @@ void KernelWatch::shadow_moving(void* p) noexcept {
   kick_sleepers(ep);
 }
 
+// hub_ moves: only classic sleepers and uep_poll callers watch it.
+void KernelWatch::hub_moving(void* p) noexcept { kick_sleepers(static_cast<KernelWatch*>(p)->ep_); }
+
 // kick_'s eventfd moved from `from` to `to` (both open now): its
 // registration in shadow_ moves with it, so that the MOD of shadow_ready and
 // the DEL of finish_direct find it.  Two registrations for a moment: a
@@ -219,12 +222,12 @@ int KernelWatch::finish_direct(Instance* ep) noexcept {
     ep->ready_lock_.unlock();
   }
   int rc = 0;
-  const int h = hub_.load(std::memory_order_relaxed);
-  if (h >= 0 && !hub_has_shadow_) {
+  if (!hub_.empty() && !hub_has_shadow_) {
+    core::OwnSlot::Use hub(hub_);
     struct epoll_event e{};
     e.events = EPOLLIN | EPOLLET;
     e.data.u64 = 0;  // kTagShadow (kernel_watch.cpp)
-    if (::epoll_ctl(h, EPOLL_CTL_ADD, sh.fd(), &e) < 0 && errno != EEXIST)
+    if (::epoll_ctl(hub.fd(), EPOLL_CTL_ADD, sh.fd(), &e) < 0 && errno != EEXIST)
       rc = -errno;
     else
       hub_has_shadow_ = true;

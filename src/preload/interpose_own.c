@@ -19,9 +19,9 @@
  *     limit leaves room: Linux's answer for such a number); below it,
  *     uepoll's descriptor moves to another number and the program's file
  *     is installed at n (core/own_slot.h), as on a free number.  Where it
- *     cannot move (a nested instance's hub epoll, a lock descriptor
- *     through which a record lock was set, the virtual clock's sockets:
- *     docs/linux-deviations.md) the answer is EBUSY, Linux's when the
+ *     cannot move (a lock descriptor through which a record lock was
+ *     set, the virtual clock's sockets: docs/linux-deviations.md) the
+ *     answer is EBUSY, Linux's when the
  *     target number is being installed by another thread.
  * uepoll's own calls (inside an interposer, uep_pl_inside()) are not
  * filtered.  Locks: none.

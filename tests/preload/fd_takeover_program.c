@@ -8,8 +8,8 @@
  * timer, the timer service's epoll and doorbell, the templates of
  * interpose_kinds.c, a socket pair's option twin, a pipe's lock
  * descriptors, a kernel descriptor in flight in SCM_RIGHTS, the kernel-side
- * epoll and doorbell of an instance that holds a kernel socket:
- * core/own_fds.h), so each dup2 moves one of them while
+ * epoll and doorbell of an instance that holds a kernel socket, the hubs
+ * of an instance with a kernel socket nested in another: core/own_fds.h), so each dup2 moves one of them while
  * other threads sleep on it, are woken through it and time out on it
  * (core/own_slot.h).  Every dup2 must succeed with the program's file at the
  * number, and afterwards every sleeper, timer and wakeup must still work,
@@ -44,9 +44,11 @@ static int g_ep;         /* eventfd g_ev inside; "sleeper" waits on it */
 static int g_ev;
 static int g_kep;        /* a kernel UDP socket g_udp and eventfd g_ev2 inside */
 static int g_udp, g_udp_out, g_ev2;
+static int g_outer, g_inner, g_udp2, g_udp2_out; /* g_udp2 in g_inner in g_outer */
 static volatile int g_stop;
 static long g_sleeper_events;
 static volatile long g_kernel_events, g_user_events; /* "ksleeper"'s */
+static volatile long g_nested_events;                /* "nsleeper"'s */
 
 static void *reader(void *arg) {
   (void)arg;
@@ -84,33 +86,62 @@ static void *ksleeper(void *arg) {
   return NULL;
 }
 
+/* Sleeps on the outer instance, woken through the hubs. */
+static void *nsleeper(void *arg) {
+  (void)arg;
+  while (!g_stop) {
+    struct epoll_event ev;
+    if (epoll_wait(g_outer, &ev, 1, 2) != 1) continue;
+    char b[8];
+    int got = 0;
+    while (recv(g_udp2, b, sizeof b, MSG_DONTWAIT) > 0) got = 1;
+    g_nested_events += got;
+  }
+  return NULL;
+}
+
 static void *kicker(void *arg) {
   (void)arg;
   while (!g_stop) {
     uint64_t one = 1;
     if (write(g_ev, &one, sizeof one) != sizeof one || write(g_ev2, &one, sizeof one) != sizeof one) exit(1);
-    if (send(g_udp_out, "k", 1, 0) != 1) exit(1);
+    if (send(g_udp_out, "k", 1, 0) != 1 || send(g_udp2_out, "n", 1, 0) != 1) exit(1);
     usleep(200);
   }
   return NULL;
 }
 
-/* A kernel UDP socket on 127.0.0.1 in g_kep, with a uepoll eventfd. */
-static int kernel_instance(void) {
+/* A kernel UDP socket on 127.0.0.1 (*in) and a socket connected to it
+ * (*out). */
+static int udp_pair(int *in, int *out) {
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   socklen_t al = sizeof a;
-  g_udp = socket(AF_INET, SOCK_DGRAM, 0);
-  g_udp_out = socket(AF_INET, SOCK_DGRAM, 0);
+  *in = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+  *out = socket(AF_INET, SOCK_DGRAM, 0);
+  if (*in < 0 || *out < 0) return -1;
+  if (bind(*in, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(*in, (struct sockaddr *)&a, &al) < 0 ||
+      connect(*out, (struct sockaddr *)&a, al) < 0)
+    return -1;
+  return 0;
+}
+
+/* g_udp and a uepoll eventfd in g_kep; g_udp2 in g_inner, nested in
+ * g_outer. */
+static int kernel_instances(void) {
   g_ev2 = eventfd(0, EFD_NONBLOCK);
   g_kep = epoll_create1(0);
-  if (g_udp < 0 || g_udp_out < 0 || g_ev2 < 0 || g_kep < 0) return -1;
-  if (bind(g_udp, (struct sockaddr *)&a, sizeof a) < 0 || getsockname(g_udp, (struct sockaddr *)&a, &al) < 0 ||
-      connect(g_udp_out, (struct sockaddr *)&a, al) < 0)
-    return -1;
+  g_inner = epoll_create1(0);
+  g_outer = epoll_create1(0);
+  if (g_ev2 < 0 || g_kep < 0 || g_inner < 0 || g_outer < 0) return -1;
+  if (udp_pair(&g_udp, &g_udp_out) < 0 || udp_pair(&g_udp2, &g_udp2_out) < 0) return -1;
   struct epoll_event ev = {.events = EPOLLIN, .data.fd = g_udp};
   if (epoll_ctl(g_kep, EPOLL_CTL_ADD, g_udp, &ev) < 0) return -1;
   ev.data.fd = g_ev2;
-  return epoll_ctl(g_kep, EPOLL_CTL_ADD, g_ev2, &ev);
+  if (epoll_ctl(g_kep, EPOLL_CTL_ADD, g_ev2, &ev) < 0) return -1;
+  ev.data.fd = g_udp2;
+  if (epoll_ctl(g_inner, EPOLL_CTL_ADD, g_udp2, &ev) < 0) return -1;
+  ev.data.fd = g_inner;
+  return epoll_ctl(g_outer, EPOLL_CTL_ADD, g_inner, &ev);
 }
 
 static int timer_ticks(int t) {
@@ -206,7 +237,7 @@ int main(int argc, char **argv) {
   if (g_ev < 0 || g_ep < 0 || epoll_ctl(g_ep, EPOLL_CTL_ADD, g_ev, &ev) < 0) return 1;
   struct epoll_event out;
   (void)epoll_wait(g_ep, &out, 1, 5); /* this thread sleeps once */
-  if (kernel_instance() < 0) return 1;
+  if (kernel_instances() < 0) return 1;
   int t = timerfd_create(CLOCK_MONOTONIC, 0);
   struct itimerspec its = {.it_interval = {0, 3 * 1000 * 1000}, .it_value = {0, 3 * 1000 * 1000}};
   if (t < 0 || timerfd_settime(t, 0, &its, NULL) < 0) return 1;
@@ -228,11 +259,12 @@ int main(int argc, char **argv) {
   const int kf = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (kf < 0 || fstat(kf, &null_st) < 0 || send_fd(sp[0], kf) < 0) return 1;
   close(kf);
-  pthread_t th_reader, th_sleeper, th_kicker, th_ksleeper;
+  pthread_t th_reader, th_sleeper, th_kicker, th_ksleeper, th_nsleeper;
   pthread_create(&th_reader, NULL, reader, NULL);
   pthread_create(&th_sleeper, NULL, sleeper, NULL);
   pthread_create(&th_kicker, NULL, kicker, NULL);
   pthread_create(&th_ksleeper, NULL, ksleeper, NULL);
+  pthread_create(&th_nsleeper, NULL, nsleeper, NULL);
   usleep(20 * 1000);
   if (count) printf("uepoll's own descriptors among them: %d\n", own_in_range());
 
@@ -252,9 +284,10 @@ int main(int argc, char **argv) {
          right);
 
   /* uepoll still works: the sleepers wake, the timer fires, new threads sleep. */
-  const long kernel_then = g_kernel_events, user_then = g_user_events;
+  const long kernel_then = g_kernel_events, user_then = g_user_events, nested_then = g_nested_events;
   usleep(20 * 1000);
   const int kernel_woke = g_kernel_events > kernel_then, user_woke = g_user_events > user_then;
+  const int nested_woke = g_nested_events > nested_then;
   int fired = timer_ticks(t);
   if (write(g_pipe[1], "r", 1) != 1) return 1;
   void *got = NULL;
@@ -263,7 +296,9 @@ int main(int argc, char **argv) {
   pthread_join(th_kicker, NULL);
   pthread_join(th_sleeper, NULL);
   pthread_join(th_ksleeper, NULL);
+  pthread_join(th_nsleeper, NULL);
   printf("after: the instance with a kernel socket woken by it %d, by its eventfd %d\n", kernel_woke, user_woke);
+  printf("after: the instance nesting one with a kernel socket woken %d\n", nested_woke);
   printf("after: timer fires %d, blocked reader woken %d, sleeper woken at least once %d, fstatfs %d\n", fired,
          (int)(intptr_t)got, g_sleeper_events > 0, fstatfs(g_pipe[0], &sfs) == 0);
   /* The option is still set, and the locks still held: the write end's

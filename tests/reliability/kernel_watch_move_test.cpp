@@ -1,5 +1,6 @@
-// kernel_watch_move_test.cpp - an instance's kernel-side epoll and its
-// doorbell (epoll/kernel_watch.h) moved by own_vacate (core/own_slot.h),
+// kernel_watch_move_test.cpp - an instance's kernel-side epoll, its
+// doorbell and its hub (epoll/kernel_watch.h) moved by own_vacate
+// (core/own_slot.h),
 // again and again, while threads sleep on the instance (blocking, so a
 // lost wakeup would leave an event unconsumed), change its registrations
 // and poll it, with both kernel and user-space events arriving: every
@@ -41,10 +42,14 @@ std::vector<int> added(const std::vector<int>& before) {
   return v;
 }
 
-TEST(KernelWatchMove, ShadowAndDoorbellMoveUnderSleepers) {
+// nested: the instance sits in an outer one, on which the sleepers wait,
+// so that both have hubs (moved too).
+void moves_under_sleepers(bool nested) {
   const std::vector<int> before = own_numbers();
   const int ep = uep_epoll_create1(0);
   ASSERT_GE(ep, 0);
+  const int outer = nested ? uep_epoll_create1(0) : ep;
+  ASSERT_GE(outer, 0);
   const int kfd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);  // the kernel's
   const int ufd = uep_eventfd(0, EFD_NONBLOCK);                // uepoll's
   ASSERT_GE(kfd, 0);
@@ -55,6 +60,10 @@ TEST(KernelWatchMove, ShadowAndDoorbellMoveUnderSleepers) {
   ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, kfd, &ev), 0);
   ev.data.fd = ufd;
   ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, ufd, &ev), 0);
+  if (nested) {
+    ev.data.fd = ep;
+    ASSERT_EQ(uep_epoll_ctl(outer, EPOLL_CTL_ADD, ep, &ev), 0);
+  }
   // The instance's kernel side: its shadow epoll, and its doorbell unless
   // that came from the pool of waiters (a repeated run).
   ASSERT_GE(added(before).size(), 1u);
@@ -69,8 +78,13 @@ TEST(KernelWatchMove, ShadowAndDoorbellMoveUnderSleepers) {
     ts.emplace_back([&] {  // blocking sleepers: a lost wakeup leaves an event behind
       while (!stop.load()) {
         struct epoll_event got[2];
-        const int n = uep_epoll_wait(ep, got, 2, -1);
+        int n = uep_epoll_wait(outer, got, 2, -1);
         if (n < 0 && errno != EINTR) ++bad;
+        if (nested && n > 0) {
+          if (got[0].data.fd != ep) ++bad;
+          n = uep_epoll_wait(ep, got, 2, 0);  // what woke the outer one
+          if (n < 0) ++bad;
+        }
         for (int k = 0; k < n; ++k) {
           uint64_t v = 0;
           if (got[k].data.fd == kfd) {
@@ -99,7 +113,7 @@ TEST(KernelWatchMove, ShadowAndDoorbellMoveUnderSleepers) {
       m.events = EPOLLIN;
       m.data.fd = kfd;
       if (uep_epoll_ctl(ep, EPOLL_CTL_MOD, kfd, &m) != 0) ++bad;
-      struct pollfd p{ep, POLLIN, 0};
+      struct pollfd p{outer, POLLIN, 0};
       if (uep_poll(&p, 1, 1) < 0 || (p.revents & POLLNVAL)) ++bad;
       ++polls;
     }
@@ -144,10 +158,15 @@ TEST(KernelWatchMove, ShadowAndDoorbellMoveUnderSleepers) {
   EXPECT_EQ(::read(marker[0], &c, 1), -1);  // nothing ever wrote to the program's file
   EXPECT_EQ(errno, EAGAIN);
   uep_close(ufd);
+  if (nested) uep_close(outer);
   uep_close(ep);
   ::close(kfd);
   ::close(marker[0]);
   ::close(marker[1]);
 }
+
+TEST(KernelWatchMove, ShadowAndDoorbellMoveUnderSleepers) { moves_under_sleepers(false); }
+
+TEST(KernelWatchMove, HubsMoveUnderSleepersOfTheOuterInstance) { moves_under_sleepers(true); }
 
 }  // namespace
