@@ -53,7 +53,7 @@ class OwnSlot {
   // sleeps).  Called by the mover, from any thread, any number of times.
   using Kick = void (*)(void* ctx) noexcept;
   // Called by the mover once the new number `to` is published and before
-  // `from` is closed: a kernel epoll that registered the descriptor by
+  // `from` is given up: a kernel epoll that registered the descriptor by
   // number and must change or remove that registration later moves it to
   // the new number here (EPOLL_CTL_ADD of `to`, DEL of `from`).  From any
   // thread that holds no uepoll lock.
@@ -65,7 +65,8 @@ class OwnSlot {
 
   // Takes over own descriptor fd (already parked: core/own_fds.h) and
   // registers the slot.  fd < 0: the slot stays empty.  The slot must be
-  // empty and no other thread may see it yet.
+  // empty and no other thread may use it yet (one may peek: it sees the
+  // number only once everything else is set).
   void open(int fd, Kick kick = nullptr, void* ctx = nullptr) noexcept;
   // Unregisters, waits for a move in progress, and closes the descriptor
   // (close_own).  No use may be in progress.  Empty: nothing.
