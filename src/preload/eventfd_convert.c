@@ -233,6 +233,7 @@ int io_uring_register_eventfd_async(struct io_uring *ring, int fd) {
 
 int io_uring_register(unsigned fd, unsigned opcode, const void *arg, unsigned nr_args) {
   register_arg(opcode, arg);
+  uep_pl_register_operands(opcode, arg, nr_args);  /* registered files (kernel_operands.c) */
   return UEP_PL_REAL(io_uring_register)(fd, opcode, arg, nr_args);
 }
 

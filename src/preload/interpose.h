@@ -95,6 +95,14 @@ int uep_pl_move_messages(int u, long n, int k);
 int uep_pl_convert_eventfd(int n);
 void uep_pl_convert_inherited_eventfds(void);
 void uep_pl_kernel_signals_syscall(long nr, const long *a);
+/* kernel_operands.c: the descriptor n handed to the kernel to act on later
+ * (an AIO iocb's, a registered io_uring file): a uepoll pipe, pair or
+ * eventfd becomes a kernel one first, under the same numbers.  The hooks:
+ * io_uring_register's file opcodes, and syscall(2)'s io_submit and
+ * io_uring_register. */
+void uep_pl_hand_to_kernel(int n);
+void uep_pl_register_operands(unsigned opcode, const void *arg, unsigned nr_args);
+void uep_pl_kernel_operands_syscall(long nr, const long *a);
 void uep_pl_kernel_signals_ioctl(unsigned long request, void *arg);
 /* dgram_named.c: a uepoll datagram pair end's connect to an AF_UNIX
  * address, or sendmsg to a name with control data or SO_PASSCRED on, made

@@ -19,7 +19,9 @@
  *     template in its place, so that the kernel answers for a pipe, socket,
  *     eventfd, epoll or timerfd, not for the placeholder (EBADF);
  *   - io_uring_register and io_submit first make an eventfd they hand to
- *     the kernel a kernel one (eventfd_convert.c).
+ *     the kernel a kernel one (eventfd_convert.c), and the files they hand
+ *     it to act on (a registered file, an iocb's) kernel objects
+ *     (kernel_operands.c).
  * Everything else goes to libc's syscall() unchanged.  What no table here
  * covers is listed in README.md ("System calls by descriptor").
  *
@@ -339,8 +341,10 @@ UEP_PL_READS_CALLER_STACK long syscall(long nr, ...) {
     default:
       break;
   }
-  if (nr == SYS_io_uring_register || nr == SYS_io_submit)
-    uep_pl_kernel_signals_syscall(nr, a); /* an eventfd to signal becomes a kernel one (eventfd_convert.c) */
+  if (nr == SYS_io_uring_register || nr == SYS_io_submit) {
+    uep_pl_kernel_signals_syscall(nr, a);  /* an eventfd to signal becomes a kernel one (eventfd_convert.c) */
+    uep_pl_kernel_operands_syscall(nr, a); /* so do the files it acts on (kernel_operands.c) */
+  }
   int handled;
   long r = served_by_number(nr, a, &handled);
   if (handled) return r;

@@ -4,13 +4,20 @@
  * that eventfd sees it.  Run plainly and under uepoll-run
  * (tests/preload/run.sh): the same output, where the preload makes the
  * uepoll eventfd a kernel one at io_submit (libaio calls syscall();
- * src/preload/eventfd_convert.c).  Exits 77 (skipped) when io_setup is
+ * src/preload/eventfd_convert.c).  Then the files the kernel acts on:
+ * IOCB_CMD_POLL and IOCB_CMD_PREAD on a pipe, and POSIX AIO (glibc's
+ * helper threads call pread/pwrite inside libc) on a pipe and a socket
+ * pair, where the preload makes each a kernel one at the call
+ * (src/preload/kernel_operands.c).  Exits 77 (skipped) when io_setup is
  * refused here.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <aio.h>
 #include <libaio.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +74,43 @@ int main(void) {
   const ssize_t n = read(efd, &v, sizeof v);
   printf("read %zd count %llu\n", n, (unsigned long long)v);
   printf("epoll_wait after %d\n", epoll_wait(ep, &ev, 1, 0));
+
+  /* A pipe's read end polled and read by the kernel's AIO. */
+  int p[2];
+  if (pipe(p) < 0) return 1;
+  struct iocb pc, rc, *one_cb[1];
+  io_prep_poll(&pc, p[0], POLLIN);
+  pc.data = (void *)(uintptr_t)20;
+  one_cb[0] = &pc;
+  printf("io_submit poll %d\n", io_submit(ctx, 1, one_cb));
+  printf("write pipe %zd\n", write(p[1], "pipedata", 8));
+  got = io_getevents(ctx, 1, 1, done, &ts);
+  printf("io_getevents %d data %lu res 0x%lx\n", got, got > 0 ? (unsigned long)(uintptr_t)done[0].data : 0UL,
+         got > 0 ? (unsigned long)done[0].res : 0UL);
+  char pbuf[16] = {0};
+  io_prep_pread(&rc, p[0], pbuf, sizeof pbuf, 0);
+  rc.data = (void *)(uintptr_t)21;
+  one_cb[0] = &rc;
+  r = io_submit(ctx, 1, one_cb);
+  printf("io_submit pread %d\n", r);
+  if (r == 1) {
+    got = io_getevents(ctx, 1, 1, done, &ts);
+    printf("io_getevents %d res %ld data %.8s\n", got, got > 0 ? (long)done[0].res : 0L, pbuf);
+  }
   io_destroy(ctx);
+
+  /* POSIX AIO: a write to the pipe, a read from a socket pair. */
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) < 0 || write(sv[1], "pairdata", 8) != 8) return 1;
+  struct aiocb wa = {.aio_fildes = p[1], .aio_buf = "posixaio", .aio_nbytes = 8};
+  char sbuf[8];
+  struct aiocb ra = {.aio_fildes = sv[0], .aio_buf = sbuf, .aio_nbytes = sizeof sbuf};
+  printf("aio_write %d aio_read %d\n", aio_write(&wa), aio_read(&ra));
+  const struct aiocb *const both[2] = {&wa, &ra};
+  for (int i = 0; i < 2; ++i)
+    while (aio_error(both[i]) == EINPROGRESS) aio_suspend(both, 2, &ts);
+  const ssize_t wr = aio_return(&wa), rr = aio_return(&ra);
+  printf("aio_write: error %s return %zd; aio_read: error %s return %zd\n", strerrorname_np(aio_error(&wa)), wr,
+         strerrorname_np(aio_error(&ra)), rr);
   return 0;
 }

@@ -5,8 +5,11 @@
  * and an epoll instance watching it sees them.  Run plainly and under
  * uepoll-run (tests/preload/run.sh): the same output, where the preload
  * makes each uepoll eventfd a kernel one as it is registered
- * (src/preload/eventfd_convert.c).  Exits 77 (skipped) when this kernel or
- * sandbox refuses io_uring_setup.
+ * (src/preload/eventfd_convert.c).  Then registered files: a pipe's ends
+ * registered with io_uring_register_files, read and written through
+ * fixed-file SQEs, where the preload makes the pipe a kernel one as it is
+ * registered (src/preload/kernel_operands.c).  Exits 77 (skipped) when this
+ * kernel or sandbox refuses io_uring_setup.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -92,6 +95,28 @@ int main(void) {
   /* Bad input: a closed number, as Linux (EBADF from the kernel). */
   int bad = efd4 + 10;
   printf("register closed fd %d\n", io_uring_register_eventfd(&ring, bad));
+
+  /* Registered files: a pipe written and read by fixed-file SQEs. */
+  int p[2];
+  if (pipe(p) < 0) return 1;
+  printf("register_files %d\n", io_uring_register_files(&ring, p, 2));
+  char out[8] = "ringpipe", in[8] = {0};
+  struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_write(sqe, 1, out, sizeof out, 0);
+  sqe->flags |= IOSQE_FIXED_FILE | IOSQE_IO_LINK;
+  sqe->user_data = 201;
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_read(sqe, 0, in, sizeof in, 0);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  sqe->user_data = 202;
+  printf("files: submit %d\n", io_uring_submit_and_wait(&ring, 2));
+  struct io_uring_cqe *cqe;
+  while (io_uring_peek_cqe(&ring, &cqe) == 0) {
+    printf("files: cqe %llu res %d\n", (unsigned long long)cqe->user_data, cqe->res);
+    io_uring_cqe_seen(&ring, cqe);
+  }
+  printf("files: read %.8s\n", in);
+  printf("unregister_files %d\n", io_uring_unregister_files(&ring));
   io_uring_queue_exit(&ring);
   return 0;
 }

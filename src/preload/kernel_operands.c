@@ -1,0 +1,193 @@
+/*
+ * kernel_operands.c - descriptors a program hands the kernel to act on
+ * later, outside any call the preload sees: the file of a Linux AIO iocb
+ * (io_submit), the files registered with an io_uring ring
+ * (IORING_REGISTER_FILES and its updates, then used by fixed-file SQEs),
+ * and the file of a POSIX AIO request (aio_read, aio_write, aio_fsync,
+ * lio_listio: glibc's helper threads call pread/pwrite inside libc).  A
+ * uepoll pipe end or socket pair shown there is made a kernel one first
+ * (fork_convert.c, as at fork), a uepoll eventfd a kernel eventfd
+ * (eventfd_convert.c), both under the same numbers, so that the kernel acts
+ * on the program's object as on Linux.  An epoll instance or timerfd has no
+ * kernel form and stays behind its placeholder (README.md lists it).
+ *
+ * Reached through: syscall(SYS_io_submit) (libaio's io_submit) and
+ * syscall(SYS_io_uring_register) (interpose_syscall.c), liburing's exported
+ * io_uring_register and io_uring_register_files* (liburing makes its system
+ * calls inline), glibc's aio_* and lio_listio and their 64-bit names.  An
+ * SQE that names a descriptor directly (not a fixed file) is read by the
+ * kernel from the ring's shared memory when liburing's inline
+ * io_uring_enter, or the kernel's SQ thread, submits it: not reachable.
+ *
+ * Locks: none of its own; the conversions take uepoll's.
+ */
+#define _GNU_SOURCE
+#include "preload/preload.h"
+
+#include "preload/interpose.h"
+
+#include <aio.h>
+#include <linux/aio_abi.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+
+/* io_uring_register(2) opcodes and arguments (Linux:
+ * include/uapi/linux/io_uring.h; Debian 12's headers predate some). */
+enum { kRegisterFiles = 2, kRegisterFilesUpdate = 6, kRegisterFiles2 = 13, kRegisterFilesUpdate2 = 14 };
+struct files_update {
+  uint32_t offset, resv;
+  uint64_t fds;
+};
+struct rsrc_register {
+  uint32_t nr, flags;
+  uint64_t resv2, data, tags;
+};
+struct rsrc_update2 {
+  uint32_t offset, resv;
+  uint64_t data, tags;
+  uint32_t nr, resv2;
+};
+
+void uep_pl_hand_to_kernel(int n) {
+  if (n < 0 || uep_pl_inside()) return;
+  switch (uep_pl_kind(n)) {
+    case UEP_PL_EVENTFD:
+      uep_pl_convert_eventfd(n);
+      break;
+    case UEP_PL_PIPE:
+    case UEP_PL_SOCKET:
+      uep_pl_convert_stream(n);
+      break;
+    default:
+      break;
+  }
+}
+
+static void hand_array(const int *fds, unsigned long nr) {
+  if (!fds) return;
+  for (unsigned long i = 0; i < nr; ++i) uep_pl_hand_to_kernel(fds[i]);
+}
+
+void uep_pl_register_operands(unsigned opcode, const void *arg, unsigned nr_args) {
+  if (!arg) return;
+  switch (opcode) {
+    case kRegisterFiles:
+      hand_array(arg, nr_args);
+      break;
+    case kRegisterFilesUpdate:
+      hand_array((const int *)(uintptr_t)((const struct files_update *)arg)->fds, nr_args);
+      break;
+    case kRegisterFiles2:
+      if (nr_args == sizeof(struct rsrc_register)) {
+        const struct rsrc_register *r = arg;
+        hand_array((const int *)(uintptr_t)r->data, r->nr);
+      }
+      break;
+    case kRegisterFilesUpdate2:
+      if (nr_args == sizeof(struct rsrc_update2)) {
+        const struct rsrc_update2 *r = arg;
+        hand_array((const int *)(uintptr_t)r->data, r->nr);
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+void uep_pl_kernel_operands_syscall(long nr, const long *a) {
+  if (nr == SYS_io_uring_register) {
+    uep_pl_register_operands((unsigned)a[1], (const void *)a[2], (unsigned)a[3]);
+  } else if (nr == SYS_io_submit && a[1] > 0 && a[2]) {
+    struct iocb *const *cbs = (struct iocb *const *)a[2];
+    for (long i = 0; i < a[1]; ++i)
+      if (cbs[i]) uep_pl_hand_to_kernel((int)cbs[i]->aio_fildes);
+  }
+}
+
+/* liburing's file registration (its own symbols: inline system calls). */
+struct io_uring;
+int io_uring_register_files(struct io_uring *ring, const int *files, unsigned nr);
+int io_uring_register_files_tags(struct io_uring *ring, const int *files, const uint64_t *tags, unsigned nr);
+int io_uring_register_files_update(struct io_uring *ring, unsigned off, const int *files, unsigned nr);
+int io_uring_register_files_update_tag(struct io_uring *ring, unsigned off, const int *files, const uint64_t *tags,
+                                       unsigned nr);
+
+int io_uring_register_files(struct io_uring *ring, const int *files, unsigned nr) {
+  hand_array(files, nr);
+  return UEP_PL_REAL(io_uring_register_files)(ring, files, nr);
+}
+
+int io_uring_register_files_tags(struct io_uring *ring, const int *files, const uint64_t *tags, unsigned nr) {
+  hand_array(files, nr);
+  return UEP_PL_REAL(io_uring_register_files_tags)(ring, files, tags, nr);
+}
+
+int io_uring_register_files_update(struct io_uring *ring, unsigned off, const int *files, unsigned nr) {
+  hand_array(files, nr);
+  return UEP_PL_REAL(io_uring_register_files_update)(ring, off, files, nr);
+}
+
+int io_uring_register_files_update_tag(struct io_uring *ring, unsigned off, const int *files, const uint64_t *tags,
+                                       unsigned nr) {
+  hand_array(files, nr);
+  return UEP_PL_REAL(io_uring_register_files_update_tag)(ring, off, files, tags, nr);
+}
+
+/* POSIX AIO (glibc: helper threads call pread/pwrite/fsync inside libc).
+ * glibc declares the pointers nonnull; the helpers check them anyway (a
+ * null one reaches glibc, which answers it). */
+static void hand_cb(const struct aiocb *cb) {
+  if (cb) uep_pl_hand_to_kernel(cb->aio_fildes);
+}
+
+static void hand_cb64(const struct aiocb64 *cb) {
+  if (cb) uep_pl_hand_to_kernel(cb->aio_fildes);
+}
+
+static void hand_list(struct aiocb *const *list, int nent) {
+  for (int i = 0; list && i < nent; ++i) hand_cb(list[i]);
+}
+
+static void hand_list64(struct aiocb64 *const *list, int nent) {
+  for (int i = 0; list && i < nent; ++i) hand_cb64(list[i]);
+}
+
+int aio_read(struct aiocb *cb) {
+  hand_cb(cb);
+  return UEP_PL_REAL(aio_read)(cb);
+}
+
+int aio_write(struct aiocb *cb) {
+  hand_cb(cb);
+  return UEP_PL_REAL(aio_write)(cb);
+}
+
+int aio_fsync(int op, struct aiocb *cb) {
+  hand_cb(cb);
+  return UEP_PL_REAL(aio_fsync)(op, cb);
+}
+
+int lio_listio(int mode, struct aiocb *const list[], int nent, struct sigevent *sev) {
+  hand_list(list, nent);
+  return UEP_PL_REAL(lio_listio)(mode, list, nent, sev);
+}
+
+int aio_read64(struct aiocb64 *cb) {
+  hand_cb64(cb);
+  return UEP_PL_REAL(aio_read64)(cb);
+}
+
+int aio_write64(struct aiocb64 *cb) {
+  hand_cb64(cb);
+  return UEP_PL_REAL(aio_write64)(cb);
+}
+
+int aio_fsync64(int op, struct aiocb64 *cb) {
+  hand_cb64(cb);
+  return UEP_PL_REAL(aio_fsync64)(op, cb);
+}
+
+int lio_listio64(int mode, struct aiocb64 *const list[], int nent, struct sigevent *sev) {
+  hand_list64(list, nent);
+  return UEP_PL_REAL(lio_listio64)(mode, list, nent, sev);
+}
