@@ -112,27 +112,35 @@ void OwnSlot::write_one(void* eventfd_slot) noexcept {
   (void)r;  // EAGAIN only if the counter is near overflow: still readable
 }
 
-OwnSlot* LazyOwnSlot::install(int fd, long* err) noexcept {
-  OwnSlot* mine = create<OwnSlot>();  // counted, and failed on demand (alloc.h)
-  if (!mine) {
+OwnSlot* OwnSlot::make_on_heap(int fd) noexcept {
+  OwnSlot* s = create<OwnSlot>();  // counted, and failed on demand (alloc.h)
+  if (!s) {
     ::close(fd);
-    *err = -ENOMEM;
     return nullptr;
   }
-  mine->open(park_high(fd));
-  OwnSlot* seen = nullptr;
-  if (slot_.compare_exchange_strong(seen, mine, std::memory_order_acq_rel, std::memory_order_acquire)) return mine;
-  mine->close();  // another first call made one: seen is it
-  destroy(mine);
-  return seen;
+  s->open(park_high(fd));
+  return s;
 }
 
-void LazyOwnSlot::release() noexcept {
-  OwnSlot* s = slot_.exchange(nullptr, std::memory_order_acq_rel);
+void OwnSlot::free_on_heap(OwnSlot* s) noexcept {
   if (!s) return;
   s->close();
   destroy(s);
 }
+
+OwnSlot* LazyOwnSlot::install(int fd, long* err) noexcept {
+  OwnSlot* mine = OwnSlot::make_on_heap(fd);
+  if (!mine) {
+    *err = -ENOMEM;
+    return nullptr;
+  }
+  OwnSlot* seen = nullptr;
+  if (slot_.compare_exchange_strong(seen, mine, std::memory_order_acq_rel, std::memory_order_acquire)) return mine;
+  OwnSlot::free_on_heap(mine);  // another first call made one: seen is it
+  return seen;
+}
+
+void LazyOwnSlot::release() noexcept { OwnSlot::free_on_heap(slot_.exchange(nullptr, std::memory_order_acq_rel)); }
 
 int own_vacate(int n) noexcept {
   // A kick or Moved hook takes uepoll locks: not in a handler that

@@ -71,6 +71,11 @@ class OwnSlot {
   // Unregisters, waits for a move in progress, and closes the descriptor
   // (close_own).  No use may be in progress.  Empty: nothing.
   void close() noexcept;
+  // A slot of its own, allocated (core/alloc.h) and opened on kernel
+  // descriptor fd, parked here: nullptr (fd closed) without memory.
+  static OwnSlot* make_on_heap(int fd) noexcept;
+  // Closes and frees a slot make_on_heap() made; nullptr: nothing.
+  static void free_on_heap(OwnSlot* s) noexcept;
   // The number now; -1 when empty.  For a check or a pinned slot only: a
   // system call on the descriptor goes through a Use.
   int peek() const noexcept { return fd_.load(std::memory_order_seq_cst); }

@@ -7,7 +7,6 @@
 
 #include "core/alloc.h"
 #include "core/file.h"
-#include "core/own_fds.h"
 #include "core/own_slot.h"
 #include "core/user_memory.h"
 #include "fd/table.h"
@@ -39,28 +38,10 @@ bool capable(int cap) noexcept {
   return (data[cap / 32].effective >> (cap % 32)) & 1;
 }
 
-// An owned duplicate d of a kernel descriptor, in a slot of its own;
-// nullptr (d closed) without memory.
-core::OwnSlot* own_kernel_file(int d) noexcept {
-  core::OwnSlot* s = core::create<core::OwnSlot>();
-  if (!s) {
-    ::close(d);
-    return nullptr;
-  }
-  s->open(core::park_high(d));
-  return s;
-}
-
-void close_kernel_file(core::OwnSlot* s) noexcept {
-  if (!s) return;
-  s->close();
-  core::destroy(s);
-}
-
 // Releases a file the payload did not take yet (not counted in flight).
 void release_uncounted(ScmFile& f) noexcept {
   if (f.file) f.file->put();
-  close_kernel_file(f.kslot);
+  core::OwnSlot::free_on_heap(f.kslot);
   f = ScmFile{};
 }
 
@@ -69,7 +50,7 @@ void release_uncounted(ScmFile& f) noexcept {
 void release(ScmFile& f, bool counted) noexcept {
   if (counted) unix_notinflight(f.file);
   if (f.file) f.file->put();
-  close_kernel_file(f.kslot);
+  core::OwnSlot::free_on_heap(f.kslot);
   f = ScmFile{};
 }
 
@@ -92,7 +73,7 @@ int pin(int n, ScmFile* out) noexcept {
   const int e = errno;
   errno = saved;
   if (d < 0) return e == EBADF ? -EBADF : -e;
-  out->kslot = own_kernel_file(d);
+  out->kslot = core::OwnSlot::make_on_heap(d);
   return out->kslot ? 0 : -ENOMEM;
 }
 
@@ -210,7 +191,7 @@ int ScmPayload::dup_files(ScmPayload* out) const noexcept {
         out->clear();
         return -e;
       }
-      f.kslot = own_kernel_file(d);
+      f.kslot = core::OwnSlot::make_on_heap(d);
       if (!f.kslot) {
         out->clear();
         return -ENOMEM;
