@@ -28,9 +28,11 @@
  *
  * Reached through: liburing's exported io_uring_register_eventfd[_async]
  * and io_uring_register (liburing makes its system calls inline, so these
- * symbols are the only way in), syscall(SYS_io_uring_register, ...) and
- * syscall(SYS_io_submit, ...) (libaio's io_submit calls syscall()), and
- * ioctl().  What cannot be reached is listed in README.md.
+ * symbols are the only way in), syscall(SYS_io_uring_register, ...),
+ * syscall(SYS_io_submit, ...) (libaio's io_submit calls syscall(); its
+ * iocbs are walked once, by kernel_operands.c, which converts the files
+ * they act on too), and ioctl().  What cannot be reached is listed in
+ * README.md.
  *
  * Not atomic with respect to other threads using the eventfd during the
  * call (a write that lands between the count's take and the dup3 is lost;
@@ -46,7 +48,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/aio_abi.h>
 #include <linux/kvm.h>
 #include <spawn.h>
 #include <stdint.h>
@@ -190,16 +191,10 @@ static void register_arg(unsigned opcode, const void *arg) {
   if ((opcode == kRegisterEventfd || opcode == kRegisterEventfdAsync) && arg) uep_pl_convert_eventfd(*(const int *)arg);
 }
 
-/* syscall(2): io_uring_register(fd, opcode, arg, nr) and io_submit(ctx, nr,
- * iocbpp), before the kernel sees them. */
+/* syscall(2): io_uring_register(fd, opcode, arg, nr), before the kernel
+ * sees it (io_submit's iocbs, resfd included: kernel_operands.c). */
 void uep_pl_kernel_signals_syscall(long nr, const long *a) {
-  if (nr == SYS_io_uring_register) {
-    register_arg((unsigned)a[1], (const void *)a[2]);
-  } else if (nr == SYS_io_submit && a[1] > 0 && a[2]) {
-    struct iocb *const *cbs = (struct iocb *const *)a[2];
-    for (long i = 0; i < a[1]; ++i)
-      if (cbs[i] && (cbs[i]->aio_flags & IOCB_FLAG_RESFD)) uep_pl_convert_eventfd((int)cbs[i]->aio_resfd);
-  }
+  if (nr == SYS_io_uring_register) register_arg((unsigned)a[1], (const void *)a[2]);
 }
 
 /* ioctl(2) on a kernel descriptor: KVM's irqfd (and its resample eventfd)

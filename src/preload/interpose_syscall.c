@@ -342,8 +342,8 @@ UEP_PL_READS_CALLER_STACK long syscall(long nr, ...) {
       break;
   }
   if (nr == SYS_io_uring_register || nr == SYS_io_submit) {
-    uep_pl_kernel_signals_syscall(nr, a);  /* an eventfd to signal becomes a kernel one (eventfd_convert.c) */
-    uep_pl_kernel_operands_syscall(nr, a); /* so do the files it acts on (kernel_operands.c) */
+    uep_pl_kernel_signals_syscall(nr, a);  /* a ring's eventfd becomes a kernel one (eventfd_convert.c) */
+    uep_pl_kernel_operands_syscall(nr, a); /* so do the files acted on, and an iocb's eventfd (kernel_operands.c) */
   }
   int handled;
   long r = served_by_number(nr, a, &handled);

@@ -98,9 +98,13 @@ void uep_pl_kernel_operands_syscall(long nr, const long *a) {
   if (nr == SYS_io_uring_register) {
     uep_pl_register_operands((unsigned)a[1], (const void *)a[2], (unsigned)a[3]);
   } else if (nr == SYS_io_submit && a[1] > 0 && a[2]) {
+    /* Each iocb's file, and the eventfd it signals (IOCB_FLAG_RESFD). */
     struct iocb *const *cbs = (struct iocb *const *)a[2];
-    for (long i = 0; i < a[1]; ++i)
-      if (cbs[i]) uep_pl_hand_to_kernel((int)cbs[i]->aio_fildes);
+    for (long i = 0; i < a[1]; ++i) {
+      if (!cbs[i]) continue;
+      uep_pl_hand_to_kernel((int)cbs[i]->aio_fildes);
+      if (cbs[i]->aio_flags & IOCB_FLAG_RESFD) uep_pl_convert_eventfd((int)cbs[i]->aio_resfd);
+    }
   }
 }
 
