@@ -5,6 +5,7 @@
 #include "objects/timerfd.h"
 
 #include "core/alloc.h"
+#include "core/backoff.h"
 #include "core/block.h"
 #include "core/fork.h"
 #include "core/internal_call.h"
@@ -268,13 +269,34 @@ int TimerFd::service_ctl(int epfd, int op, uint32_t key) noexcept {
   return ::epoll_ctl(epfd, op, k.fd(), &ev) < 0 ? -errno : 0;
 }
 
+// rearm_'s two increments around a read, settime or gettime (timerfd.h).
+// seq_cst: the RMWs order the kernel call between them against the loads
+// on both sides of kernel_fired()'s poll.
+class TimerFd::Rearm {
+ public:
+  explicit Rearm(std::atomic<uint64_t>& n) noexcept : n_(&n) { n_->fetch_add(1, std::memory_order_seq_cst); }
+  ~Rearm() { end(); }
+  void end() noexcept {
+    if (n_) n_->fetch_add(1, std::memory_order_seq_cst);
+    n_ = nullptr;
+  }
+  Rearm(const Rearm&) = delete;
+  Rearm& operator=(const Rearm&) = delete;
+
+ private:
+  std::atomic<uint64_t>* n_;
+};
+
 ssize_t TimerFd::read(void* buf, size_t count) noexcept {
   uint64_t ticks = 0;
   if (count < sizeof ticks) return -EINVAL;
   for (;;) {
     const uint64_t seen = seq_.load(std::memory_order_acquire);
-    woke_since_read_.store(false, std::memory_order_seq_cst);  // before the read re-arms the kernel timer
-    const ssize_t n = virtual_ ? v_read_ticks(&ticks, nonblocking()) : kernel_read(&ticks);
+    ssize_t n;
+    {
+      Rearm cycle(rearm_);  // the read re-arms an expired timer
+      n = virtual_ ? v_read_ticks(&ticks, nonblocking()) : kernel_read(&ticks);
+    }
     if (n == static_cast<ssize_t>(sizeof ticks)) {
       if (armed_.load(std::memory_order_relaxed) == kOneShot) armed_.store(kDisarmed, std::memory_order_relaxed);
       ticks += take_carried();
@@ -297,7 +319,7 @@ ssize_t TimerFd::read(void* buf, size_t count) noexcept {
 }
 
 int TimerFd::settime(int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept {
-  woke_since_read_.store(false, std::memory_order_seq_cst);  // before the kernel re-arms
+  Rearm cycle(rearm_);
   if (virtual_) return v_settime(flags, new_value, old_value);
   {
     core::OwnSlot::Use k(kfd_);
@@ -308,18 +330,19 @@ int TimerFd::settime(int flags, const struct itimerspec* new_value, struct itime
   const bool interval = new_value->it_interval.tv_sec != 0 || new_value->it_interval.tv_nsec != 0;
   armed_.store(!arms ? kDisarmed : interval ? kPeriodic : kOneShot, std::memory_order_relaxed);
   carried_.store(0, std::memory_order_relaxed);  // Linux timerfd_setup: ctx->ticks = 0
+  cycle.end();
   // A timer set in the past (or a few ns ahead) has expired by the time the
   // kernel returns, and Linux's wakeup has already happened: deliver ours
   // now instead of waiting for the service thread.  The service's own
-  // wakeup for the same expiry follows and is dropped (woke_since_read_).
-  if (kernel_readable()) kernel_fired();
+  // event for the same expiry follows and is dropped (same cycle).
+  kernel_fired();
   return 0;
 }
 
 int TimerFd::gettime(struct itimerspec* curr) noexcept {
   // Linux's gettime re-arms an expired interval timer (hrtimer_restart), and
   // so does the kernel timer's: its next expiry wakes again.
-  woke_since_read_.store(false, std::memory_order_seq_cst);
+  Rearm cycle(rearm_);
   if (virtual_) return v_gettime(curr);
   core::OwnSlot::Use k(kfd_);
   return ::timerfd_gettime(k.fd(), curr) < 0 ? -errno : 0;
@@ -330,14 +353,37 @@ ssize_t TimerFd::kernel_read(uint64_t* ticks) noexcept {
   return ::read(k.fd(), ticks, sizeof *ticks);
 }
 
-void TimerFd::kernel_fired(bool always) noexcept {
+void TimerFd::kernel_fired() noexcept {
+  // The expiry's cycle: rearm_ even and the same on both sides of the poll.
+  // A read, settime or gettime in its kernel call meanwhile is brief; after
+  // kTries rounds the wakeup goes out unrecorded (a spurious wakeup is
+  // harmless, a lost one is not).
+  constexpr unsigned kTries = 64;
+  core::Backoff backoff;
+  for (unsigned round = 0;; ++round) {
+    const uint64_t cycle = rearm_.load(std::memory_order_seq_cst);
+    if ((cycle & 1) && round < kTries) {
+      backoff.pause();
+      continue;
+    }
+    // Unreadable: a read took the expiry since the kernel signalled it (it
+    // was woken for then, or it is the read's own), or settime disarmed it.
+    if (!kernel_readable()) return;
+    if (rearm_.load(std::memory_order_seq_cst) == cycle && !(cycle & 1)) return deliver(cycle, false);
+    if (round >= kTries) return deliver(cycle, true);
+    backoff.pause();
+  }
+}
+
+void TimerFd::deliver(uint64_t cycle, bool always) noexcept {
   wq().lock();
-  if (woke_since_read_.exchange(true, std::memory_order_seq_cst) && !always) {
-    // This expiry's wakeup was delivered already (see timerfd.h): Linux
-    // would not wake again before a read or settime re-armed the timer.
+  if (woke_cycle_ == cycle && !always) {
+    // This cycle's wakeup was delivered already: Linux would not wake again
+    // before a read, settime or gettime re-armed the timer.
     wq().unlock();
     return;
   }
+  woke_cycle_ = cycle;
   seq_.store(seq_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   wq().wake_locked(EPOLLIN);  // Linux timerfd_triggered: wake_up_locked_poll(EPOLLIN)
   wq().unlock();
@@ -415,7 +461,7 @@ int TimerFd::fork_rebuild() noexcept {
   kfd_.close();
   kfd_.open(core::park_high(nk));
   carried_.store(ticks, std::memory_order_relaxed);
-  woke_since_read_.store(false, std::memory_order_relaxed);  // a new kernel timer: its expiries are new
+  woke_cycle_ = UINT64_MAX;  // a new kernel timer: its expiries are new
   return 0;
 }
 

@@ -27,7 +27,7 @@
 // interval, ticks, expired) lives here, on a vclock::Timer, under the
 // clock's mutex, and every operation is Linux fs/timerfd.c's computation on
 // the virtual time (timerfd_virtual.cpp).  The wakeup path is the same
-// kernel_fired(), called by the clock when the timer expires.
+// deliver(), called by the clock when the timer expires.
 //
 // Locks.  The service's registry mutex (a core::Mutex of class
 // kTimerRegistry, level 2 of core/lock_order.h: the key -> TimerFd table
@@ -72,10 +72,10 @@ class TimerFd final : public core::File {
   int settime(int flags, const struct itimerspec* new_value, struct itimerspec* old_value) noexcept;
   int gettime(struct itimerspec* curr) noexcept;
 
-  // Service thread: the kernel timer signalled an expiry.  Takes wq().
-  // `always`: wake even if a wakeup since the last read was delivered (a
-  // virtual clock set, which Linux signals with a wakeup of its own).
-  void kernel_fired(bool always = false) noexcept;
+  // Service thread (and settime): the kernel timer signalled an expiry.
+  // Wakes wq() once per re-arm cycle, and only while the kernel timer holds
+  // an unread expiry (an event that a read overtook is stale).  Takes wq().
+  void kernel_fired() noexcept;
 
   // After fork(), in the child (timers_fork_child): the kernel timer is an
   // open file description shared with the parent, so a new one takes its
@@ -103,16 +103,21 @@ class TimerFd final : public core::File {
   bool kernel_readable() noexcept;             // poll of the kernel timer, no wait
   ssize_t kernel_read(uint64_t* ticks) noexcept;  // its count (non-blocking)
   std::atomic<uint64_t> seq_{0};   // written under wq(): service wakeups so far
-  // True from a delivered wakeup until the next read, settime or gettime (cleared
-  // before their kernel call).  Linux wakes once per expiry and re-arms an
-  // expired timer only in read/settime/gettime, so at most one wakeup belongs to
-  // each such cycle; the service can see one expiry twice (an event it
-  // harvested but had not handled when the next edge queued the timer
-  // again, or the event that follows settime's synchronous delivery), and
-  // this flag drops the second.  Exchanged under wq(); cleared with
-  // seq_cst before the kernel call that consumes or re-arms, so a later
-  // expiry's wakeup always finds it clear.
-  std::atomic<bool> woke_since_read_{false};
+  // Linux wakes once per expiry and re-arms an expired timer only in read,
+  // settime and gettime, so at most one wakeup belongs to each re-arm cycle.
+  // rearm_ numbers the cycles: a read, settime or gettime adds 1 before its
+  // kernel call and 1 after it (seq_cst RMWs), so it is odd while one is in
+  // the kernel.  kernel_fired() names an expiry's cycle by loading rearm_
+  // (even) on both sides of its poll of the kernel timer; woke_cycle_, under
+  // wq(), is the cycle whose wakeup was delivered, so a second event for the
+  // same expiry (settime's synchronous delivery, then the service's edge) is
+  // dropped, and an event that a read overtook (harvested by the service
+  // before the read, handled after it) finds the timer unreadable, or, if a
+  // later expiry is already pending, counts as that expiry's one wakeup.
+  std::atomic<uint64_t> rearm_{0};
+  uint64_t woke_cycle_ = UINT64_MAX;  // under wq()
+  class Rearm;                        // the two increments around a kernel call
+  void deliver(uint64_t cycle, bool always) noexcept;  // takes wq()
   const int clockid_;              // immutable: the clock it was created on
   std::atomic<int> set_flags_{0};  // flags of the last successful settime
   // What the last successful settime armed, for fork_rebuild: kDisarmed, a

@@ -1,7 +1,7 @@
 // timerfd_virtual.cpp - TimerFd on the virtual clock (see timerfd.h): Linux
 // fs/timerfd.c's timerfd_ctx, computed on core/vclock.h's time.
 // Locks: vclock::g_mutex (1) around every access to the timer's state;
-// v_fire runs under it and takes the timer's wq lock (11) in kernel_fired().
+// v_fire runs under it and takes the timer's wq lock (11) in deliver().
 #include "core/user_memory.h"
 #include "core/vclock.h"
 #include "objects/timerfd.h"
@@ -34,7 +34,7 @@ void TimerFd::v_fire(vclock::Timer* t) noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   TimerFd* self = static_cast<VTimer*>(t)->owner;
   self->vexpired_ = true;
   self->vticks_.store(self->vticks_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-  self->kernel_fired();
+  self->deliver(self->rearm_.load(std::memory_order_seq_cst), false);
 }
 
 // Linux timerfd_clock_was_set, for a timer on the cancel list: unless it
@@ -45,7 +45,7 @@ void TimerFd::v_clock_was_set(vclock::Timer* t) noexcept UEP_NO_THREAD_SAFETY_AN
   if (self->vmoffs_ == vclock::rt_offset()) return;
   self->vmoffs_ = INT64_MAX;
   self->vticks_.store(self->vticks_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-  self->kernel_fired(true);
+  self->deliver(self->rearm_.load(std::memory_order_seq_cst), true);
 }
 
 // Linux timerfd_canceled: a cancelled timer reports it once, and then
