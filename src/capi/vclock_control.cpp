@@ -10,7 +10,12 @@
 // never holds it), its listening socket and its clients: each with a line
 // buffer, a buffer of received bytes not yet parsed, and a pending
 // wait-idle.  All of that is the thread's own: nothing is shared but the
-// clock (core/vclock.h), which it calls like any other caller.
+// clock (core/vclock.h), which it calls like any other caller, and the
+// descriptors' slots (core/own_slot.h): the sockets and a doorbell eventfd
+// are uepoll's own descriptors, which a program's dup2 may move to other
+// numbers.  The thread reaches each through its slot (a use for each
+// system call, one for each descriptor its poll sleeps on), and a mover
+// ends that poll by writing the doorbell, which the poll also watches.
 //
 // Input is never trusted: a line longer than kLine, an unknown command, a
 // number that is not 1-19 decimal digits within range, a client that
@@ -24,9 +29,11 @@
 #include "capi/edge.h"
 #include "capi/vclock_support.h"
 #include "core/own_fds.h"
+#include "core/own_slot.h"
 #include "core/vclock.h"
 
 #include <atomic>
+#include <optional>
 #include <cerrno>
 #include <cinttypes>
 #include <climits>
@@ -39,6 +46,7 @@
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/eventfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -148,31 +156,60 @@ int vclock_control_execute(char* line, char* out, size_t cap, int64_t* idle_ms) 
 
 namespace {
 
+using uepoll::core::OwnSlot;
+
 struct Client {
-  int fd = -1;
+  OwnSlot sock;             // the connection; empty when the entry is free
+  unsigned gen = 0;         // counts the connections this entry has held
   char line[kLine];
   size_t len = 0;
   bool skipping = false;    // the rest of an over-long line is dropped
   char in[512];             // received, not yet parsed
   size_t in_off = 0, in_len = 0;
   int64_t idle_until = -1;  // real ms; >= 0 while a wait-idle is pending
+  bool open() const noexcept { return !sock.empty(); }
 };
 
 struct Server {
-  int listen_fd = -1;
+  OwnSlot bell;    // an eventfd: written to end the poll (a move's kick)
+  OwnSlot listen;  // empty when serving an inherited socket
   Client clients[kClients];
   void (*enter)(void) = nullptr;
 };
 
+Server* g_server = nullptr;  // set before the thread starts; the kicks' target
+
+// A slot's kick: ends the server's poll (core/own_slot.h).
+void ring(void*) noexcept { OwnSlot::write_one(&g_server->bell); }
+
+// Takes over own descriptor fd (parked) as c's connection.
+void attach(Client& c, int fd) noexcept {
+  c.sock.open(fd, &ring, nullptr);
+  ++c.gen;
+}
+
+// No use of c.sock may be in progress.
 void drop(Client& c) noexcept {
-  uepoll::core::close_own(c.fd);
-  c = Client{};
+  c.sock.close();
+  c.len = 0;
+  c.skipping = false;
+  c.in_off = c.in_len = 0;
+  c.idle_until = -1;
+}
+
+bool send_all(int fd, const char* s) noexcept {
+  const size_t n = std::strlen(s);
+  return ::send(fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(n);
 }
 
 // False if the client was dropped (it does not take its replies).
 bool reply(Client& c, const char* s) noexcept {
-  const size_t n = std::strlen(s);
-  if (::send(c.fd, s, n, MSG_NOSIGNAL | MSG_DONTWAIT) == static_cast<ssize_t>(n)) return true;
+  bool sent;
+  {
+    OwnSlot::Use u(c.sock);
+    sent = send_all(u.fd(), s);
+  }
+  if (sent) return true;
   drop(c);
   return false;
 }
@@ -180,7 +217,7 @@ bool reply(Client& c, const char* s) noexcept {
 // Parses the client's received bytes until they run out, a wait-idle
 // begins, or the client is gone.
 void consume(Client& c) noexcept {
-  while (c.fd >= 0 && c.idle_until < 0 && c.in_off < c.in_len) {
+  while (c.open() && c.idle_until < 0 && c.in_off < c.in_len) {
     const char ch = c.in[c.in_off++];
     if (ch != '\n') {
       if (c.skipping) continue;
@@ -211,7 +248,7 @@ void consume(Client& c) noexcept {
 }
 
 void check_idle(Client& c) noexcept {
-  if (c.fd < 0 || c.idle_until < 0) return;
+  if (!c.open() || c.idle_until < 0) return;
   const bool idle = vclock::idle();
   if (!idle && real_ms() < c.idle_until) return;
   c.idle_until = -1;
@@ -219,59 +256,96 @@ void check_idle(Client& c) noexcept {
 }
 
 void accept_one(Server& s) noexcept {
-  const int fd = ::accept4(s.listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  int fd;
+  {
+    OwnSlot::Use l(s.listen);
+    fd = ::accept4(l.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  }
   if (fd < 0) return;
-  Client tmp;
-  tmp.fd = uepoll::core::park_high(fd);
+  fd = uepoll::core::park_high(fd);
+  if (fd < 0) return;
   ucred cred{};
   socklen_t len = sizeof cred;
-  if (::getsockopt(tmp.fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != ::geteuid()) {
-    if (reply(tmp, "error permission denied (another user)\n")) drop(tmp);
+  const char* refused = nullptr;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != ::geteuid())
+    refused = "error permission denied (another user)\n";
+  Client* free_entry = nullptr;
+  for (Client& c : s.clients)
+    if (!c.open()) {
+      free_entry = &c;
+      break;
+    }
+  if (!refused && !free_entry) refused = "error too many clients\n";
+  if (refused) {
+    (void)send_all(fd, refused);
+    uepoll::core::close_own(fd);
     return;
   }
-  for (Client& c : s.clients)
-    if (c.fd < 0) {
-      c = tmp;
-      return;
-    }
-  if (reply(tmp, "error too many clients\n")) drop(tmp);
+  attach(*free_entry, fd);
+}
+
+// One round of the server: a poll of the doorbell, the listening socket
+// and the clients, each through a use that the poll's return ends.
+// False when there is nothing left to serve or the poll failed.
+bool poll_round(Server& s, pollfd* fds, int* idx, unsigned* gens, nfds_t* count) noexcept {
+  std::optional<OwnSlot::Use> uses[kClients + 2];
+  nfds_t n = 0;
+  bool waiting = false;
+  uses[n].emplace(s.bell);
+  fds[n] = {uses[n]->fd(), POLLIN, 0};
+  idx[n++] = -2;
+  if (!s.listen.empty()) {
+    uses[n].emplace(s.listen);
+    fds[n] = {uses[n]->fd(), POLLIN, 0};
+    idx[n++] = -1;
+  }
+  for (int i = 0; i < kClients; ++i) {
+    Client& c = s.clients[i];
+    if (!c.open()) continue;
+    waiting |= c.idle_until >= 0;
+    uses[n].emplace(c.sock);
+    fds[n] = {uses[n]->fd(), static_cast<short>(c.idle_until >= 0 ? 0 : POLLIN), 0};
+    gens[n] = c.gen;
+    idx[n++] = i;
+  }
+  *count = n;
+  if (n == 1) return false;  // an inherited socket that hung up, nothing else
+  if (::poll(fds, n, waiting ? 1 : -1) < 0 && errno != EINTR) return false;
+  if (fds[0].revents & POLLIN) {  // a mover's kick: go round on the new numbers
+    uint64_t v;
+    ssize_t unused = ::read(fds[0].fd, &v, sizeof v);
+    (void)unused;
+  }
+  return true;
 }
 
 void* serve(void* p) {
   Server& s = *static_cast<Server*>(p);
   if (s.enter) s.enter();  // the preload's: this thread's calls are uepoll's own
   for (;;) {
-    pollfd fds[kClients + 1];
-    int idx[kClients + 1];
+    pollfd fds[kClients + 2];
+    int idx[kClients + 2];
+    unsigned gens[kClients + 2];
     nfds_t n = 0;
-    bool waiting = false;
-    if (s.listen_fd >= 0) {
-      fds[n] = {s.listen_fd, POLLIN, 0};
-      idx[n++] = -1;
-    }
-    for (int i = 0; i < kClients; ++i) {
-      Client& c = s.clients[i];
-      if (c.fd < 0) continue;
-      waiting |= c.idle_until >= 0;
-      fds[n] = {c.fd, static_cast<short>(c.idle_until >= 0 ? 0 : POLLIN), 0};
-      idx[n++] = i;
-    }
-    if (n == 0) return nullptr;  // an inherited socket that hung up, nothing else
-    if (::poll(fds, n, waiting ? 1 : -1) < 0 && errno != EINTR) return nullptr;
+    if (!poll_round(s, fds, idx, gens, &n)) return nullptr;
     for (Client& c : s.clients) check_idle(c);
-    for (nfds_t k = 0; k < n; ++k) {
+    for (nfds_t k = 1; k < n; ++k) {
       if (!fds[k].revents) continue;
       if (idx[k] < 0) {
         accept_one(s);
         continue;
       }
       Client& c = s.clients[idx[k]];
-      if (c.fd != fds[k].fd) continue;
+      if (!c.open() || c.gen != gens[k]) continue;  // dropped (and perhaps replaced) meanwhile
       if (c.idle_until >= 0) {  // not reading meanwhile; a hang-up ends the wait
         if (fds[k].revents & (POLLHUP | POLLERR)) drop(c);
         continue;
       }
-      const ssize_t got = ::recv(c.fd, c.in, sizeof c.in, MSG_DONTWAIT);
+      ssize_t got;
+      {
+        OwnSlot::Use u(c.sock);
+        got = ::recv(u.fd(), c.in, sizeof c.in, MSG_DONTWAIT);
+      }
       if (got <= 0) {
         if (got == 0 || (errno != EAGAIN && errno != EINTR)) drop(c);  // a partial line is dropped with it
         continue;
@@ -342,19 +416,33 @@ int uep__vclock_control_start(const char* spec, void (*enter)(void)) {
   if (g_started.exchange(true, std::memory_order_relaxed)) return uepoll::capi::to_c(-EBUSY);
   static Server server;  // lives as long as the thread
   server.enter = enter;
+  g_server = &server;
   int r = 0;
+  int fd = -1;
   if (std::strncmp(spec, "fd:", 3) == 0) {
-    int fd = -1;
     r = inherited(spec, &fd);
-    if (r == 0) server.clients[0].fd = uepoll::core::park_high(fd);  // moved high, close-on-exec
+    if (r == 0) fd = uepoll::core::park_high(fd);  // moved high, close-on-exec
   } else {
     r = listen_at(spec);
-    if (r >= 0) server.listen_fd = r;
+    fd = r;
+  }
+  int bell = -1;
+  if (r >= 0) {
+    bell = uepoll::core::park_high(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    if (bell < 0) {
+      r = -errno;
+      uepoll::core::close_own(fd);
+    }
   }
   if (r < 0) {
     g_started.store(false, std::memory_order_relaxed);
     return uepoll::capi::to_c(r);
   }
+  server.bell.open(bell, &ring, nullptr);
+  if (std::strncmp(spec, "fd:", 3) == 0)
+    attach(server.clients[0], fd);
+  else
+    server.listen.open(fd, &ring, nullptr);
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);  // the program's signals are not this thread's
