@@ -3,7 +3,8 @@
  * later, outside any call the preload sees: the file of a Linux AIO iocb
  * (io_submit), the files registered with an io_uring ring
  * (IORING_REGISTER_FILES and its updates, then used by fixed-file SQEs),
- * and the file of a POSIX AIO request (aio_read, aio_write, aio_fsync,
+ * the files that io_uring SQEs name directly (and a splice's or tee's
+ * input), and the file of a POSIX AIO request (aio_read, aio_write, aio_fsync,
  * lio_listio: glibc's helper threads call pread/pwrite inside libc).  A
  * uepoll pipe end or socket pair shown there is made a kernel one first
  * (fork_convert.c, as at fork), a uepoll eventfd a kernel eventfd
@@ -14,10 +15,13 @@
  * Reached through: syscall(SYS_io_submit) (libaio's io_submit) and
  * syscall(SYS_io_uring_register) (interpose_syscall.c), liburing's exported
  * io_uring_register and io_uring_register_files* (liburing makes its system
- * calls inline), glibc's aio_* and lio_listio and their 64-bit names.  An
- * SQE that names a descriptor directly (not a fixed file) is read by the
- * kernel from the ring's shared memory when liburing's inline
- * io_uring_enter, or the kernel's SQ thread, submits it: not reachable.
+ * calls inline), glibc's aio_* and lio_listio and their 64-bit names.  The
+ * kernel reads an SQE from the ring's shared memory when it is submitted:
+ * liburing's exported calls that submit (io_uring_submit*, and the waits
+ * that flush the queue first: io_uring_wait_cqes, io_uring_wait_cqe_timeout)
+ * walk the SQEs queued since the last submission first, through liburing's
+ * struct io_uring (the ABI of liburing.so.2).  A ring driven by the
+ * program's own io_uring_enter system calls is not reachable.
  *
  * Locks: none of its own; the conversions take uepoll's.
  */
@@ -28,6 +32,8 @@
 
 #include <aio.h>
 #include <linux/aio_abi.h>
+#include <linux/io_uring.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 
@@ -135,6 +141,89 @@ int io_uring_register_files_update_tag(struct io_uring *ring, unsigned off, cons
                                        unsigned nr) {
   hand_array(files, nr);
   return UEP_PL_REAL(io_uring_register_files_update_tag)(ring, off, files, tags, nr);
+}
+
+/* liburing's struct io_uring up to its flags (liburing.h; the same layout
+ * in every liburing.so.2, 2.0 to 2.3 at least: the later versions renamed
+ * the four padding words at the end of each ring).  The preload reads the
+ * submission ring's queued entries, as liburing's own flush does. */
+struct uring_sq {
+  unsigned *khead, *ktail, *kring_mask, *kring_entries, *kflags, *kdropped, *array;
+  struct io_uring_sqe *sqes;
+  unsigned sqe_head, sqe_tail;
+  size_t ring_sz;
+  void *ring_ptr;
+  unsigned pad[4];
+};
+struct uring_cq {
+  unsigned *khead, *ktail, *kring_mask, *kring_entries, *kflags, *koverflow;
+  void *cqes;
+  size_t ring_sz;
+  void *ring_ptr;
+  unsigned pad[4];
+};
+struct uring {
+  struct uring_sq sq;
+  struct uring_cq cq;
+  unsigned flags;
+};
+
+/* Each SQE queued since the last submission: its file unless it is a fixed
+ * one (an index), and a splice's or tee's input. */
+static void hand_queued_sqes(const struct io_uring *ring) {
+  const struct uring *r = (const struct uring *)ring;
+  if (!r || !r->sq.sqes || !r->sq.kring_mask) return;
+  const unsigned mask = *r->sq.kring_mask;
+  const unsigned shift = (r->flags & IORING_SETUP_SQE128) ? 1 : 0;
+  for (unsigned h = r->sq.sqe_head; h != r->sq.sqe_tail; ++h) {
+    const struct io_uring_sqe *sqe = &r->sq.sqes[(h & mask) << shift];
+    if (!(sqe->flags & IOSQE_FIXED_FILE)) uep_pl_hand_to_kernel(sqe->fd);
+    if ((sqe->opcode == IORING_OP_SPLICE || sqe->opcode == IORING_OP_TEE) &&
+        !(sqe->splice_flags & SPLICE_F_FD_IN_FIXED))
+      uep_pl_hand_to_kernel(sqe->splice_fd_in);
+  }
+}
+
+struct __kernel_timespec;
+int io_uring_submit(struct io_uring *ring);
+int io_uring_submit_and_wait(struct io_uring *ring, unsigned wait_nr);
+int io_uring_submit_and_wait_timeout(struct io_uring *ring, struct io_uring_cqe **cqe_ptr, unsigned wait_nr,
+                                     struct __kernel_timespec *ts, sigset_t *sigmask);
+int io_uring_submit_and_get_events(struct io_uring *ring);
+int io_uring_wait_cqes(struct io_uring *ring, struct io_uring_cqe **cqe_ptr, unsigned wait_nr,
+                       struct __kernel_timespec *ts, sigset_t *sigmask);
+int io_uring_wait_cqe_timeout(struct io_uring *ring, struct io_uring_cqe **cqe_ptr, struct __kernel_timespec *ts);
+
+int io_uring_submit(struct io_uring *ring) {
+  hand_queued_sqes(ring);
+  return UEP_PL_REAL(io_uring_submit)(ring);
+}
+
+int io_uring_submit_and_wait(struct io_uring *ring, unsigned wait_nr) {
+  hand_queued_sqes(ring);
+  return UEP_PL_REAL(io_uring_submit_and_wait)(ring, wait_nr);
+}
+
+int io_uring_submit_and_wait_timeout(struct io_uring *ring, struct io_uring_cqe **cqe_ptr, unsigned wait_nr,
+                                     struct __kernel_timespec *ts, sigset_t *sigmask) {
+  hand_queued_sqes(ring);
+  return UEP_PL_REAL(io_uring_submit_and_wait_timeout)(ring, cqe_ptr, wait_nr, ts, sigmask);
+}
+
+int io_uring_submit_and_get_events(struct io_uring *ring) {
+  hand_queued_sqes(ring);
+  return UEP_PL_REAL(io_uring_submit_and_get_events)(ring);
+}
+
+int io_uring_wait_cqes(struct io_uring *ring, struct io_uring_cqe **cqe_ptr, unsigned wait_nr,
+                       struct __kernel_timespec *ts, sigset_t *sigmask) {
+  hand_queued_sqes(ring);
+  return UEP_PL_REAL(io_uring_wait_cqes)(ring, cqe_ptr, wait_nr, ts, sigmask);
+}
+
+int io_uring_wait_cqe_timeout(struct io_uring *ring, struct io_uring_cqe **cqe_ptr, struct __kernel_timespec *ts) {
+  hand_queued_sqes(ring);
+  return UEP_PL_REAL(io_uring_wait_cqe_timeout)(ring, cqe_ptr, ts);
 }
 
 /* POSIX AIO (glibc: helper threads call pread/pwrite/fsync inside libc).

@@ -8,7 +8,10 @@
  * (src/preload/eventfd_convert.c).  Then registered files: a pipe's ends
  * registered with io_uring_register_files, read and written through
  * fixed-file SQEs, where the preload makes the pipe a kernel one as it is
- * registered (src/preload/kernel_operands.c).  Exits 77 (skipped) when this
+ * registered (src/preload/kernel_operands.c).  Then SQEs that name a
+ * pipe, a socket pair and an eventfd directly (and a splice between them),
+ * where the preload makes each a kernel one as liburing submits the SQE
+ * (kernel_operands.c).  Exits 77 (skipped) when this
  * kernel or sandbox refuses io_uring_setup.
  */
 #define _GNU_SOURCE
@@ -19,10 +22,20 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "show_kind.h"
+
+/* Prints and consumes every completion there is. */
+static void drain_cqes(struct io_uring *ring, const char *how) {
+  struct io_uring_cqe *cqe;
+  while (io_uring_peek_cqe(ring, &cqe) == 0) {
+    printf("%s: cqe %llu res %d\n", how, (unsigned long long)cqe->user_data, cqe->res);
+    io_uring_cqe_seen(ring, cqe);
+  }
+}
 
 /* Submits `n` NOPs and waits on the epoll instance for the eventfd. */
 static void nops_and_wait(struct io_uring *ring, int ep, int efd, int n, const char *how) {
@@ -117,6 +130,43 @@ int main(void) {
   }
   printf("files: read %.8s\n", in);
   printf("unregister_files %d\n", io_uring_unregister_files(&ring));
+
+  /* SQEs naming descriptors directly: a pipe written and read, a socket
+   * pair's end read, an eventfd read, and a splice from the pipe into the
+   * socket pair, each submitted by another of liburing's calls. */
+  int q[2], sp[2];
+  if (pipe(q) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0) return 1;
+  const int qe = eventfd(3, EFD_NONBLOCK);
+  char qin[8] = {0}, sin[4] = {0};
+  uint64_t qv = 0;
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_write(sqe, q[1], out, sizeof out, 0);
+  sqe->flags |= IOSQE_IO_LINK;
+  sqe->user_data = 301;
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_read(sqe, q[0], qin, 4, 0);
+  sqe->user_data = 302;
+  printf("direct: submit %d\n", io_uring_submit_and_wait(&ring, 2));
+  drain_cqes(&ring, "direct");
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_splice(sqe, q[0], -1, sp[0], -1, 4, 0);
+  sqe->user_data = 303;
+  struct __kernel_timespec wait = {.tv_sec = 5};
+  printf("direct: submit %d\n", io_uring_submit_and_wait_timeout(&ring, &cqe, 1, &wait, NULL));
+  drain_cqes(&ring, "direct");
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_read(sqe, sp[1], sin, sizeof sin, 0);
+  sqe->user_data = 304;
+  printf("direct: submit %d\n", io_uring_submit(&ring));
+  printf("direct: wait %d\n", io_uring_wait_cqe_timeout(&ring, &cqe, &wait));
+  drain_cqes(&ring, "direct");
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_read(sqe, qe, &qv, sizeof qv, 0);
+  sqe->user_data = 305;
+  printf("direct: submit %d\n", io_uring_submit_and_get_events(&ring));
+  printf("direct: wait %d\n", io_uring_wait_cqe_timeout(&ring, &cqe, &wait));
+  drain_cqes(&ring, "direct");
+  printf("direct: read %.4s, spliced %.4s, eventfd %llu\n", qin, sin, (unsigned long long)qv);
   io_uring_queue_exit(&ring);
   return 0;
 }
