@@ -33,7 +33,6 @@
 #include "core/vclock.h"
 
 #include <atomic>
-#include <optional>
 #include <cerrno>
 #include <cinttypes>
 #include <climits>
@@ -42,11 +41,12 @@
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
+#include <optional>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/eventfd.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -263,7 +263,6 @@ void accept_one(Server& s) noexcept {
   }
   if (fd < 0) return;
   fd = uepoll::core::park_high(fd);
-  if (fd < 0) return;
   ucred cred{};
   socklen_t len = sizeof cred;
   const char* refused = nullptr;

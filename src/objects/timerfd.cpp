@@ -356,8 +356,8 @@ ssize_t TimerFd::kernel_read(uint64_t* ticks) noexcept {
 void TimerFd::kernel_fired() noexcept {
   // The expiry's cycle: rearm_ even and the same on both sides of the poll.
   // A read, settime or gettime in its kernel call meanwhile is brief; after
-  // kTries rounds the wakeup goes out unrecorded (a spurious wakeup is
-  // harmless, a lost one is not).
+  // kTries rounds the wakeup goes out whatever the cycle (a spurious wakeup
+  // is harmless, a lost one is not).
   constexpr unsigned kTries = 64;
   core::Backoff backoff;
   for (unsigned round = 0;; ++round) {

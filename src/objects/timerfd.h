@@ -117,7 +117,10 @@ class TimerFd final : public core::File {
   std::atomic<uint64_t> rearm_{0};
   uint64_t woke_cycle_ = UINT64_MAX;  // under wq()
   class Rearm;                        // the two increments around a kernel call
-  void deliver(uint64_t cycle, bool always) noexcept;  // takes wq()
+  // Wakes wq() for `cycle` unless its wakeup was delivered; `always`: even
+  // then (a virtual clock set, which Linux signals with a wakeup of its
+  // own, or kernel_fired() unable to name the cycle).  Takes wq().
+  void deliver(uint64_t cycle, bool always) noexcept;
   const int clockid_;              // immutable: the clock it was created on
   std::atomic<int> set_flags_{0};  // flags of the last successful settime
   // What the last successful settime armed, for fork_rebuild: kDisarmed, a

@@ -144,8 +144,8 @@ int io_uring_register_files_update_tag(struct io_uring *ring, unsigned off, cons
 }
 
 /* liburing's struct io_uring up to its flags (liburing.h; the same layout
- * in every liburing.so.2, 2.0 to 2.3 at least: the later versions renamed
- * the four padding words at the end of each ring).  The preload reads the
+ * in every liburing.so.2, 2.0 to 2.3 at least: 2.2 named two of the four
+ * padding words at the end of each ring).  The preload reads the
  * submission ring's queued entries, as liburing's own flush does. */
 struct uring_sq {
   unsigned *khead, *ktail, *kring_mask, *kring_entries, *kflags, *kdropped, *array;
