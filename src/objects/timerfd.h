@@ -33,8 +33,10 @@
 // kTimerRegistry, level 2 of core/lock_order.h: the key -> TimerFd table
 // (a timer's key is its table index, the data of its epoll registration)
 // and the kernel epoll's membership) is taken with no uepoll lock
-// held; under it the service takes a TimerFd's wq lock (level 11) to wake
-// it.  The service never holds a lock while it waits in epoll_wait.
+// held; under it the service polls a TimerFd's kernel timer (no wait: the
+// table entry is valid only under the registry mutex) and takes its wq
+// lock (level 11) to wake it.  The service never holds a lock while it
+// waits in epoll_wait.
 // TimerFd::seq_ (the number of service wakeups) is written under wq(); a
 // blocking read sleeps through core::block_on until seq_ moves.  Kernel
 // calls are never made under a wq lock.
