@@ -9,8 +9,10 @@
  * uepoll pipe end or socket pair shown there is made a kernel one first
  * (fork_convert.c, as at fork), a uepoll eventfd a kernel eventfd
  * (eventfd_convert.c), both under the same numbers, so that the kernel acts
- * on the program's object as on Linux.  An epoll instance or timerfd has no
- * kernel form and stays behind its placeholder (README.md lists it).
+ * on the program's object as on Linux.  An SQE's epoll instance is given
+ * the instance's kernel form (uep_epoll_kernel_fd); an epoll instance
+ * elsewhere, and a timerfd anywhere, stay behind their placeholder
+ * (README.md lists them).
  *
  * Reached through: syscall(SYS_io_submit) (libaio's io_submit) and
  * syscall(SYS_io_uring_register) (interpose_syscall.c), liburing's exported
@@ -28,9 +30,12 @@
 #define _GNU_SOURCE
 #include "preload/preload.h"
 
+#include <uepoll/uepoll.h>
+
 #include "preload/interpose.h"
 
 #include <aio.h>
+#include <errno.h>
 #include <linux/aio_abi.h>
 #include <linux/io_uring.h>
 #include <stddef.h>
@@ -168,16 +173,39 @@ struct uring {
   unsigned flags;
 };
 
+/* The kernel form of the uepoll instance shown as n, for the kernel to
+ * poll: the epoll that uep_epoll_kernel_fd keeps readable while the
+ * instance has events (docs/linux-deviations.md).  -1 when n is not a
+ * uepoll instance, or it has none (errno kept). */
+static int polled_form(int n) {
+  if (n < 0 || uep_pl_inside() || uep_pl_kind(n) != UEP_PL_EPOLL) return -1;
+  const int u = uep_pl_map(n);
+  if (u <= 0) return -1;
+  const int saved = errno;
+  UEP_PL_ENTER();
+  const int k = uep_epoll_kernel_fd(u);
+  UEP_PL_LEAVE();
+  errno = saved;
+  return k;
+}
+
 /* Each SQE queued since the last submission: its file unless it is a fixed
- * one (an index), and a splice's or tee's input. */
-static void hand_queued_sqes(const struct io_uring *ring) {
-  const struct uring *r = (const struct uring *)ring;
+ * one (an index), and a splice's or tee's input.  An SQE that polls or
+ * reads a uepoll instance (any opcode but EPOLL_CTL, whose target is the
+ * instance's registrations) is given the instance's kernel form instead:
+ * the SQE is the program's, about to be submitted, and is not read again. */
+static void hand_queued_sqes(struct io_uring *ring) {
+  struct uring *r = (struct uring *)ring;
   if (!r || !r->sq.sqes || !r->sq.kring_mask) return;
   const unsigned mask = *r->sq.kring_mask;
   const unsigned shift = (r->flags & IORING_SETUP_SQE128) ? 1 : 0;
   for (unsigned h = r->sq.sqe_head; h != r->sq.sqe_tail; ++h) {
-    const struct io_uring_sqe *sqe = &r->sq.sqes[(h & mask) << shift];
-    if (!(sqe->flags & IOSQE_FIXED_FILE)) uep_pl_hand_to_kernel(sqe->fd);
+    struct io_uring_sqe *sqe = &r->sq.sqes[(h & mask) << shift];
+    if (!(sqe->flags & IOSQE_FIXED_FILE)) {
+      const int k = sqe->opcode == IORING_OP_EPOLL_CTL ? -1 : polled_form(sqe->fd);
+      if (k >= 0) sqe->fd = k;
+      uep_pl_hand_to_kernel(sqe->fd);
+    }
     if ((sqe->opcode == IORING_OP_SPLICE || sqe->opcode == IORING_OP_TEE) &&
         !(sqe->splice_flags & SPLICE_F_FD_IN_FIXED))
       uep_pl_hand_to_kernel(sqe->splice_fd_in);

@@ -11,12 +11,13 @@
  * registered (src/preload/kernel_operands.c).  Then SQEs that name a
  * pipe, a socket pair and an eventfd directly (and a splice between them),
  * where the preload makes each a kernel one as liburing submits the SQE
- * (kernel_operands.c).  Exits 77 (skipped) when this
+ * (kernel_operands.c), and an SQE that polls an epoll instance.  Exits 77 (skipped) when this
  * kernel or sandbox refuses io_uring_setup.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <liburing.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -167,6 +168,30 @@ int main(void) {
   printf("direct: wait %d\n", io_uring_wait_cqe_timeout(&ring, &cqe, &wait));
   drain_cqes(&ring, "direct");
   printf("direct: read %.4s, spliced %.4s, eventfd %llu\n", qin, sin, (unsigned long long)qv);
+
+  /* An epoll instance polled by an SQE (its eventfd written after the
+   * submission), then read by an SQE (EINVAL, as a read of any epoll), and
+   * the instance still reports its event to epoll_wait. */
+  int pep = epoll_create1(0), pev = eventfd(0, EFD_NONBLOCK);
+  struct epoll_event pe = {.events = EPOLLIN, .data.u64 = 77};
+  if (pep < 0 || pev < 0 || epoll_ctl(pep, EPOLL_CTL_ADD, pev, &pe) < 0) return 1;
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_poll_add(sqe, pep, POLLIN);
+  sqe->user_data = 401;
+  printf("epoll: submit %d\n", io_uring_submit(&ring));
+  drain_cqes(&ring, "epoll");
+  if (write(pev, &one, sizeof one) != sizeof one) return 1;
+  printf("epoll: wait %d\n", io_uring_wait_cqe_timeout(&ring, &cqe, &wait));
+  drain_cqes(&ring, "epoll");
+  char junk[16];
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_read(sqe, pep, junk, sizeof junk, 0);
+  sqe->user_data = 402;
+  printf("epoll: submit %d\n", io_uring_submit_and_wait(&ring, 1));
+  drain_cqes(&ring, "epoll");
+  struct epoll_event got_ev;
+  const int pn = epoll_wait(pep, &got_ev, 1, 0);
+  printf("epoll: epoll_wait %d data %llu\n", pn, pn > 0 ? (unsigned long long)got_ev.data.u64 : 0ULL);
   io_uring_queue_exit(&ring);
   return 0;
 }
