@@ -15,48 +15,24 @@
 
 #include <gtest/gtest.h>
 
+#include "vclock/control_client.h"
+
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
 #include <string>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 #include <vector>
 
 namespace {
 
+using control_client::cmd;
+using control_client::connect_to;
+
 std::vector<int> own_numbers() {
   std::vector<int> v;
   for (int n = uepoll::core::next_own(0); n >= 0; n = uepoll::core::next_own(n + 1)) v.push_back(n);
   return v;
-}
-
-int connect_to(const std::string& path) {
-  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-  timeval tv{20, 0};  // bounded: a missing reply fails, it does not hang
-  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(s);
-    return -1;
-  }
-  return s;
-}
-
-std::string cmd(int s, const std::string& line) {
-  const std::string l = line + "\n";
-  if (send(s, l.data(), l.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(l.size())) return "<send failed>";
-  std::string r;
-  char c;
-  while (recv(s, &c, 1, 0) == 1) {
-    if (c == '\n') return r;
-    r += c;
-  }
-  return r + "<closed>";
 }
 
 TEST(VClockControlMove, ServesWhileItsDescriptorsMove) {

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "vclock/control_client.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <dirent.h>
@@ -21,6 +23,10 @@
 
 namespace {
 
+using control_client::cmd;
+using control_client::connect_to;
+using control_client::reply;
+
 int fd_count() {
   int n = 0;
   if (DIR* d = opendir("/proc/self/fd")) {
@@ -28,37 +34,6 @@ int fd_count() {
     closedir(d);
   }
   return n;
-}
-
-int connect_to(const std::string& path) {
-  int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
-  timeval tv{20, 0};  // bounded: a missing reply fails, it does not hang
-  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(s);
-    return -1;
-  }
-  return s;
-}
-
-std::string reply(int s) {
-  std::string r;
-  char c;
-  while (recv(s, &c, 1, 0) == 1) {
-    if (c == '\n') return r;
-    r += c;
-  }
-  return r + "<closed>";
-}
-
-std::string cmd(int s, const std::string& line) {
-  const std::string l = line + "\n";
-  (void)send(s, l.data(), l.size(), MSG_NOSIGNAL);  // a refused client was told before: EPIPE
-  return reply(s);
 }
 
 TEST(VClockControl, ProtocolAndHostileInput) {
