@@ -228,8 +228,11 @@ int io_uring_register_eventfd_async(struct io_uring *ring, int fd) {
 
 int io_uring_register(unsigned fd, unsigned opcode, const void *arg, unsigned nr_args) {
   register_arg(opcode, arg);
-  uep_pl_register_operands(opcode, arg, nr_args);  /* registered files (kernel_operands.c) */
-  return UEP_PL_REAL(io_uring_register)(fd, opcode, arg, nr_args);
+  struct uep_pl_operands keep = {0};
+  const void *kernel_arg = uep_pl_register_operands(opcode, arg, nr_args, &keep); /* registered files (kernel_operands.c) */
+  const int r = UEP_PL_REAL(io_uring_register)(fd, opcode, kernel_arg, nr_args);
+  uep_pl_operands_done(&keep);
+  return r;
 }
 
 /* A spawned child given a uepoll eventfd by a file action shares it. */

@@ -98,11 +98,24 @@ void uep_pl_kernel_signals_syscall(long nr, const long *a);
 /* kernel_operands.c: the descriptor n handed to the kernel to act on later
  * (an AIO iocb's, a registered io_uring file): a uepoll pipe, pair or
  * eventfd becomes a kernel one first, under the same numbers.  The hooks:
- * io_uring_register's file opcodes, and syscall(2)'s io_submit and
- * io_uring_register. */
+ * io_uring_register's file opcodes (the argument the kernel is to read
+ * returned: a copy where the files name an epoll instance), and syscall(2)'s
+ * io_submit and io_uring_register (a[2] replaced the same way); each
+ * caller makes the system call and then uep_pl_operands_done(keep), which
+ * puts back the iocbs' files and frees the copies. */
+struct iocb;
+struct uep_pl_operands {
+  int *files;          /* a registration's file array, copied */
+  void *head;          /* its header, copied to point at files */
+  struct iocb **cbs;   /* iocbs given an instance's kernel form, */
+  unsigned *fildes;    /* with their own aio_fildes, */
+  long n;              /* n of them */
+};
 void uep_pl_hand_to_kernel(int n);
-void uep_pl_register_operands(unsigned opcode, const void *arg, unsigned nr_args);
-void uep_pl_kernel_operands_syscall(long nr, const long *a);
+const void *uep_pl_register_operands(unsigned opcode, const void *arg, unsigned nr_args,
+                                      struct uep_pl_operands *keep);
+void uep_pl_kernel_operands_syscall(long nr, long *a, struct uep_pl_operands *keep);
+void uep_pl_operands_done(struct uep_pl_operands *keep);
 void uep_pl_kernel_signals_ioctl(unsigned long request, void *arg);
 /* dgram_named.c: a uepoll datagram pair end's connect to an AF_UNIX
  * address, or sendmsg to a name with control data or SO_PASSCRED on, made

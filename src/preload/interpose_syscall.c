@@ -273,6 +273,8 @@ static int on_template(long nr) {
   }
 }
 
+static long by_number(long nr, const long *a);
+
 /* Six arguments are read whatever the caller passed, as glibc's syscall()
  * reads them: the registers, and for the sixth the caller's first stack
  * slot, which belongs to the caller's own frame (a caller with fewer
@@ -342,9 +344,19 @@ UEP_PL_READS_CALLER_STACK long syscall(long nr, ...) {
       break;
   }
   if (nr == SYS_io_uring_register || nr == SYS_io_submit) {
-    uep_pl_kernel_signals_syscall(nr, a);  /* a ring's eventfd becomes a kernel one (eventfd_convert.c) */
-    uep_pl_kernel_operands_syscall(nr, a); /* so do the files acted on, and an iocb's eventfd (kernel_operands.c) */
+    uep_pl_kernel_signals_syscall(nr, a); /* a ring's eventfd becomes a kernel one (eventfd_convert.c) */
+    struct uep_pl_operands keep = {0};
+    uep_pl_kernel_operands_syscall(nr, a, &keep); /* so do the files acted on, and an iocb's eventfd (kernel_operands.c) */
+    const long r = by_number(nr, a);
+    uep_pl_operands_done(&keep);
+    return r;
   }
+  return by_number(nr, a);
+}
+
+/* The rest of syscall(2): the calls served by number, those made on a
+ * template, and the kernel's. */
+static long by_number(long nr, const long *a) {
   int handled;
   long r = served_by_number(nr, a, &handled);
   if (handled) return r;

@@ -9,10 +9,13 @@
  * uepoll pipe end or socket pair shown there is made a kernel one first
  * (fork_convert.c, as at fork), a uepoll eventfd a kernel eventfd
  * (eventfd_convert.c), both under the same numbers, so that the kernel acts
- * on the program's object as on Linux.  An SQE's epoll instance is given
- * the instance's kernel form (uep_epoll_kernel_fd); an epoll instance
- * elsewhere, and a timerfd anywhere, stay behind their placeholder
- * (README.md lists them).
+ * on the program's object as on Linux.  An epoll instance there is given
+ * its kernel form (uep_epoll_kernel_fd): in an SQE, which the kernel reads
+ * once, in place; in a registered file array, a copy the kernel reads
+ * instead of the program's; in an iocb, in place for the system call and
+ * put back after it (the kernel reports the iocb's address, and the program
+ * may read its aio_fildes again).  A timerfd stays behind its placeholder
+ * (README.md lists it).
  *
  * Reached through: syscall(SYS_io_submit) (libaio's io_submit) and
  * syscall(SYS_io_uring_register) (interpose_syscall.c), liburing's exported
@@ -40,6 +43,8 @@
 #include <linux/io_uring.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 
 /* io_uring_register(2) opcodes and arguments (Linux:
@@ -74,49 +79,120 @@ void uep_pl_hand_to_kernel(int n) {
   }
 }
 
-static void hand_array(const int *fds, unsigned long nr) {
-  if (!fds) return;
-  for (unsigned long i = 0; i < nr; ++i) uep_pl_hand_to_kernel(fds[i]);
+static int polled_form(int n);
+
+/* A registration's file array as the kernel is to read it: each file handed
+ * to the kernel, and the program's array itself unless it names an epoll
+ * instance, else a copy (in *copy, the caller frees it) in which each
+ * instance is its kernel form.  Without memory for the copy the array goes
+ * as it is. */
+static const int *files_for_kernel(const int *fds, unsigned long nr, int **copy) {
+  *copy = NULL;
+  if (!fds) return fds;
+  for (unsigned long i = 0; i < nr; ++i) {
+    const int k = polled_form(fds[i]);
+    if (k < 0) {
+      uep_pl_hand_to_kernel(fds[i]);
+      continue;
+    }
+    if (!*copy) {
+      *copy = malloc(nr * sizeof **copy);
+      if (!*copy) return fds;
+      memcpy(*copy, fds, nr * sizeof **copy);
+    }
+    (*copy)[i] = k;
+  }
+  return *copy ? *copy : fds;
 }
 
-void uep_pl_register_operands(unsigned opcode, const void *arg, unsigned nr_args) {
-  if (!arg) return;
+/* A copy of the registration header h (size bytes) whose file pointer, at
+ * offset at, names files; h itself when files is the program's array. */
+static const void *with_files(const void *h, size_t size, size_t at, const int *files, const int *theirs,
+                              struct uep_pl_operands *keep) {
+  if (files == theirs) return h;
+  void *c = malloc(size);
+  if (!c) return h;
+  memcpy(c, h, size);
+  const uint64_t p = (uint64_t)(uintptr_t)files;
+  memcpy((char *)c + at, &p, sizeof p);
+  keep->head = c;
+  return c;
+}
+
+const void *uep_pl_register_operands(unsigned opcode, const void *arg, unsigned nr_args,
+                                      struct uep_pl_operands *keep) {
+  if (!arg) return arg;
   switch (opcode) {
     case kRegisterFiles:
-      hand_array(arg, nr_args);
-      break;
-    case kRegisterFilesUpdate:
-      hand_array((const int *)(uintptr_t)((const struct files_update *)arg)->fds, nr_args);
-      break;
+      return files_for_kernel(arg, nr_args, &keep->files);
+    case kRegisterFilesUpdate: {
+      const struct files_update *u = arg;
+      const int *theirs = (const int *)(uintptr_t)u->fds;
+      return with_files(u, sizeof *u, offsetof(struct files_update, fds), files_for_kernel(theirs, nr_args, &keep->files),
+                        theirs, keep);
+    }
     case kRegisterFiles2:
       if (nr_args == sizeof(struct rsrc_register)) {
         const struct rsrc_register *r = arg;
-        hand_array((const int *)(uintptr_t)r->data, r->nr);
+        const int *theirs = (const int *)(uintptr_t)r->data;
+        return with_files(r, sizeof *r, offsetof(struct rsrc_register, data),
+                          files_for_kernel(theirs, r->nr, &keep->files), theirs, keep);
       }
-      break;
+      return arg;
     case kRegisterFilesUpdate2:
       if (nr_args == sizeof(struct rsrc_update2)) {
         const struct rsrc_update2 *r = arg;
-        hand_array((const int *)(uintptr_t)r->data, r->nr);
+        const int *theirs = (const int *)(uintptr_t)r->data;
+        return with_files(r, sizeof *r, offsetof(struct rsrc_update2, data),
+                          files_for_kernel(theirs, r->nr, &keep->files), theirs, keep);
       }
-      break;
+      return arg;
     default:
-      break;
+      return arg;
   }
 }
 
-void uep_pl_kernel_operands_syscall(long nr, const long *a) {
+/* An iocb that names an epoll instance names its kernel form until the
+ * system call returns: keep->cbs and keep->fildes record what to put back. */
+static void iocb_polled_form(struct iocb *cb, long nr, struct uep_pl_operands *keep) {
+  const int k = polled_form((int)cb->aio_fildes);
+  if (k < 0) return;
+  if (!keep->cbs) {
+    keep->cbs = malloc((size_t)nr * sizeof *keep->cbs);
+    keep->fildes = malloc((size_t)nr * sizeof *keep->fildes);
+    if (!keep->cbs || !keep->fildes) {
+      free(keep->cbs), free(keep->fildes);
+      keep->cbs = NULL, keep->fildes = NULL;
+      return;
+    }
+  }
+  keep->cbs[keep->n] = cb;
+  keep->fildes[keep->n++] = cb->aio_fildes;
+  cb->aio_fildes = (uint32_t)k;
+}
+
+void uep_pl_kernel_operands_syscall(long nr, long *a, struct uep_pl_operands *keep) {
   if (nr == SYS_io_uring_register) {
-    uep_pl_register_operands((unsigned)a[1], (const void *)a[2], (unsigned)a[3]);
+    a[2] = (long)(uintptr_t)uep_pl_register_operands((unsigned)a[1], (const void *)a[2], (unsigned)a[3], keep);
   } else if (nr == SYS_io_submit && a[1] > 0 && a[2]) {
     /* Each iocb's file, and the eventfd it signals (IOCB_FLAG_RESFD). */
     struct iocb *const *cbs = (struct iocb *const *)a[2];
     for (long i = 0; i < a[1]; ++i) {
       if (!cbs[i]) continue;
+      iocb_polled_form(cbs[i], a[1], keep);
       uep_pl_hand_to_kernel((int)cbs[i]->aio_fildes);
       if (cbs[i]->aio_flags & IOCB_FLAG_RESFD) uep_pl_convert_eventfd((int)cbs[i]->aio_resfd);
     }
   }
+}
+
+void uep_pl_operands_done(struct uep_pl_operands *keep) {
+  for (long i = 0; i < keep->n; ++i) keep->cbs[i]->aio_fildes = keep->fildes[i];
+  free(keep->cbs);
+  free(keep->fildes);
+  free(keep->files);
+  free(keep->head);
+  *keep = (struct uep_pl_operands){0};
 }
 
 /* liburing's file registration (its own symbols: inline system calls). */
@@ -128,24 +204,32 @@ int io_uring_register_files_update_tag(struct io_uring *ring, unsigned off, cons
                                        unsigned nr);
 
 int io_uring_register_files(struct io_uring *ring, const int *files, unsigned nr) {
-  hand_array(files, nr);
-  return UEP_PL_REAL(io_uring_register_files)(ring, files, nr);
+  int *copy;
+  const int r = UEP_PL_REAL(io_uring_register_files)(ring, files_for_kernel(files, nr, &copy), nr);
+  free(copy);
+  return r;
 }
 
 int io_uring_register_files_tags(struct io_uring *ring, const int *files, const uint64_t *tags, unsigned nr) {
-  hand_array(files, nr);
-  return UEP_PL_REAL(io_uring_register_files_tags)(ring, files, tags, nr);
+  int *copy;
+  const int r = UEP_PL_REAL(io_uring_register_files_tags)(ring, files_for_kernel(files, nr, &copy), tags, nr);
+  free(copy);
+  return r;
 }
 
 int io_uring_register_files_update(struct io_uring *ring, unsigned off, const int *files, unsigned nr) {
-  hand_array(files, nr);
-  return UEP_PL_REAL(io_uring_register_files_update)(ring, off, files, nr);
+  int *copy;
+  const int r = UEP_PL_REAL(io_uring_register_files_update)(ring, off, files_for_kernel(files, nr, &copy), nr);
+  free(copy);
+  return r;
 }
 
 int io_uring_register_files_update_tag(struct io_uring *ring, unsigned off, const int *files, const uint64_t *tags,
                                        unsigned nr) {
-  hand_array(files, nr);
-  return UEP_PL_REAL(io_uring_register_files_update_tag)(ring, off, files, tags, nr);
+  int *copy;
+  const int r = UEP_PL_REAL(io_uring_register_files_update_tag)(ring, off, files_for_kernel(files, nr, &copy), tags, nr);
+  free(copy);
+  return r;
 }
 
 /* liburing's struct io_uring up to its flags (liburing.h; the same layout

@@ -8,7 +8,8 @@
  * IOCB_CMD_POLL and IOCB_CMD_PREAD on a pipe, and POSIX AIO (glibc's
  * helper threads call pread/pwrite inside libc) on a pipe and a socket
  * pair, where the preload makes each a kernel one at the call
- * (src/preload/kernel_operands.c).  Exits 77 (skipped) when io_setup is
+ * (src/preload/kernel_operands.c), and IOCB_CMD_POLL on an epoll instance,
+ * which the preload gives the instance's kernel form for the call.  Exits 77 (skipped) when io_setup is
  * refused here.
  */
 #define _GNU_SOURCE
@@ -97,6 +98,26 @@ int main(void) {
     got = io_getevents(ctx, 1, 1, done, &ts);
     printf("io_getevents %d res %ld data %.8s\n", got, got > 0 ? (long)done[0].res : 0L, pbuf);
   }
+
+  /* An epoll instance polled by the kernel's AIO (its eventfd written after
+   * the submission); the iocb names the instance again when io_submit has
+   * returned, and the completion reports the iocb's address. */
+  int aep = epoll_create1(0), aev = eventfd(0, EFD_NONBLOCK);
+  struct epoll_event ae = {.events = EPOLLIN, .data.u64 = 88};
+  if (aep < 0 || aev < 0 || epoll_ctl(aep, EPOLL_CTL_ADD, aev, &ae) < 0) return 1;
+  struct iocb ec;
+  io_prep_poll(&ec, aep, POLLIN);
+  ec.data = (void *)(uintptr_t)22;
+  one_cb[0] = &ec;
+  r = io_submit(ctx, 1, one_cb);
+  printf("io_submit epoll poll %d, iocb names the instance %d\n", r, (int)ec.aio_fildes == aep);
+  printf("write eventfd %zd\n", write(aev, &one, sizeof one));
+  got = io_getevents(ctx, 1, 1, done, &ts);
+  printf("io_getevents %d data %lu res 0x%lx obj is the iocb %d\n", got,
+         got > 0 ? (unsigned long)(uintptr_t)done[0].data : 0UL, got > 0 ? (unsigned long)done[0].res : 0UL,
+         got > 0 && done[0].obj == &ec);
+  r = epoll_wait(aep, &ev, 1, 0);
+  printf("epoll_wait instance %d data %llu\n", r, r > 0 ? (unsigned long long)ev.data.u64 : 0ULL);
   io_destroy(ctx);
 
   /* POSIX AIO: a write to the pipe, a read from a socket pair. */

@@ -11,7 +11,10 @@
  * registered (src/preload/kernel_operands.c).  Then SQEs that name a
  * pipe, a socket pair and an eventfd directly (and a splice between them),
  * where the preload makes each a kernel one as liburing submits the SQE
- * (kernel_operands.c), and an SQE that polls an epoll instance.  Exits 77 (skipped) when this
+ * (kernel_operands.c), an SQE that polls an epoll instance, and epoll
+ * instances among registered files, polled by fixed-file SQEs (the preload
+ * registers a copy of the array naming each instance's kernel form).
+ * Exits 77 (skipped) when this
  * kernel or sandbox refuses io_uring_setup.
  */
 #define _GNU_SOURCE
@@ -192,6 +195,41 @@ int main(void) {
   struct epoll_event got_ev;
   const int pn = epoll_wait(pep, &got_ev, 1, 0);
   printf("epoll: epoll_wait %d data %llu\n", pn, pn > 0 ? (unsigned long long)got_ev.data.u64 : 0ULL);
+
+  /* Epoll instances among registered files: registered with a pipe end by
+   * io_uring_register_files and polled by a fixed-file SQE (its eventfd
+   * written after the submission), then put at index 0 by
+   * syscall(SYS_io_uring_register, IORING_REGISTER_FILES_UPDATE), an
+   * instance with an event already, polled the same way.  The program's
+   * arrays keep naming the instances. */
+  int rep = epoll_create1(0), rev = eventfd(0, EFD_NONBLOCK);
+  int rep2 = epoll_create1(0), rev2 = eventfd(1, EFD_NONBLOCK);
+  struct epoll_event re = {.events = EPOLLIN};
+  if (rep < 0 || rev < 0 || epoll_ctl(rep, EPOLL_CTL_ADD, rev, &re) < 0) return 1;
+  if (rep2 < 0 || rev2 < 0 || epoll_ctl(rep2, EPOLL_CTL_ADD, rev2, &re) < 0) return 1;
+  int rfiles[2] = {p[0], rep};
+  printf("files+epoll: register_files %d\n", io_uring_register_files(&ring, rfiles, 2));
+  printf("files+epoll: array names the instance %d\n", rfiles[1] == rep);
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_poll_add(sqe, 1, POLLIN);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  sqe->user_data = 501;
+  printf("files+epoll: submit %d\n", io_uring_submit(&ring));
+  drain_cqes(&ring, "files+epoll");
+  if (write(rev, &one, sizeof one) != sizeof one) return 1;
+  printf("files+epoll: wait %d\n", io_uring_wait_cqe_timeout(&ring, &cqe, &wait));
+  drain_cqes(&ring, "files+epoll");
+  int ufiles[1] = {rep2};
+  struct io_uring_files_update upd = {.offset = 0, .fds = (uint64_t)(uintptr_t)ufiles};
+  printf("files+epoll: update %ld\n", syscall(SYS_io_uring_register, ring.ring_fd, IORING_REGISTER_FILES_UPDATE, &upd, 1));
+  printf("files+epoll: update names the instance %d\n", ufiles[0] == rep2 && upd.fds == (uint64_t)(uintptr_t)ufiles);
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_poll_add(sqe, 0, POLLIN);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  sqe->user_data = 502;
+  printf("files+epoll: submit %d\n", io_uring_submit_and_wait(&ring, 1));
+  drain_cqes(&ring, "files+epoll");
+  printf("files+epoll: unregister_files %d\n", io_uring_unregister_files(&ring));
   io_uring_queue_exit(&ring);
   return 0;
 }
