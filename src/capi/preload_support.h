@@ -53,6 +53,14 @@ UEP_EXPORT long uep__epoll_registrations(int epfd, struct uep__registration *out
  * calls only. */
 UEP_EXPORT void uep__carry_sockopts(int fd, int kfd);
 
+/* A new kernel descriptor (close-on-exec) that is uepoll descriptor fd for
+ * the kernel (core::File::kernel_form: a timerfd's kernel timer, holding
+ * its expirations), for the preload to show in fd's place when the program
+ * hands it to a kernel interface; -1 with errno EBADF (fd not open),
+ * EINVAL (a file without one), EOPNOTSUPP (a timerfd on the virtual
+ * clock) or the kernel's. */
+UEP_EXPORT int uep__kernel_form(int fd);
+
 /* uepoll descriptor fd, shown to the program as number `shown`: if it has
  * O_ASYNC, its signals carry si_fd = shown (File::kill_fasync). */
 UEP_EXPORT void uep__set_fasync_fd(int fd, int shown);

@@ -4,6 +4,7 @@
 // uep__next_own_fd: uepoll's own kernel descriptors (core/own_fds.h),
 // and the movable ones of the preload (core/own_slot.h);
 // uep__file_id: a descriptor's open file description, for kcmp;
+// uep__kernel_form: a file's kernel form, for the kernel interfaces;
 // uep__epoll_registrations: an instance's registrations, and
 // uep__carry_sockopts: a socket's options, for the fork conversion to move
 // them;
@@ -73,6 +74,16 @@ extern "C" int uep__stream_state(int fd, struct uep__stream_state* out) {
 extern "C" void uep__carry_sockopts(int fd, int kfd) {
   uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
   if (f) f->carry_options(kfd);
+}
+
+extern "C" int uep__kernel_form(int fd) {
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  const int k = f ? f->kernel_form() : -EBADF;
+  if (k < 0) {
+    errno = -k;
+    return -1;
+  }
+  return k;
 }
 
 extern "C" void uep__set_fasync_fd(int fd, int shown) {

@@ -197,6 +197,11 @@ class alignas(64) File {
   // A socket of a pair: copies the options the program set on it onto
   // kernel socket kfd (the preload's conversion at fork).
   virtual void carry_options(int /*kfd*/) noexcept {}
+  // A new kernel descriptor (close-on-exec) that is this file for the
+  // kernel, for the preload to put in its place when the program hands it
+  // to a kernel interface; -EINVAL for a file that has none (a timerfd
+  // has its kernel timer).
+  virtual int kernel_form() noexcept { return -EINVAL; }
 
   // Splice, tee, vmsplice, sendfile (fs/splice.c; core/splice.h).  The C
   // API checks the arguments in Linux's order, then asks these.  Moves go

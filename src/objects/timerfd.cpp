@@ -26,6 +26,7 @@
 #include <semaphore.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
@@ -346,6 +347,38 @@ int TimerFd::gettime(struct itimerspec* curr) noexcept {
   if (virtual_) return v_gettime(curr);
   core::OwnSlot::Use k(kfd_);
   return ::timerfd_gettime(k.fd(), curr) < 0 ? -errno : 0;
+}
+
+namespace {
+// TFD_IOC_SET_TICKS (Linux include/uapi/linux/timerfd.h; glibc's header
+// leaves it out).
+constexpr unsigned long kSetTicks = _IOW('T', 0, uint64_t);
+}  // namespace
+
+int TimerFd::kernel_form() noexcept {
+  if (virtual_) return -EOPNOTSUPP;
+  int d;
+  {
+    core::OwnSlot::Use k(kfd_);
+    d = ::fcntl(k.fd(), F_DUPFD_CLOEXEC, 0);
+  }
+  if (d < 0) return -errno;
+  uint64_t ticks = take_carried();
+  if (ticks == 0) return d;
+  // The kernel's own count joins the carried ones (TFD_IOC_SET_TICKS sets
+  // the count, it does not add to it).
+  uint64_t now = 0;
+  {
+    Rearm cycle(rearm_);  // the read re-arms an expired timer
+    if (::read(d, &now, sizeof now) == static_cast<ssize_t>(sizeof now)) ticks += now;
+  }
+  if (::ioctl(d, kSetTicks, &ticks) < 0) {
+    const int e = errno;
+    carried_.fetch_add(ticks, std::memory_order_relaxed);
+    ::close(d);
+    return -e;
+  }
+  return d;
 }
 
 ssize_t TimerFd::kernel_read(uint64_t* ticks) noexcept {

@@ -86,6 +86,13 @@ class TimerFd final : public core::File {
   // carried_.  0, or -errno (the timer then stays shared, as on Linux).
   int fork_rebuild() noexcept;
 
+  // A dup of the kernel timer (close-on-exec), holding every expiration
+  // the timer holds: those carried across fork() go into it with
+  // TFD_IOC_SET_TICKS.  -EOPNOTSUPP on the virtual clock (the kernel timer
+  // is never armed); the kernel's error otherwise (ENOTTY without
+  // CONFIG_CHECKPOINT_RESTORE, the expirations then kept in carried_).
+  int kernel_form() noexcept override;
+
   // The service's key for this timer (an index of its table), set by
   // TimerService::add before the timer is shared; service_ctl makes op on
   // the service's kernel epoll for the kernel timer, keyed so (0 or

@@ -24,7 +24,8 @@
  * other kernel descriptor.  posix_spawn[p]() does the same for every uepoll
  * eventfd the child would inherit (not close-on-exec), and
  * posix_spawn_file_actions_adddup2() for its source, so that the spawned
- * program shares the eventfd as on Linux.
+ * program shares the eventfd as on Linux; both do it for timerfds too,
+ * through timerfd_convert.c, which shares steps 3 and 4 of this file.
  *
  * Reached through: liburing's exported io_uring_register_eventfd[_async]
  * and io_uring_register (liburing makes its system calls inline, so these
@@ -91,10 +92,14 @@ static unsigned long long take_count(int u, unsigned long long snapshot, int sem
   return v;
 }
 
-/* Steps 3 and 4 for the numbers shown[0..ns) of one eventfd (key). */
-static void move_eventfd(const int *shown, const int *us, int ns, unsigned long long key) {
+/* Steps 3 and 4 for the numbers shown[0..ns) of one object (key, as
+ * key_of names it): each registration moves to the kernel descriptor now
+ * at the number it was made through, and the uepoll descriptors us[] are
+ * closed.  `what` names the object in the refusal. */
+void uep_pl_move_to_kernel(const int *shown, const int *us, int ns, unsigned long long key,
+                           unsigned long long (*key_of)(int u), const char *what) {
   int nregs = 0;
-  struct uep_pl_reg *regs = uep_pl_collect_registrations(uep_pl_high_water(), &nregs, eventfd_key);
+  struct uep_pl_reg *regs = uep_pl_collect_registrations(uep_pl_high_water(), &nregs, key_of);
   for (int j = 0; j < nregs; ++j) {
     if (regs[j].conn != key) continue;
     uep_epoll_ctl(regs[j].ue, EPOLL_CTL_DEL, regs[j].tfd, NULL);
@@ -102,23 +107,29 @@ static void move_eventfd(const int *shown, const int *us, int ns, unsigned long 
     for (int i = 0; i < ns && n < 0; ++i)
       if (us[i] == regs[j].tfd) n = shown[i];
     struct epoll_event ev = regs[j].ev;
-    if (n < 0 || uep_epoll_ctl(regs[j].ue, EPOLL_CTL_ADD, n, &ev) < 0)
-      uep_pl_refuse("eventfd handed to the kernel: a registration could not be moved to its kernel "
-                    "descriptor (registered under a number since closed, or out of memory)");
+    if (n < 0 || uep_epoll_ctl(regs[j].ue, EPOLL_CTL_ADD, n, &ev) < 0) {
+      char why[200];
+      snprintf(why, sizeof why,
+               "%s handed to the kernel: a registration could not be moved to its kernel "
+               "descriptor (registered under a number since closed, or out of memory)",
+               what);
+      uep_pl_refuse(why);
+    }
   }
   free(regs);
   for (int i = 0; i < ns; ++i) uep_close(us[i]);
 }
 
-/* The numbers showing the eventfd `key` (malloc'd, with their uepoll
- * descriptors in *us_out); *ns_out set. */
-static int *numbers_of(unsigned long long key, int **us_out, int *ns_out) {
+/* The numbers showing a uepoll object of `kind` that key_of names `key`
+ * (malloc'd, with their uepoll descriptors in *us_out); *ns_out set. */
+int *uep_pl_numbers_showing(int kind, unsigned long long (*key_of)(int u), unsigned long long key, int **us_out,
+                            int *ns_out) {
   int *shown = NULL, *us = NULL, ns = 0, cap = 0, ucap = 0;
   const int hw = uep_pl_high_water();
   for (int m = 0; m < hw; ++m) {
-    if (uep_pl_kind(m) != UEP_PL_EVENTFD) continue;
+    if (uep_pl_kind(m) != kind) continue;
     const int um = uep_pl_map(m);
-    if (!um || eventfd_key(um) != key) continue;
+    if (!um || key_of(um) != key) continue;
     int *t = uep_pl_grow_for_one(shown, &cap, ns, sizeof *shown);
     int *tu = t ? uep_pl_grow_for_one(us, &ucap, ns, sizeof *us) : NULL;
     if (t) shown = t;
@@ -139,7 +150,7 @@ static int convert_locked(int n) {
   const unsigned long long key = u && uep_pl_kind(n) == UEP_PL_EVENTFD ? eventfd_info(u, &snapshot, &semaphore) : 0;
   if (!key) return -1;
   int *us = NULL, ns = 0;
-  int *shown = numbers_of(key, &us, &ns);
+  int *shown = uep_pl_numbers_showing(UEP_PL_EVENTFD, eventfd_key, key, &us, &ns);
   int fl = uep_fcntl(u, F_GETFL);
   if (fl < 0) fl = 0;
   int k = ns ? UEP_PL_REAL(eventfd)(0, EFD_CLOEXEC | (semaphore ? EFD_SEMAPHORE : 0) | (fl & O_NONBLOCK)) : -1;
@@ -158,7 +169,7 @@ static int convert_locked(int n) {
     uep_pl_unbind(shown[i]);
   }
   UEP_PL_REAL(close)(k);
-  move_eventfd(shown, us, ns, key);
+  uep_pl_move_to_kernel(shown, us, ns, key, eventfd_key, "eventfd");
   uep_pl_count(UEP_PL_EVENTFD_CONVERTED, 1);
   free(shown);
   free(us);
@@ -166,23 +177,34 @@ static int convert_locked(int n) {
 }
 
 int uep_pl_convert_eventfd(int n) {
-  if (uep_pl_inside() || n < 0 || uep_pl_kind(n) != UEP_PL_EVENTFD || !uep_pl_map(n)) return -1;
+  if (uep_pl_inside()) return -1;
   UEP_PL_ENTER();
-  const int r = convert_locked(n);
+  const int r = uep_pl_convert_eventfd_inside(n);
   UEP_PL_LEAVE();
   return r;
 }
 
-void uep_pl_convert_inherited_eventfds(void) {
+int uep_pl_convert_eventfd_inside(int n) {
+  if (n < 0 || uep_pl_kind(n) != UEP_PL_EVENTFD || !uep_pl_map(n)) return -1;
+  return convert_locked(n);
+}
+
+void uep_pl_convert_inherited(void) {
   if (uep_pl_inside()) return;
   const int hw = uep_pl_high_water();
   for (int n = 0; n < hw; ++n) {
-    const int u = uep_pl_kind(n) == UEP_PL_EVENTFD ? uep_pl_map(n) : 0;
+    const int kind = uep_pl_kind(n);
+    const int u = kind == UEP_PL_EVENTFD || kind == UEP_PL_TIMER ? uep_pl_map(n) : 0;
     if (!u) continue;
     UEP_PL_ENTER();
     const int fdfl = uep_fcntl(u, F_GETFD);
     UEP_PL_LEAVE();
-    if (fdfl >= 0 && !(fdfl & FD_CLOEXEC)) uep_pl_convert_eventfd(n);
+    if (fdfl >= 0 && !(fdfl & FD_CLOEXEC)) {
+      if (kind == UEP_PL_EVENTFD)
+        uep_pl_convert_eventfd(n);
+      else
+        uep_pl_convert_timerfd(n);
+    }
   }
 }
 
@@ -238,5 +260,6 @@ int io_uring_register(unsigned fd, unsigned opcode, const void *arg, unsigned nr
 /* A spawned child given a uepoll eventfd by a file action shares it. */
 int posix_spawn_file_actions_adddup2(posix_spawn_file_actions_t *actions, int fd, int newfd) {
   uep_pl_convert_eventfd(fd);
+  uep_pl_convert_timerfd(fd);
   return UEP_PL_REAL(posix_spawn_file_actions_adddup2)(actions, fd, newfd);
 }

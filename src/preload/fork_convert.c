@@ -434,7 +434,7 @@ pid_t vfork(void) { return fork(); }
 FILE *popen(const char *command, const char *mode) {
   if (!uep_pl_inside()) {
     convert_streams();
-    uep_pl_convert_inherited_eventfds();
+    uep_pl_convert_inherited();
   }
   uep__own_fds_hold();
   FILE *f = UEP_PL_REAL(popen)(command, mode);
@@ -445,7 +445,7 @@ FILE *popen(const char *command, const char *mode) {
 int system(const char *command) {
   if (!uep_pl_inside() && command) {
     convert_streams();
-    uep_pl_convert_inherited_eventfds();
+    uep_pl_convert_inherited();
   }
   uep__own_fds_hold();
   const int r = UEP_PL_REAL(system)(command);
@@ -457,7 +457,7 @@ int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *
                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
   if (!uep_pl_inside()) {
     convert_streams();
-    uep_pl_convert_inherited_eventfds(); /* the child shares them (eventfd_convert.c) */
+    uep_pl_convert_inherited(); /* the child shares its eventfds and timerfds (eventfd_convert.c) */
   }
   uep__own_fds_hold();
   const int r = UEP_PL_REAL(posix_spawn)(pid, path, actions, attr, argv, envp);
@@ -469,7 +469,7 @@ int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t 
                  const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
   if (!uep_pl_inside()) {
     convert_streams();
-    uep_pl_convert_inherited_eventfds(); /* the child shares them (eventfd_convert.c) */
+    uep_pl_convert_inherited(); /* the child shares its eventfds and timerfds (eventfd_convert.c) */
   }
   uep__own_fds_hold();
   const int r = UEP_PL_REAL(posix_spawnp)(pid, file, actions, attr, argv, envp);

@@ -3,9 +3,9 @@
  * (fork_convert.c, step 2; owned by src/preload/): what is queued in a
  * uepoll pipe or socket pair is read from it and written, in order, to the
  * kernel object that replaces it.  A socket's queued descriptors go with
- * their bytes, made passable over a kernel socket first (a uepoll pipe or
- * pair among them is converted before it; any other uepoll object is
- * dropped, said once).
+ * their bytes, made passable over a kernel socket first (a uepoll pipe,
+ * pair, eventfd or timerfd among them is converted before it; an epoll
+ * instance is dropped, said once).
  *
  * Locks: none of its own; uepoll's calls take theirs.
  */
@@ -72,8 +72,9 @@ static void drop_number(int n) {
 
 /* The descriptors of the SCM_RIGHTS message in m (at most max), made
  * passable over a kernel socket: a uepoll pipe or pair becomes a kernel
- * one (its own group converted first), any other uepoll object cannot be
- * and is dropped, said once.  Returns the count kept in out. */
+ * one (its own group converted first), an eventfd or timerfd too
+ * (eventfd_convert.c, timerfd_convert.c); an epoll instance cannot be and
+ * is dropped, said once.  Returns the count kept in out. */
 static int kernel_passable(struct msghdr *m, int *out, int max) {
   int n = 0;
   for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
@@ -84,9 +85,12 @@ static int kernel_passable(struct msghdr *m, int *out, int max) {
       memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
       const int kind = uep_pl_kind(fd);
       if (uep_pl_map(fd) && (kind == UEP_PL_PIPE || kind == UEP_PL_SOCKET)) uep_pl_convert_streams_of(fd);
+      if (uep_pl_map(fd) && kind == UEP_PL_EVENTFD) uep_pl_convert_eventfd_inside(fd);
+      if (uep_pl_map(fd) && kind == UEP_PL_TIMER) uep_pl_convert_timerfd_inside(fd);
       if (uep_pl_map(fd)) {
-        uep_pl_refuse("fork(): a uepoll descriptor in flight over a uepoll socket pair (an epoll, eventfd or "
-                      "timerfd, or a pair carrying itself) cannot go into the kernel pair the fork makes of it: dropped");
+        uep_pl_refuse("fork(): a uepoll descriptor in flight over a uepoll socket pair (an epoll instance, a "
+                      "virtual-clock timerfd, or a pair carrying itself) cannot go into the kernel pair the fork "
+                      "makes of it: dropped");
         drop_number(fd);
         continue;
       }

@@ -93,8 +93,28 @@ int uep_pl_move_messages(int u, long n, int k);
  * -1 when n shows no uepoll eventfd or no kernel one could be made.  The
  * hooks: the calls that hand an eventfd to the kernel to signal. */
 int uep_pl_convert_eventfd(int n);
-void uep_pl_convert_inherited_eventfds(void);
+/* The same from inside uepoll's calls (UEP_PL_ENTER held: the fork
+ * conversion's move of descriptors in flight). */
+int uep_pl_convert_eventfd_inside(int n);
+/* Before a spawn (posix_spawn[p], popen, system): each uepoll eventfd and
+ * timerfd the child would inherit (not close-on-exec) made a kernel one, so
+ * that the child shares it (timerfd_convert.c for timers). */
+void uep_pl_convert_inherited(void);
 void uep_pl_kernel_signals_syscall(long nr, const long *a);
+/* The steps a conversion into a kernel object shares (eventfd_convert.c):
+ * the numbers showing a uepoll object of `kind` that key_of names `key`
+ * (malloc'd, their uepoll descriptors in *us, malloc'd), and, once the
+ * kernel descriptor is at those numbers, the object's registrations moved
+ * to it and the uepoll descriptors closed. */
+int *uep_pl_numbers_showing(int kind, unsigned long long (*key_of)(int u), unsigned long long key, int **us,
+                            int *ns);
+void uep_pl_move_to_kernel(const int *shown, const int *us, int ns, unsigned long long key,
+                           unsigned long long (*key_of)(int u), const char *what);
+/* timerfd_convert.c: the uepoll timerfd shown as n becomes its own kernel
+ * timer under the same numbers (0), or stays (-1: not a uepoll timerfd, on
+ * the virtual clock, or no kernel form). */
+int uep_pl_convert_timerfd(int n);
+int uep_pl_convert_timerfd_inside(int n); /* UEP_PL_ENTER held */
 /* kernel_operands.c: the descriptor n handed to the kernel to act on later
  * (an AIO iocb's, a registered io_uring file): a uepoll pipe, pair or
  * eventfd becomes a kernel one first, under the same numbers.  The hooks:

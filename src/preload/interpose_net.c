@@ -194,10 +194,11 @@ ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sock
 ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, socklen_t *alen) {
   UEP_PL_FORWARD2(fd, recvfrom, (u, buf, len, flags, a, alen), recvfrom, (fd, buf, len, flags, a, alen));
 }
-/* SCM_RIGHTS over a kernel socket: a uepoll pipe or socket pair named in it
- * becomes a kernel one first (fork_convert.c), so that the receiver gets
- * the object; any other uepoll object would reach the kernel as its
- * placeholder: said once. */
+/* SCM_RIGHTS over a kernel socket: a uepoll pipe, socket pair, eventfd or
+ * timerfd named in it becomes a kernel one first (kernel_operands.c), so
+ * that the receiver gets the object; an epoll instance (or a timer on the
+ * virtual clock, a pipe a thread is blocked on) would reach the kernel as
+ * its placeholder: said once. */
 static int plausible(const void *p) { return (uintptr_t)p >= 4096 && (uintptr_t)p < 0x00007ffffffff000ULL; }
 
 void uep_pl_kernel_rights(const struct msghdr *m) {
@@ -213,11 +214,11 @@ void uep_pl_kernel_rights(const struct msghdr *m) {
       int fd;
       memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
       if (!uep_pl_map(fd)) continue;
-      const int kind = uep_pl_kind(fd);
-      if (kind == UEP_PL_PIPE || kind == UEP_PL_SOCKET) uep_pl_convert_stream(fd);
+      uep_pl_hand_to_kernel(fd);
       if (uep_pl_map(fd))
-        uep_pl_refuse("sendmsg(SCM_RIGHTS) of a uepoll epoll/eventfd/timerfd (or a busy pipe) over a kernel socket: "
-                      "the receiver gets a placeholder (UEPOLL_PRELOAD_KINDS can keep that kind in the kernel)");
+        uep_pl_refuse("sendmsg(SCM_RIGHTS) of a uepoll epoll instance (or a busy pipe, a virtual-clock timerfd) over "
+                      "a kernel socket: the receiver gets a placeholder (UEPOLL_PRELOAD_KINDS can keep that kind in "
+                      "the kernel)");
     }
   }
 }

@@ -8,14 +8,15 @@
  * lio_listio: glibc's helper threads call pread/pwrite inside libc).  A
  * uepoll pipe end or socket pair shown there is made a kernel one first
  * (fork_convert.c, as at fork), a uepoll eventfd a kernel eventfd
- * (eventfd_convert.c), both under the same numbers, so that the kernel acts
+ * (eventfd_convert.c), a uepoll timerfd its own kernel timer
+ * (timerfd_convert.c), all under the same numbers, so that the kernel acts
  * on the program's object as on Linux.  An epoll instance there is given
  * its kernel form (uep_epoll_kernel_fd): in an SQE, which the kernel reads
  * once, in place; in a registered file array, a copy the kernel reads
  * instead of the program's; in an iocb, in place for the system call and
  * put back after it (the kernel reports the iocb's address, and the program
- * may read its aio_fildes again).  A timerfd stays behind its placeholder
- * (README.md lists it).
+ * may read its aio_fildes again).  A timerfd on the virtual clock stays
+ * behind its placeholder (README.md lists it).
  *
  * Reached through: syscall(SYS_io_submit) (libaio's io_submit) and
  * syscall(SYS_io_uring_register) (interpose_syscall.c), liburing's exported
@@ -73,6 +74,9 @@ void uep_pl_hand_to_kernel(int n) {
     case UEP_PL_PIPE:
     case UEP_PL_SOCKET:
       uep_pl_convert_stream(n);
+      break;
+    case UEP_PL_TIMER:
+      uep_pl_convert_timerfd(n);
       break;
     default:
       break;

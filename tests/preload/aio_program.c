@@ -8,8 +8,11 @@
  * IOCB_CMD_POLL and IOCB_CMD_PREAD on a pipe, and POSIX AIO (glibc's
  * helper threads call pread/pwrite inside libc) on a pipe and a socket
  * pair, where the preload makes each a kernel one at the call
- * (src/preload/kernel_operands.c), and IOCB_CMD_POLL on an epoll instance,
- * which the preload gives the instance's kernel form for the call.  Exits 77 (skipped) when io_setup is
+ * (src/preload/kernel_operands.c), IOCB_CMD_POLL on an epoll instance,
+ * which the preload gives the instance's kernel form for the call, and a
+ * timerfd polled and read by AIO (in a fork child too, with the count it
+ * carried), which the preload makes its own kernel timer
+ * (src/preload/timerfd_convert.c).  Exits 77 (skipped) when io_setup is
  * refused here.
  */
 #define _GNU_SOURCE
@@ -25,6 +28,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int main(void) {
@@ -118,6 +123,56 @@ int main(void) {
          got > 0 && done[0].obj == &ec);
   r = epoll_wait(aep, &ev, 1, 0);
   printf("epoll_wait instance %d data %llu\n", r, r > 0 ? (unsigned long long)ev.data.u64 : 0ULL);
+
+  /* A timerfd polled, then read, by the kernel's AIO, and watched by an
+   * epoll instance whose registration follows it to the kernel. */
+  const int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK), tep = epoll_create1(0);
+  struct epoll_event te = {.events = EPOLLIN, .data.u64 = 99};
+  struct itimerspec its = {.it_value = {.tv_nsec = 20 * 1000 * 1000}};
+  if (tfd < 0 || tep < 0 || epoll_ctl(tep, EPOLL_CTL_ADD, tfd, &te) < 0 || timerfd_settime(tfd, 0, &its, NULL) < 0)
+    return 1;
+  struct iocb tc;
+  io_prep_poll(&tc, tfd, POLLIN);
+  tc.data = (void *)(uintptr_t)23;
+  one_cb[0] = &tc;
+  printf("io_submit timerfd poll %d\n", io_submit(ctx, 1, one_cb));
+  got = io_getevents(ctx, 1, 1, done, &ts);
+  printf("io_getevents %d data %lu res 0x%lx\n", got, got > 0 ? (unsigned long)(uintptr_t)done[0].data : 0UL,
+         got > 0 ? (unsigned long)done[0].res : 0UL);
+  r = epoll_wait(tep, &ev, 1, 5000);
+  printf("epoll_wait timerfd %d data %llu\n", r, r > 0 ? (unsigned long long)ev.data.u64 : 0ULL);
+  uint64_t ticks = 0;
+  io_prep_pread(&tc, tfd, &ticks, sizeof ticks, 0);
+  tc.data = (void *)(uintptr_t)24;
+  printf("io_submit timerfd pread %d\n", io_submit(ctx, 1, one_cb));
+  got = io_getevents(ctx, 1, 1, done, &ts);
+  printf("io_getevents %d res %ld count %llu\n", got, got > 0 ? (long)done[0].res : 0L, (unsigned long long)ticks);
+  printf("epoll_wait timerfd after %d\n", epoll_wait(tep, &ev, 1, 0));
+  struct itimerspec cur = {.it_value = {.tv_sec = 1}};
+  r = timerfd_gettime(tfd, &cur);
+  printf("gettime %d disarmed %d\n", r, cur.it_value.tv_sec == 0 && cur.it_value.tv_nsec == 0);
+
+  /* A timer that expired before fork(), read by the child's AIO: the
+   * child's count is the one the timer held. */
+  const int tf2 = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+  its.it_value.tv_nsec = 1000 * 1000;
+  if (tf2 < 0 || timerfd_settime(tf2, 0, &its, NULL) < 0) return 1;
+  struct pollfd tp = {.fd = tf2, .events = POLLIN};
+  printf("poll expired timer %d\n", poll(&tp, 1, 5000));
+  const pid_t pid = fork();
+  if (pid == 0) {
+    io_context_t cctx = 0;
+    if (io_setup(1, &cctx) < 0) _exit(1);
+    ticks = 0;
+    io_prep_pread(&tc, tf2, &ticks, sizeof ticks, 0);
+    printf("child: io_submit timerfd pread %d\n", io_submit(cctx, 1, one_cb));
+    got = io_getevents(cctx, 1, 1, done, &ts);
+    printf("child: io_getevents %d res %ld count %llu\n", got, got > 0 ? (long)done[0].res : 0L,
+           (unsigned long long)ticks);
+    _exit(0);
+  }
+  int status = 0;
+  printf("child exit %d\n", pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   io_destroy(ctx);
 
   /* POSIX AIO: a write to the pipe, a read from a socket pair. */

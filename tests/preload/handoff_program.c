@@ -1,10 +1,10 @@
 /*
- * handoff_program.c - eventfds handed on: to a child by posix_spawn (a
- * file action's dup2, and inheritance of a descriptor without
- * close-on-exec), and to KVM's irqfd and ioeventfd ioctls.  Run plainly and
+ * handoff_program.c - eventfds and timerfds handed on: to a child by
+ * posix_spawn (a file action's dup2, and inheritance of a descriptor
+ * without close-on-exec), and eventfds to KVM's irqfd and ioeventfd ioctls.  Run plainly and
  * under uepoll-run (tests/preload/run.sh): the same output, where the
  * preload makes those uepoll objects kernel ones first
- * (src/preload/eventfd_convert.c, fork_convert.c).  The ioctls go to /dev/null (ENOTTY, no
+ * (src/preload/eventfd_convert.c, timerfd_convert.c, fork_convert.c).  The ioctls go to /dev/null (ENOTTY, no
  * KVM needed); the descriptor's kind afterwards is what is compared.
  */
 #define _GNU_SOURCE
@@ -19,6 +19,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,13 +33,35 @@ static int child(int fd, uint64_t value) {
   return w == (ssize_t)sizeof value ? 0 : 1;
 }
 
-static void spawn_and_wait(int ep, int efd, posix_spawn_file_actions_t *fa, const char *fdarg, const char *how) {
-  char *argv[] = {"handoff_program", "child", (char *)fdarg, NULL};
+/* The child of a timer: reads timerfd `fd` (blocking), exits with the count. */
+static int timer_child(int fd) {
+  uint64_t v = 0;
+  return read(fd, &v, sizeof v) == (ssize_t)sizeof v ? (int)v : 100;
+}
+
+/* A timerfd the child reads as `fdarg`: armed for 20 ms, watched by ep
+ * (level-triggered); the child takes the expiry, so ep has nothing after. */
+/* Runs this program as `role fdarg` through posix_spawn and waits for it. */
+static void spawn_role(const char *role, posix_spawn_file_actions_t *fa, const char *fdarg, const char *how) {
+  char *argv[] = {"handoff_program", (char *)role, (char *)fdarg, NULL};
   pid_t pid;
   int r = posix_spawn(&pid, "/proc/self/exe", fa, NULL, argv, environ);
   int st = 0;
   if (r == 0) waitpid(pid, &st, 0);
   printf("%s: spawn %d child exit %d\n", how, r, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+static void spawn_timer(int ep, int tfd, posix_spawn_file_actions_t *fa, const char *fdarg, const char *how) {
+  struct itimerspec its = {.it_value = {.tv_nsec = 20 * 1000 * 1000}};
+  if (timerfd_settime(tfd, 0, &its, NULL) < 0) printf("%s: settime failed\n", how);
+  spawn_role("timer", fa, fdarg, how);
+  struct epoll_event ev;
+  printf("%s: epoll_wait after the child's read %d\n", how, epoll_wait(ep, &ev, 1, 0));
+}
+
+static void spawn_and_wait(int ep, int efd, posix_spawn_file_actions_t *fa, const char *fdarg, const char *how) {
+  spawn_role("child", fa, fdarg, how);
+  int r;
   struct epoll_event ev;
   r = epoll_wait(ep, &ev, 1, 5000);
   printf("%s: epoll_wait %d data %llu\n", how, r, r > 0 ? (unsigned long long)ev.data.u64 : 0ULL);
@@ -49,6 +72,7 @@ static void spawn_and_wait(int ep, int efd, posix_spawn_file_actions_t *fa, cons
 
 int main(int argc, char **argv) {
   if (argc == 3 && strcmp(argv[1], "child") == 0) return child(atoi(argv[2]), 5);
+  if (argc == 3 && strcmp(argv[1], "timer") == 0) return timer_child(atoi(argv[2]));
   setvbuf(stdout, NULL, _IONBF, 0);
   int ep = epoll_create1(EPOLL_CLOEXEC);
   int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); /* close-on-exec: given by the file action */
@@ -69,6 +93,21 @@ int main(int argc, char **argv) {
   char num[16];
   snprintf(num, sizeof num, "%d", inh);
   spawn_and_wait(ep, inh, NULL, num, "inherited");
+
+  /* Timerfds: one given by a file action, one inherited. */
+  int tfa = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC), tinh = timerfd_create(CLOCK_MONOTONIC, 0);
+  ev.data.u64 = 3;
+  epoll_ctl(ep, EPOLL_CTL_ADD, tfa, &ev);
+  ev.data.u64 = 4;
+  epoll_ctl(ep, EPOLL_CTL_ADD, tinh, &ev);
+  posix_spawn_file_actions_init(&fa);
+  printf("adddup2 timer %d\n", posix_spawn_file_actions_adddup2(&fa, tfa, 9));
+  spawn_timer(ep, tfa, &fa, "9", "timer file action");
+  posix_spawn_file_actions_destroy(&fa);
+  snprintf(num, sizeof num, "%d", tinh);
+  spawn_timer(ep, tinh, NULL, num, "timer inherited");
+  close(tfa);
+  close(tinh); /* the shell below takes descriptor numbers below 10 only */
 
   /* system() and popen() spawn inside libc: their shell inherits a pipe. */
   int p[2];

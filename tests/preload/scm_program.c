@@ -8,12 +8,16 @@
  *     worker's channel, before the fork (in flight while it forks) and
  *     after it (the channel is then a kernel pair); a uepoll pipe end
  *     passed over the kernel channel;
- *   - a pipe end in flight at fork, received by the child. */
+ *   - a pipe end, an eventfd and a timerfd in flight at fork, received by
+ *     the child;
+ *   - an eventfd and a timerfd sent over a kernel channel to a child
+ *     (the preload makes each a kernel one first). */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +25,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -236,10 +241,76 @@ static void pipe_in_flight(void) {
   close(p[0]);
 }
 
+/* An eventfd (nonblocking) and a timerfd armed for 20 ms; the pair in *ep. */
+static void eventfd_and_timer(int ep[2]) {
+  ep[0] = eventfd(0, EFD_NONBLOCK);
+  ep[1] = timerfd_create(CLOCK_MONOTONIC, 0);
+  struct itimerspec its = {.it_value = {.tv_nsec = 20 * 1000 * 1000}};
+  CHECK(ep[0] >= 0 && ep[1] >= 0 && timerfd_settime(ep[1], 0, &its, NULL) == 0);
+}
+
+/* The child's side: receives an eventfd and a timerfd on s, adds v to the
+ * eventfd and takes the timer's expiry (a blocking read), then exits. */
+static void child_uses_them(int s, const char *how, uint64_t v) {
+  int fds[16];
+  char buf[16];
+  CHECK(recv_fds(s, how, 4, 0, fds, buf, sizeof buf) == 2);
+  CHECK(write(fds[0], &v, sizeof v) == 8);
+  CHECK(read(fds[1], &v, sizeof v) == 8);
+  printf("%s: timer count %llu\n", how, (unsigned long long)v);
+  fflush(stdout);
+  _exit(0);
+}
+
+/* The parent's side, once the child pid is gone: the child's count in the
+ * eventfd, and the timer's expiry taken by the child.  Closes what it got. */
+static void parent_sees_them(pid_t pid, const int et[2], int s[2], const char *how) {
+  int st = 0;
+  waitpid(pid, &st, 0);
+  uint64_t v = 0;
+  const ssize_t n = read(et[0], &v, sizeof v);
+  printf("%s: eventfd read %zd count %llu\n", how, n, (unsigned long long)v);
+  struct pollfd tp = {.fd = et[1], .events = POLLIN};
+  printf("%s: timer readable %d\n", how, poll(&tp, 1, 0));
+  close(et[0]);
+  close(et[1]);
+  close(s[0]);
+  close(s[1]);
+}
+
+/* An eventfd and a timerfd in flight at fork: the child receives them. */
+static void objects_in_flight(void) {
+  int s[2], et[2];
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+  eventfd_and_timer(et);
+  CHECK(send_fds(s[0], "IF", et, 2) == 2);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) child_uses_them(s[1], "child got in flight", 6);
+  parent_sees_them(pid, et, s, "parent, in flight");
+}
+
+/* An eventfd and a timerfd made after fork, sent to the child over the
+ * channel (a kernel pair by then): the child's write reaches the parent's
+ * eventfd, and the child's read takes the timer's expiry from the
+ * parent's timer too. */
+static void kernel_channel(void) {
+  int s[2], et[2];
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, s) == 0);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) child_uses_them(s[1], "child got", 5);
+  eventfd_and_timer(et);
+  CHECK(send_fds(s[0], "ET", et, 2) == 2);
+  parent_sees_them(pid, et, s, "parent, kernel channel");
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   objects();
   master_worker();
   pipe_in_flight();
+  objects_in_flight();
+  kernel_channel();
   return 0;
 }

@@ -13,7 +13,9 @@
  * where the preload makes each a kernel one as liburing submits the SQE
  * (kernel_operands.c), an SQE that polls an epoll instance, and epoll
  * instances among registered files, polled by fixed-file SQEs (the preload
- * registers a copy of the array naming each instance's kernel form).
+ * registers a copy of the array naming each instance's kernel form), and a
+ * timerfd read by SQEs, which the preload makes its own kernel timer
+ * (src/preload/timerfd_convert.c).
  * Exits 77 (skipped) when this
  * kernel or sandbox refuses io_uring_setup.
  */
@@ -27,6 +29,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -230,6 +233,30 @@ int main(void) {
   printf("files+epoll: submit %d\n", io_uring_submit_and_wait(&ring, 1));
   drain_cqes(&ring, "files+epoll");
   printf("files+epoll: unregister_files %d\n", io_uring_unregister_files(&ring));
+
+  /* A timerfd read by an SQE when it expires (blocking: the read waits in
+   * the kernel), then, re-armed, as a registered file. */
+  const int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+  struct itimerspec its = {.it_value = {.tv_nsec = 20 * 1000 * 1000}};
+  uint64_t ticks = 0;
+  if (tfd < 0 || timerfd_settime(tfd, 0, &its, NULL) < 0) return 1;
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_read(sqe, tfd, &ticks, sizeof ticks, 0);
+  sqe->user_data = 601;
+  printf("timerfd: submit %d\n", io_uring_submit_and_wait(&ring, 1));
+  drain_cqes(&ring, "timerfd");
+  printf("timerfd: count %llu\n", (unsigned long long)ticks);
+  ticks = 0;
+  if (timerfd_settime(tfd, 0, &its, NULL) < 0) return 1;
+  printf("timerfd: register_files %d\n", io_uring_register_files(&ring, &tfd, 1));
+  sqe = io_uring_get_sqe(&ring);
+  io_uring_prep_read(sqe, 0, &ticks, sizeof ticks, 0);
+  sqe->flags |= IOSQE_FIXED_FILE;
+  sqe->user_data = 602;
+  printf("timerfd: submit %d\n", io_uring_submit_and_wait(&ring, 1));
+  drain_cqes(&ring, "timerfd");
+  printf("timerfd: count %llu\n", (unsigned long long)ticks);
+  printf("timerfd: unregister_files %d\n", io_uring_unregister_files(&ring));
   io_uring_queue_exit(&ring);
   return 0;
 }
