@@ -73,8 +73,8 @@ static void drop_number(int n) {
 /* The descriptors of the SCM_RIGHTS message in m (at most max), made
  * passable over a kernel socket: a uepoll pipe or pair becomes a kernel
  * one (its own group converted first), an eventfd or timerfd too
- * (eventfd_convert.c, timerfd_convert.c); an epoll instance cannot be and
- * is dropped, said once.  Returns the count kept in out. */
+ * (uep_pl_hand_to_kernel_inside); an epoll instance cannot be and is
+ * dropped, said once.  Returns the count kept in out. */
 static int kernel_passable(struct msghdr *m, int *out, int max) {
   int n = 0;
   for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
@@ -83,10 +83,7 @@ static int kernel_passable(struct msghdr *m, int *out, int max) {
     for (size_t i = 0; i < cnt && n < max; ++i) {
       int fd;
       memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-      const int kind = uep_pl_kind(fd);
-      if (uep_pl_map(fd) && (kind == UEP_PL_PIPE || kind == UEP_PL_SOCKET)) uep_pl_convert_streams_of(fd);
-      if (uep_pl_map(fd) && kind == UEP_PL_EVENTFD) uep_pl_convert_eventfd_inside(fd);
-      if (uep_pl_map(fd) && kind == UEP_PL_TIMER) uep_pl_convert_timerfd_inside(fd);
+      uep_pl_hand_to_kernel_inside(fd); /* kernel_operands.c */
       if (uep_pl_map(fd)) {
         uep_pl_refuse("fork(): a uepoll descriptor in flight over a uepoll socket pair (an epoll instance, a "
                       "virtual-clock timerfd, or a pair carrying itself) cannot go into the kernel pair the fork "

@@ -116,8 +116,9 @@ void uep_pl_move_to_kernel(const int *shown, const int *us, int ns, unsigned lon
 int uep_pl_convert_timerfd(int n);
 int uep_pl_convert_timerfd_inside(int n); /* UEP_PL_ENTER held */
 /* kernel_operands.c: the descriptor n handed to the kernel to act on later
- * (an AIO iocb's, a registered io_uring file): a uepoll pipe, pair or
- * eventfd becomes a kernel one first, under the same numbers.  The hooks:
+ * (an AIO iocb's, a registered io_uring file, one passed over a kernel
+ * socket or in flight at fork): a uepoll pipe, pair, eventfd or timerfd
+ * becomes a kernel one first, under the same numbers.  The hooks:
  * io_uring_register's file opcodes (the argument the kernel is to read
  * returned: a copy where the files name an epoll instance), and syscall(2)'s
  * io_submit and io_uring_register (a[2] replaced the same way); each
@@ -132,6 +133,7 @@ struct uep_pl_operands {
   long n;              /* n of them */
 };
 void uep_pl_hand_to_kernel(int n);
+void uep_pl_hand_to_kernel_inside(int n); /* the same, UEP_PL_ENTER held */
 const void *uep_pl_register_operands(unsigned opcode, const void *arg, unsigned nr_args,
                                       struct uep_pl_operands *keep);
 void uep_pl_kernel_operands_syscall(long nr, long *a, struct uep_pl_operands *keep);

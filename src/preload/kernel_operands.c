@@ -67,16 +67,23 @@ struct rsrc_update2 {
 
 void uep_pl_hand_to_kernel(int n) {
   if (n < 0 || uep_pl_inside()) return;
+  UEP_PL_ENTER();
+  uep_pl_hand_to_kernel_inside(n);
+  UEP_PL_LEAVE();
+}
+
+void uep_pl_hand_to_kernel_inside(int n) {
+  if (n < 0 || !uep_pl_map(n)) return;
   switch (uep_pl_kind(n)) {
     case UEP_PL_EVENTFD:
-      uep_pl_convert_eventfd(n);
+      uep_pl_convert_eventfd_inside(n);
       break;
     case UEP_PL_PIPE:
     case UEP_PL_SOCKET:
-      uep_pl_convert_stream(n);
+      uep_pl_convert_streams_of(n);
       break;
     case UEP_PL_TIMER:
-      uep_pl_convert_timerfd(n);
+      uep_pl_convert_timerfd_inside(n);
       break;
     default:
       break;
