@@ -25,7 +25,7 @@
  * eventfd the child would inherit (not close-on-exec), and
  * posix_spawn_file_actions_adddup2() for its source, so that the spawned
  * program shares the eventfd as on Linux; both do it for timerfds too,
- * through timerfd_convert.c, which shares steps 3 and 4 of this file.
+ * through timerfd_convert.c, which shares steps 2 to 4 of this file.
  *
  * Reached through: liburing's exported io_uring_register_eventfd[_async]
  * and io_uring_register (liburing makes its system calls inline, so these
@@ -92,12 +92,23 @@ static unsigned long long take_count(int u, unsigned long long snapshot, int sem
   return v;
 }
 
-/* Steps 3 and 4 for the numbers shown[0..ns) of one object (key, as
- * key_of names it): each registration moves to the kernel descriptor now
- * at the number it was made through, and the uepoll descriptors us[] are
- * closed.  `what` names the object in the refusal. */
-void uep_pl_move_to_kernel(const int *shown, const int *us, int ns, unsigned long long key,
+/* Steps 2 to 4 for the numbers shown[0..ns) of one object (key, as key_of
+ * names it) and its kernel descriptor k (left open): k is dup3()'d onto
+ * each number (FD_CLOEXEC as that number's uepoll descriptor us[i] has
+ * it), each registration moves to the kernel descriptor now at the number
+ * it was made through, and the uepoll descriptors are closed.  `what`
+ * names the object in the refusals. */
+void uep_pl_move_to_kernel(int k, const int *shown, const int *us, int ns, unsigned long long key,
                            unsigned long long (*key_of)(int u), const char *what) {
+  char why[200];
+  for (int i = 0; i < ns; ++i) {
+    const int fdfl = uep_fcntl(us[i], F_GETFD);
+    if (UEP_PL_REAL(dup3)(k, shown[i], fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) {
+      snprintf(why, sizeof why, "%s handed to the kernel: could not place its kernel descriptor (dup3 failed)", what);
+      uep_pl_refuse(why);
+    }
+    uep_pl_unbind(shown[i]);
+  }
   int nregs = 0;
   struct uep_pl_reg *regs = uep_pl_collect_registrations(uep_pl_high_water(), &nregs, key_of);
   for (int j = 0; j < nregs; ++j) {
@@ -108,7 +119,6 @@ void uep_pl_move_to_kernel(const int *shown, const int *us, int ns, unsigned lon
       if (us[i] == regs[j].tfd) n = shown[i];
     struct epoll_event ev = regs[j].ev;
     if (n < 0 || uep_epoll_ctl(regs[j].ue, EPOLL_CTL_ADD, n, &ev) < 0) {
-      char why[200];
       snprintf(why, sizeof why,
                "%s handed to the kernel: a registration could not be moved to its kernel "
                "descriptor (registered under a number since closed, or out of memory)",
@@ -162,14 +172,8 @@ static int convert_locked(int n) {
   const uint64_t count = take_count(u, snapshot, semaphore, fl);
   if (count && UEP_PL_REAL(write)(k, &count, sizeof count) != (ssize_t)sizeof count)
     uep_pl_refuse("eventfd handed to the kernel: its count could not be carried to the kernel eventfd");
-  for (int i = 0; i < ns; ++i) {
-    const int fdfl = uep_fcntl(us[i], F_GETFD);
-    if (UEP_PL_REAL(dup3)(k, shown[i], fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
-      uep_pl_refuse("eventfd handed to the kernel: could not place the kernel eventfd (dup3 failed)");
-    uep_pl_unbind(shown[i]);
-  }
+  uep_pl_move_to_kernel(k, shown, us, ns, key, eventfd_key, "eventfd");
   UEP_PL_REAL(close)(k);
-  uep_pl_move_to_kernel(shown, us, ns, key, eventfd_key, "eventfd");
   uep_pl_count(UEP_PL_EVENTFD_CONVERTED, 1);
   free(shown);
   free(us);

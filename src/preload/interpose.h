@@ -103,12 +103,12 @@ void uep_pl_convert_inherited(void);
 void uep_pl_kernel_signals_syscall(long nr, const long *a);
 /* The steps a conversion into a kernel object shares (eventfd_convert.c):
  * the numbers showing a uepoll object of `kind` that key_of names `key`
- * (malloc'd, their uepoll descriptors in *us, malloc'd), and, once the
- * kernel descriptor is at those numbers, the object's registrations moved
- * to it and the uepoll descriptors closed. */
+ * (malloc'd, their uepoll descriptors in *us, malloc'd), and the object's
+ * kernel descriptor k put at those numbers (k left open), its
+ * registrations moved to it and the uepoll descriptors closed. */
 int *uep_pl_numbers_showing(int kind, unsigned long long (*key_of)(int u), unsigned long long key, int **us,
                             int *ns);
-void uep_pl_move_to_kernel(const int *shown, const int *us, int ns, unsigned long long key,
+void uep_pl_move_to_kernel(int k, const int *shown, const int *us, int ns, unsigned long long key,
                            unsigned long long (*key_of)(int u), const char *what);
 /* timerfd_convert.c: the uepoll timerfd shown as n becomes its own kernel
  * timer under the same numbers (0), or stays (-1: not a uepoll timerfd, on

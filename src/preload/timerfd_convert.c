@@ -8,7 +8,7 @@
  * interval, count, TFD_TIMER_CANCEL_ON_SET: objects/timerfd.h), so the
  * kernel form is that very timer, not a copy: uep__kernel_form gives a dup
  * of it that also holds the expirations carried across fork().  Then, as
- * eventfd_convert.c does for eventfds:
+ * eventfd_convert.c does for eventfds (uep_pl_move_to_kernel):
  *
  *   1. the dup is dup3()'d onto every number showing the timer (FD_CLOEXEC
  *      per number), and takes the timer's O_NONBLOCK;
@@ -53,13 +53,7 @@ static int convert_locked(int n) {
     free(us);
     return -1;
   }
-  for (int i = 0; i < ns; ++i) {
-    const int fdfl = uep_fcntl(us[i], F_GETFD);
-    if (UEP_PL_REAL(dup3)(k, shown[i], fdfl > 0 && (fdfl & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0)
-      uep_pl_refuse("timerfd handed to the kernel: could not place its kernel timer (dup3 failed)");
-    uep_pl_unbind(shown[i]);
-  }
-  uep_pl_move_to_kernel(shown, us, ns, key, timer_key, "timerfd");
+  uep_pl_move_to_kernel(k, shown, us, ns, key, timer_key, "timerfd");
   /* The timer's own reads were non-blocking whatever the program's flags:
    * the kernel file now takes the program's. */
   UEP_PL_REAL(fcntl)(k, F_SETFL, fl & O_NONBLOCK);
