@@ -110,6 +110,11 @@ UEP_EXPORT unsigned long long uep__thread_sleeps(void);
 enum { UEP__SCM_EPOLL, UEP__SCM_EVENTFD, UEP__SCM_PIPE, UEP__SCM_SOCKET, UEP__SCM_TIMER, UEP__SCM_OTHER };
 UEP_EXPORT void uep__set_scm_hooks(int (*resolve)(int n), int (*show)(int u, int kind));
 
+/* Registers uepoll's own pthread_atfork handlers now if they are not yet
+ * (core/fork.h), so that a child handler the preload registers after this
+ * call runs after uepoll's and finds its locks usable in the child. */
+UEP_EXPORT void uep__install_fork_handlers(void);
+
 #ifdef __cplusplus
 }
 #endif

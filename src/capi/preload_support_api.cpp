@@ -17,6 +17,7 @@
 #include "capi/preload_support.h"
 
 #include "core/file.h"
+#include "core/fork.h"
 #include "core/own_fds.h"
 #include "core/own_slot.h"
 #include "core/waiter.h"
@@ -167,3 +168,5 @@ extern "C" void uep__set_scm_hooks(int (*resolve)(int n), int (*show)(int u, int
   uepoll::objects::set_scm_resolve_hook(resolve);
   uepoll::objects::set_scm_install_hook(show ? &show_adapter : nullptr);
 }
+
+extern "C" void uep__install_fork_handlers(void) { uepoll::core::install_fork_handlers(); }

@@ -132,6 +132,10 @@
 // Outside this order: libuepoll-preload.so's init and warning mutexes
 // (src/preload/, std::mutex: the preload uses only the public API) are
 // leaves taken with no uepoll lock held and call no uepoll function.
+// Its conversions' lock (src/preload/fork_convert.c, a recursive
+// pthread_mutex_t) is the outermost of all: taken with no uepoll lock held,
+// around uepoll calls (the conversions, the making of a pipe or pair) and
+// across a fork, whose prepare handler then takes uepoll's.
 // The own-descriptor window (core/own_fds.cpp, an atomic flag) is a leaf
 // too: held for the few system calls of a park (no lock taken under it),
 // tried for a bounded while by a park that may hold any lock above (it

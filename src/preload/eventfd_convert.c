@@ -38,7 +38,8 @@
  * Not atomic with respect to other threads using the eventfd during the
  * call (a write that lands between the count's take and the dup3 is lost;
  * a thread blocked reading it keeps waiting on the former object).  Locks:
- * none of its own; uepoll's calls take theirs.
+ * the conversions' lock (uep_pl_convert_lock), then uepoll's calls take
+ * theirs.
  */
 #define _GNU_SOURCE
 #include "preload/preload.h"
@@ -190,7 +191,10 @@ int uep_pl_convert_eventfd(int n) {
 
 int uep_pl_convert_eventfd_inside(int n) {
   if (n < 0 || uep_pl_kind(n) != UEP_PL_EVENTFD || !uep_pl_map(n)) return -1;
-  return convert_locked(n);
+  uep_pl_convert_lock();
+  const int r = convert_locked(n);
+  uep_pl_convert_unlock();
+  return r;
 }
 
 void uep_pl_convert_inherited(void) {

@@ -24,6 +24,7 @@ using Slot = uep_pl_slot;  // preload.h: read by the inline uep_pl_map()
 
 std::atomic_ref<int> slot_u(Slot& s) noexcept { return std::atomic_ref<int>(s.u); }
 std::atomic_ref<unsigned char> slot_kind(Slot& s) noexcept { return std::atomic_ref<unsigned char>(s.kind); }
+std::atomic_ref<unsigned char> slot_copy(Slot& s) noexcept { return std::atomic_ref<unsigned char>(s.fork_copy); }
 
 // The array, published once with release (pairs with the acquire in
 // uep_pl_map, kind and the other readers); its length is set before.
@@ -59,6 +60,7 @@ Slot* slots() noexcept {
 
 void publish(Slot* s, int n, int u, Kind k) noexcept {
   slot_kind(s[n]).store(static_cast<unsigned char>(k), std::memory_order_relaxed);
+  slot_copy(s[n]).store(0, std::memory_order_relaxed);
   slot_u(s[n]).store(u, std::memory_order_release);  // pairs with uep_pl_map()'s acquire
   int h = g_high.load(std::memory_order_relaxed);
   while (h < n + 1 && !g_high.compare_exchange_weak(h, n + 1, std::memory_order_relaxed)) {
@@ -112,7 +114,22 @@ int bind_at(int n, int u, Kind k) noexcept {
 int unbind(int n) noexcept {
   Slot* s = load_slots();
   if (!s || n < 0 || n >= uep_pl_nslots_) return 0;
+  slot_copy(s[n]).store(0, std::memory_order_relaxed);
   return slot_u(s[n]).exchange(0, std::memory_order_acq_rel);
+}
+
+int mark_fork_copy(int n) noexcept {
+  Slot* s = load_slots();
+  if (!s || n < 0 || n >= uep_pl_nslots_ || !slot_u(s[n]).load(std::memory_order_relaxed)) return 0;
+  slot_copy(s[n]).store(1, std::memory_order_relaxed);
+  __atomic_store_n(&uep_pl_fork_copies_, 1, __ATOMIC_RELAXED);
+  return 1;
+}
+
+bool take_fork_copy(int n) noexcept {
+  Slot* s = load_slots();
+  if (!s || n < 0 || n >= uep_pl_nslots_) return false;
+  return slot_copy(s[n]).exchange(0, std::memory_order_relaxed) != 0;
 }
 
 int high_water() noexcept { return g_high.load(std::memory_order_relaxed); }
@@ -135,6 +152,9 @@ void* resolve(const char* name) noexcept {
 extern "C" {
 uep_pl_slot* uep_pl_slots_ = nullptr;
 long uep_pl_nslots_ = 0;
+int uep_pl_fork_copies_ = 0;
+int uep_pl_mark_fork_copy(int n) { return uepoll::preload::mark_fork_copy(n); }
+int uep_pl_take_fork_copy(int n) { return uepoll::preload::take_fork_copy(n) ? 1 : 0; }
 int uep_pl_kind(int n) { return static_cast<int>(uepoll::preload::kind(n)); }
 int uep_pl_bind_new(int u, int k, int min) {
   return uepoll::preload::bind_new(u, static_cast<uepoll::preload::Kind>(k), min);

@@ -44,5 +44,11 @@ int bind_at(int n, int u, Kind k) noexcept;
 int unbind(int n) noexcept;
 // Highest number ever bound + 1 (for scans at fork).
 int high_water() noexcept;
+// In a forked child: marks n (showing a uepoll pipe or pair the fork could
+// not make a kernel one) as a copy not used yet; 1, or 0 if n shows none.
+// take_fork_copy clears the mark and says whether it was set.  A bind or
+// unbind of n clears it too.
+int mark_fork_copy(int n) noexcept;
+bool take_fork_copy(int n) noexcept;
 
 }  // namespace uepoll::preload

@@ -39,9 +39,13 @@
  *
  * Not atomic with respect to other threads using the same descriptors at the
  * same moment (as nothing in user space can be); runs in the forking thread
- * before the real fork, never from the fork handlers.
+ * before the real fork, never from the fork handlers.  Two threads never
+ * convert at once, and no pipe or pair is made while a fork or spawn goes
+ * from its conversions to its child (convert_mu: two conversions of one
+ * pipe at once would put its two numbers on two different kernel pipes,
+ * and a pipe made after the conversions would be a copy in the child).
  *
- * Locks: none of its own; uepoll's calls take theirs.
+ * Locks: convert_mu (outermost, recursive), then uepoll's calls take theirs.
  */
 #define _GNU_SOURCE
 #include "preload/preload.h"
@@ -53,6 +57,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,9 +85,18 @@ void *uep_pl_grow_for_one(void *arr, int *cap, int used, size_t elem) {
   return t;
 }
 
+static pthread_mutex_t convert_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+void uep_pl_convert_lock(void) { pthread_mutex_lock(&convert_mu); }
+void uep_pl_convert_unlock(void) { pthread_mutex_unlock(&convert_mu); }
+void uep_pl_convert_lock_child(void) {
+  const pthread_mutex_t fresh = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+  memcpy(&convert_mu, &fresh, sizeof fresh);
+}
+
 /* The pipes and pairs whose bytes are being moved now (a pair's in-flight
  * pipe or pair is converted from inside its move): not converted again
- * from inside.  Only the forking thread converts. */
+ * from inside.  Only the thread that holds convert_mu converts. */
 enum { kMaxActive = 16 };
 static unsigned long long active_conn[kMaxActive];
 static int nactive;
@@ -358,7 +372,15 @@ static int convert_group(struct shown *s, int ns, int first, const struct uep_pl
 
 /* Converts every uepoll pipe and socket pair the program shows (only < 0),
  * or only the one that number `only` shows. */
+static void convert_streams_locked(int only);
+
 void uep_pl_convert_streams_of(int only) {
+  uep_pl_convert_lock();
+  convert_streams_locked(only);
+  uep_pl_convert_unlock();
+}
+
+static void convert_streams_locked(int only) {
   const int hw = uep_pl_high_water();
   struct shown *s = NULL;
   int ns = 0, cap = 0;
@@ -415,9 +437,18 @@ void uep_pl_convert_stream(int n) {
   if (!uep_pl_inside()) uep_pl_convert_streams_of(n);
 }
 
+/* From the conversions until the child exists, no other thread makes or
+ * converts a uepoll pipe or pair: the child sees each one as the kernel's. */
 pid_t fork(void) {
-  if (!uep_pl_inside()) convert_streams();
-  return UEP_PL_REAL(fork)();
+  if (uep_pl_inside()) return UEP_PL_REAL(fork)();
+  uep_pl_convert_lock();
+  convert_streams();
+  const pid_t pid = UEP_PL_REAL(fork)();
+  if (pid == 0)
+    uep_pl_convert_lock_child();
+  else
+    uep_pl_convert_unlock();
+  return pid;
 }
 
 /* vfork's child shares the parent's memory, uepoll's objects and the
@@ -455,24 +486,30 @@ int system(const char *command) {
 
 int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
                 const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-  if (!uep_pl_inside()) {
+  const int outside = !uep_pl_inside();
+  if (outside) {
+    uep_pl_convert_lock();
     convert_streams();
     uep_pl_convert_inherited(); /* the child shares its eventfds and timerfds (eventfd_convert.c) */
   }
   uep__own_fds_hold();
   const int r = UEP_PL_REAL(posix_spawn)(pid, path, actions, attr, argv, envp);
   uep__own_fds_release();
+  if (outside) uep_pl_convert_unlock();
   return r;
 }
 
 int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
                  const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
-  if (!uep_pl_inside()) {
+  const int outside = !uep_pl_inside();
+  if (outside) {
+    uep_pl_convert_lock();
     convert_streams();
     uep_pl_convert_inherited(); /* the child shares its eventfds and timerfds (eventfd_convert.c) */
   }
   uep__own_fds_hold();
   const int r = UEP_PL_REAL(posix_spawnp)(pid, file, actions, attr, argv, envp);
   uep__own_fds_release();
+  if (outside) uep_pl_convert_unlock();
   return r;
 }

@@ -80,6 +80,17 @@ void *uep_pl_grow_for_one(void *arr, int *cap, int used, size_t elem);
  * shows (only < 0), or only the one that number `only` shows; called inside
  * uepoll (UEP_PL_ENTER) or from the fork interposers. */
 void uep_pl_convert_streams_of(int only);
+/* fork_convert.c: the conversions' lock (recursive: a conversion converts
+ * what its object carries from inside).  Taken by every conversion into
+ * kernel objects, by the making of a uepoll pipe or pair (so that a fork
+ * or spawn, which holds it from its conversions to the new process, never
+ * sees one half made), and by fork() and posix_spawn[p]() from their
+ * conversions until the child exists.  Outermost: taken before any of
+ * uepoll's locks.  uep_pl_convert_lock_child() makes it free again in a
+ * forked child, whose only thread is not its owner any more. */
+void uep_pl_convert_lock(void);
+void uep_pl_convert_unlock(void);
+void uep_pl_convert_lock_child(void);
 /* fork_move.c: moves what is queued at uepoll descriptor u to kernel
  * descriptor k: a pipe's bytes (one read, one write: an O_DIRECT pipe's
  * packets stay whole), a stream socket's bytes with the descriptors they

@@ -168,8 +168,10 @@ int pipe2(int fds[2], int flags) {
   if (uep_pl_inside() || !uep_pl_enabled(UEP_PL_PIPE)) return UEP_PL_REAL(pipe2)(fds, flags);
   UEP_PL_ENTER();
   int u[2];
+  uep_pl_convert_lock(); /* a fork sees the pipe whole or not at all */
   int r = uep_pipe2(u, flags);
   if (r == 0) r = show_pair(u, fds, UEP_PL_PIPE);
+  uep_pl_convert_unlock();
   UEP_PL_LEAVE();
   return r;
 }
@@ -188,8 +190,10 @@ int socketpair(int domain, int type, int protocol, int sv[2]) {
     return UEP_PL_REAL(socketpair)(domain, type, protocol, sv);
   UEP_PL_ENTER();
   int u[2];
+  uep_pl_convert_lock(); /* a fork sees the pair whole or not at all */
   int r = uep_socketpair(domain, type, protocol, u);
   if (r == 0) r = show_pair(u, sv, UEP_PL_SOCKET);
+  uep_pl_convert_unlock();
   UEP_PL_LEAVE();
   return r;
 }
@@ -463,7 +467,8 @@ int dup2(int oldfd, int newfd) {
 
 /* ---- fcntl and ioctl --------------------------------------------------------------- */
 static int do_fcntl(int fd, int cmd, unsigned long arg, int (*real)(int, int, ...)) {
-  int u = uep_pl_map(fd);
+  /* The close-on-exec flag is the number's, not a use of the object. */
+  int u = cmd == F_GETFD || cmd == F_SETFD ? uep_pl_map_quiet(fd) : uep_pl_map(fd);
   if (!u) {
     if (uep_pl_own(fd)) { /* a number the program never had (interpose_own.c) */
       errno = EBADF;

@@ -363,8 +363,14 @@ void closefrom(int lowfd) {
 /* fork(), vfork() and posix_spawn[p]() turn uepoll pipes and socket pairs
  * into kernel ones first (fork_convert.c).  What is left after that (an
  * object a thread was blocked on, or a fork libc made internally, as
- * system() does) is a copy in the child: say so once there.  daemon()'s
- * parent exits at once, so its child is the only owner: nothing to say. */
+ * system() does) is a copy in the child.  A copy an exec would pass on
+ * (not close-on-exec) is said at once in the child.  A close-on-exec one
+ * differs from Linux only once the child uses it (a thread of a
+ * multithreaded parent reading its own pipe while another spawns: the
+ * child execs without touching it), so it is marked, and said at its first
+ * use (uep_pl_map): any call on the number but closing it, changing its
+ * close-on-exec flag or a close_range.  daemon()'s parent exits at once,
+ * so its child is the only owner: nothing to say. */
 static __thread int in_daemon;
 
 int daemon(int nochdir, int noclose) {
@@ -374,22 +380,33 @@ int daemon(int nochdir, int noclose) {
   return r;
 }
 
+static void say_copies(int shared, const char *when) {
+  char msg[360];
+  snprintf(msg, sizeof msg,
+           "fork(): %d uepoll pipe/socket-pair descriptor(s) could not be made kernel ones before the fork "
+           "(a thread was blocked on them, or libc forked internally) and are copies in the child%s "
+           "(UEPOLL_PRELOAD_KINDS=epoll,eventfd,timerfd keeps pipes and pairs in the kernel)",
+           shared, when);
+  uep_pl_refuse(msg);
+}
+
+void uep_pl_fork_copy_used(int n) {
+  if (uep_pl_take_fork_copy(n)) say_copies(1, ", which used one");
+}
+
 static void child_after_fork(void) {
   if (in_daemon) return;
   int hw = uep_pl_high_water(), shared = 0;
   for (int n = 0; n < hw; ++n) {
     int k = uep_pl_kind(n);
-    if (uep_pl_map(n) && (k == UEP_PL_PIPE || k == UEP_PL_SOCKET)) ++shared;
+    const int u = k == UEP_PL_PIPE || k == UEP_PL_SOCKET ? uep_pl_map_quiet(n) : 0;
+    if (!u) continue;
+    UEP_PL_ENTER();
+    const int fdfl = uep_fcntl(u, F_GETFD);
+    UEP_PL_LEAVE();
+    if (fdfl < 0 || !(fdfl & FD_CLOEXEC) || !uep_pl_mark_fork_copy(n)) ++shared;
   }
-  if (shared) {
-    char msg[320];
-    snprintf(msg, sizeof msg,
-             "fork(): %d uepoll pipe/socket-pair descriptor(s) could not be made kernel ones before the fork "
-             "(a thread was blocked on them, or libc forked internally) and are copies in the child "
-             "(UEPOLL_PRELOAD_KINDS=epoll,eventfd,timerfd keeps pipes and pairs in the kernel)",
-             shared);
-    uep_pl_refuse(msg);
-  }
+  if (shared) say_copies(shared, "");
 }
 
 /* Descriptor passing over uepoll pairs (capi/preload_support.h): a number
@@ -410,6 +427,7 @@ static int scm_show(int u, int kind) {
 }
 
 __attribute__((constructor)) static void register_fork_handler(void) {
+  uep__install_fork_handlers(); /* first: child_after_fork uses uepoll's fd table */
   pthread_atfork(NULL, NULL, child_after_fork);
   uep__set_scm_hooks(scm_resolve, scm_show);
 }

@@ -22,7 +22,8 @@
  *
  * Not atomic with respect to other threads using the timer during the
  * call: a thread blocked reading it keeps waiting on the former object.
- * Locks: none of its own; uepoll's calls take theirs.
+ * Locks: the conversions' lock (uep_pl_convert_lock), then uepoll's calls
+ * take theirs.
  */
 #define _GNU_SOURCE
 #include "preload/preload.h"
@@ -73,5 +74,8 @@ int uep_pl_convert_timerfd(int n) {
 
 int uep_pl_convert_timerfd_inside(int n) {
   if (n < 0 || uep_pl_kind(n) != UEP_PL_TIMER || !uep_pl_map(n)) return -1;
-  return convert_locked(n);
+  uep_pl_convert_lock();
+  const int r = convert_locked(n);
+  uep_pl_convert_unlock();
+  return r;
 }

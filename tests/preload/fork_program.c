@@ -11,6 +11,10 @@
  * With the argument "blocked": a thread is blocked reading a pipe while
  * the main thread forks; the pipe stays a uepoll object (a copy in the
  * child), which the child reports with one "uepoll: fork()" warning.
+ * "blocked_cloexec" and "blocked_used": the same with a close-on-exec pipe,
+ * which the child leaves alone (no warning: nothing differs) or writes to
+ * (the warning, at that write).  "racing": threads making pipes and forking
+ * at once.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -315,10 +319,86 @@ static int blocked(void) {
   return 0;
 }
 
+/* The same with a close-on-exec pipe, as a multithreaded program's own
+ * pipes are (GLib's spawn from several threads): a child that does not
+ * touch it, or only sets its close-on-exec flag, sees no difference, so
+ * there is nothing to say; one that writes to it (mode "blocked_used")
+ * writes into its copy, which it is told once. */
+static int blocked_cloexec(int use) {
+  int p[2];
+  MUST(pipe2(p, O_CLOEXEC));
+  pthread_t t;
+  pthread_create(&t, NULL, blocked_reader, &p[0]);
+  usleep(200 * 1000);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (fcntl(p[1], F_SETFD, FD_CLOEXEC) < 0 || fcntl(p[1], F_GETFD) != FD_CLOEXEC) _exit(1);
+    if (use && write(p[1], "y", 1) != 1) _exit(2);
+    _exit(0);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  MUST(write(p[1], "x", 1));
+  void *n;
+  pthread_join(t, &n);
+  printf("blocked reader got %ld, child status %d\n", (long)(intptr_t)n, status);
+  return 0;
+}
+
+/* Several threads each making a pipe and forking a child that answers
+ * through it, at once (GLib's spawning from several threads): every child's
+ * answer reaches its own thread, and no child finds a pipe half made. */
+enum { kRacers = 4, kRounds = 150 };
+
+static void *racer(void *arg) {
+  const long id = (long)(intptr_t)arg;
+  long bad = 0;
+  for (int r = 0; r < kRounds; ++r) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0) return (void *)(intptr_t)-1;
+    pid_t pid = fork();
+    if (pid == 0) {
+      char msg[16];
+      const int len = snprintf(msg, sizeof msg, "racer %ld", id);
+      _exit(write(p[1], msg, (size_t)len) == len ? 0 : 1);
+    }
+    close(p[1]);
+    char got[32] = {0};
+    size_t have = 0;
+    ssize_t n;
+    while ((n = read(p[0], got + have, sizeof got - 1 - have)) > 0) have += (size_t)n;
+    close(p[0]);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    char want[16];
+    snprintf(want, sizeof want, "racer %ld", id);
+    if (strcmp(got, want) != 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) ++bad;
+  }
+  return (void *)(intptr_t)bad;
+}
+
+static int racing(void) {
+  pthread_t t[kRacers];
+  for (long i = 0; i < kRacers; ++i) pthread_create(&t[i], NULL, racer, (void *)(intptr_t)i);
+  long bad = 0;
+  for (int i = 0; i < kRacers; ++i) {
+    void *b;
+    pthread_join(t[i], &b);
+    bad += (long)(intptr_t)b;
+  }
+  printf("racing forks: %d rounds, %ld answers lost or wrong\n", kRacers * kRounds, bad);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   signal(SIGPIPE, SIG_IGN);
   if (argc > 1 && strcmp(argv[1], "blocked") == 0) return blocked();
+  if (argc > 1 && strcmp(argv[1], "blocked_cloexec") == 0) return blocked_cloexec(0);
+  if (argc > 1 && strcmp(argv[1], "blocked_used") == 0) return blocked_cloexec(1);
+  if (argc > 1 && strcmp(argv[1], "racing") == 0) return racing();
   queued_bytes();
   closed_and_shut();
   flags_and_packets();
