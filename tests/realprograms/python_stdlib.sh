@@ -26,6 +26,8 @@ root=$(cd "$here/../.." && pwd)
 RUN=${1:-$root/build/src/preload/uepoll-run}
 MODULES=${MODULES:-test_epoll test_selectors test_poll test_select test_fcntl test_eintr test_os test_signal test_subprocess}
 say() { printf 'python_stdlib: %s\n' "$*"; }
+# shellcheck source=suite_lib.sh
+source "$here/suite_lib.sh"
 
 has_suite() { "$1" -c 'import test.test_epoll, test.regrtest' >/dev/null 2>&1; }
 if [[ -z ${PYTHON-} ]]; then
@@ -37,10 +39,9 @@ if [[ -z ${PYTHON-} ]] || ! has_suite "$PYTHON"; then
   say "SKIP: no python3 with its test package (Debian: libpython3.11-testsuite)"
   exit 77
 fi
-[[ -x $RUN ]] || { say "uepoll-run not found at $RUN (build first)"; exit 1; }
+suite_check_run
 
-work=$(mktemp -d /tmp/uepoll-pytest.XXXXXX)
-[[ ${KEEP:-0} == 1 ]] || trap 'rm -rf "$work"' EXIT
+suite_workdir pytest
 
 # outcomes FILE: the sorted "test (module.Class.test) ... outcome" lines;
 # an outcome that a test's own output pushed onto a later line is joined
@@ -113,10 +114,6 @@ if grep -q '^uepoll:' "$work/uepoll.txt"; then
   grep '^uepoll:' "$work/uepoll.txt" | sort -u | head
   failed=1
 fi
-made=$(cat "$work"/stats.* 2>/dev/null | awk '$1 ~ /^(epoll_instances|objects_pipe|objects_eventfd)$/ { s += $2 } END { print s + 0 }')
-if ((made == 0)); then
-  say "FAIL: UEPOLL_STATS shows no uepoll object made"
-  failed=1
-fi
+suite_objects_made
 say "$n outcomes compared over $(wc -w <<<"$MODULES") modules (uepoll objects made: $made): $( ((failed)) && echo FAIL || echo equal)"
 exit "$failed"
