@@ -6,8 +6,8 @@
 # examples, lwIP for the lwIP socket provider, and nginx-light, redis-server,
 # redis-tools, memcached, libmemcached-tools, lighttpd, nodejs, wrk, curl and
 # procps for the real programs run under uepoll-run by
-# tests/realprograms/run.sh, CPython's and GLib's test suites for
-# tests/realprograms/python_stdlib.sh and glib_tests.sh, strace for
+# tests/realprograms/run.sh, CPython's, GLib's and D-Bus's test suites for
+# tests/realprograms/python_stdlib.sh and installed_tests.sh, strace for
 # tools/realprograms_throughput.sh).
 #
 # This list is the one list of what uepoll's scripts and tests need.
@@ -60,7 +60,8 @@ packages=(
   nodejs              # event-loop runtime (libuv): an HTTP server
   strace              # tools/realprograms_throughput.sh STRACE=1: system calls per request
   libpython3.11-testsuite  # tests/realprograms/python_stdlib.sh: CPython's own tests, plainly and under uepoll-run
-  libglib2.0-tests  # tests/realprograms/glib_tests.sh: GLib's own tests, plainly and under uepoll-run
+  libglib2.0-tests  # tests/realprograms/installed_tests.sh glib: GLib's own tests, plainly and under uepoll-run
+  dbus-tests  # tests/realprograms/installed_tests.sh dbus: D-Bus's own tests, plainly and under uepoll-run
 )
 log() { printf 'setup: %s\n' "$*"; }
 LOCK_WAIT="${UEPOLL_SETUP_LOCK_WAIT:-600}"

@@ -1,5 +1,5 @@
 # tests/realprograms/suite_lib.sh - what the differential runs of programs'
-# own test suites (python_stdlib.sh, glib_tests.sh) share; sourced, after
+# own test suites (python_stdlib.sh, installed_tests.sh) share; sourced, after
 # the script has defined say().
 
 # suite_workdir NAME: a fresh directory for the runs' output, removed at
