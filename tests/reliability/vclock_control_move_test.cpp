@@ -18,6 +18,7 @@
 #include "vclock/control_client.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <fcntl.h>
 #include <string>
@@ -52,7 +53,11 @@ TEST(VClockControlMove, ServesWhileItsDescriptorsMove) {
     std::vector<int> taken;
     for (int n : own_numbers()) {
       if (std::find(before.begin(), before.end(), n) != before.end()) continue;
-      ASSERT_EQ(uepoll::core::own_vacate(n), 0) << "number " << n << ", round " << round;
+      const int r = uepoll::core::own_vacate(n);
+      // A quitting client's socket may close between the listing and here:
+      // no longer uepoll's, nothing to move.
+      if (r == -EBUSY && !uepoll::core::is_own(n)) continue;
+      ASSERT_EQ(r, 0) << "number " << n << ", round " << round;
       ++moves;
       ASSERT_FALSE(uepoll::core::is_own(n));
       ASSERT_EQ(::dup2(marker[1], n), n);  // the program's file at the old number
