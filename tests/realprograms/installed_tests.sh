@@ -26,6 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 SUITE=${1:-glib}
 RUN=${2:-$root/build/src/preload/uepoll-run}
+[[ $RUN == /* ]] || RUN=$PWD/$RUN  # the tests run from their own directory
 case $SUITE in
   glib)
     DIR=/usr/libexec/installed-tests/glib PACKAGE=libglib2.0-tests MIN=200
