@@ -319,11 +319,10 @@ static int blocked(void) {
   return 0;
 }
 
-/* The same with a close-on-exec pipe, as a multithreaded program's own
- * pipes are (GLib's spawn from several threads): a child that does not
- * touch it, or only sets its close-on-exec flag, sees no difference, so
- * there is nothing to say; one that writes to it (mode "blocked_used")
- * writes into its copy, which it is told once. */
+/* The same with a close-on-exec pipe, as a thread's private pipe usually
+ * is: a child that does not touch it, or only sets its close-on-exec flag,
+ * sees no difference, so there is nothing to say; one that writes to it
+ * (mode "blocked_used") writes into its copy, which it is told once. */
 static int blocked_cloexec(int use) {
   int p[2];
   MUST(pipe2(p, O_CLOEXEC));
