@@ -34,7 +34,9 @@ extern int uep_pl_fork_copies_;
 /* Says once that the child used such a copy (interpose_net.c). */
 void uep_pl_fork_copy_used(int n);
 /* The uepoll fd shown as n, or 0, for a call that only manages the number
- * (close-on-exec, the conversions' own walks): not a use of the object. */
+ * (F_GETFD/F_SETFD, the fork child handler's walk): not a use of the
+ * object.  The conversions' walks use uep_pl_map: converting a copy is a
+ * use. */
 static inline int uep_pl_map_quiet(int n) {
   struct uep_pl_slot *s = __atomic_load_n(&uep_pl_slots_, __ATOMIC_ACQUIRE);
   if (!s || n < 0 || n >= uep_pl_nslots_) return 0;
