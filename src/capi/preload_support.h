@@ -21,7 +21,10 @@ struct uep__stream_state {
   int side;                /* pipe: 0 read end, 1 write end; pair: 0 or 1 */
   int shutdown;            /* pair: this side's RCV (1) / SEND (2) shutdown bits; pipe: 0 */
   int blocked;             /* 1 if a call is blocked on this end (read, write,
-                              uep_poll, select): not an epoll registration */
+                              uep_poll, select; not an epoll registration)
+                              that cannot be made again elsewhere */
+  int movable;             /* 1 if a call is blocked on this end that the
+                              preload can make again (core/handover.h) */
   int is_socket;
   int sock_type;           /* pair: SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET */
   long msgs;               /* datagram/seqpacket pair: messages queued at this end */
@@ -30,6 +33,16 @@ struct uep__stream_state {
 /* 0 and *out filled; -1 with EBADF (fd not open) or EINVAL (not a uepoll
  * pipe end or socket of a pair). */
 UEP_EXPORT int uep__stream_state(int fd, struct uep__stream_state *out);
+
+/* The calls asleep on uepoll file fd (not its epoll registrations), as
+ * uep__stream_state's `blocked` (*fixed) and `movable`.  0, or -1 with
+ * EBADF.  Takes the file's wait-queue lock (11). */
+UEP_EXPORT int uep__sleepers(int fd, int *fixed, int *movable);
+
+/* on: marks uepoll file fd handed over to the kernel and wakes the threads
+ * asleep on it, so that the movable ones leave (uep__moved); off: clears
+ * the mark.  0, or -1 with EBADF.  Takes the file's wait-queue lock (11). */
+UEP_EXPORT int uep__hand_over(int fd, int on);
 
 /* One registration of uepoll instance epfd: the registered descriptor
  * (uepoll's number or a kernel one), its events (a disabled

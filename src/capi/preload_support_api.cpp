@@ -4,6 +4,8 @@
 // uep__next_own_fd: uepoll's own kernel descriptors (core/own_fds.h),
 // and the movable ones of the preload (core/own_slot.h);
 // uep__file_id: a descriptor's open file description, for kcmp;
+// uep__sleepers and uep__hand_over: the calls asleep on a file, and the
+// mark that sends them back to the preload (core/handover.h);
 // uep__kernel_form: a file's kernel form, for the kernel interfaces;
 // uep__epoll_registrations: an instance's registrations, and
 // uep__carry_sockopts: a socket's options, for the fork conversion to move
@@ -38,13 +40,19 @@ namespace {
 using uepoll::core::File;
 using uepoll::core::WaitEntry;
 
-// True if something other than an epoll item waits on f: a thread asleep in
-// a read or write of it, or in uep_poll/select over it.
-bool has_blocked_caller(File* f) noexcept {
+// What other than an epoll item waits on f (a thread asleep in a read or
+// write of it, or in uep_poll/select over it): *fixed, a call that cannot
+// be made again elsewhere; *movable, one that can (core/handover.h).
+void blocked_callers(File* f, int* fixed, int* movable) noexcept {
+  *fixed = *movable = 0;
   f->wq().lock();
-  const bool found = f->wq().find_locked([](WaitEntry* e) { return (e->flags & WaitEntry::kItem) == 0; }) != nullptr;
+  (void)f->wq().find_locked([&](WaitEntry* e) {
+    if (e->flags & WaitEntry::kItem) return false;
+    const bool m = (e->flags & WaitEntry::kWaiter) && reinterpret_cast<uepoll::core::WaiterEntry*>(e)->movable;
+    *(m ? movable : fixed) = 1;
+    return *fixed != 0;
+  });
   f->wq().unlock();
-  return found;
 }
 
 }  // namespace
@@ -67,8 +75,31 @@ extern "C" int uep__stream_state(int fd, struct uep__stream_state* out) {
   st.is_socket = ss.is_socket ? 1 : 0;
   st.sock_type = ss.sock_type;
   st.msgs = ss.msgs;
-  st.blocked = has_blocked_caller(f.get()) ? 1 : 0;
+  blocked_callers(f.get(), &st.blocked, &st.movable);
   *out = st;
+  return 0;
+}
+
+extern "C" int uep__sleepers(int fd, int* fixed, int* movable) {
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  if (!f) {
+    errno = EBADF;
+    return -1;
+  }
+  blocked_callers(f.get(), fixed, movable);
+  return 0;
+}
+
+extern "C" int uep__hand_over(int fd, int on) {
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  if (!f) {
+    errno = EBADF;
+    return -1;
+  }
+  f->wq().lock();
+  f->wq().set_handed_over_locked(on != 0);
+  if (on) f->wq().wake_waiters_locked();
+  f->wq().unlock();
   return 0;
 }
 

@@ -21,7 +21,10 @@
 //   any handler, so it passes false and gets -EINTR);
 // - with a deadline (SO_RCVTIMEO / SO_SNDTIMEO, absolute CLOCK_MONOTONIC):
 //   -EAGAIN when it passes, and -EINTR after any handler (Linux
-//   sock_intr_errno: a socket call with a timeout is never restarted).
+//   sock_intr_errno: a socket call with a timeout is never restarted);
+// - the file handed over to the kernel (core/handover.h), in a call whose
+//   caller makes it again there: -EINTR with uep__moved set, so that a
+//   call that already moved data returns its partial count.
 //
 // before_sleep() runs before each sleep, after the entry is queued and with
 // no lock held (Linux's kill_fasync before a pipe read or write waits).
@@ -34,6 +37,7 @@
 // holds a lock while sleeping.
 #pragma once
 
+#include "core/handover.h"
 #include "core/waiter.h"
 #include "core/waitqueue.h"
 
@@ -65,6 +69,7 @@ long block_loop(WaitQueue& wq, bool nonblock, uint32_t wait_mask, const timespec
   ScopedEntry lease(w);
   WaiterEntry& we = lease.get();
   we.mask = wait_mask;
+  we.movable = movable_call();
   SignalBlock blocked;  // no handler between the check and the sleep
   auto dequeue = [&] {
     wq.lock();
@@ -80,6 +85,11 @@ long block_loop(WaitQueue& wq, bool nonblock, uint32_t wait_mask, const timespec
         wq.unlock();
         return r;
       }
+    }
+    if (we.movable && wq.handed_over()) {
+      wq.unlock();
+      note_moved();
+      return -EINTR;
     }
     wq.add_locked(&we.entry);
     wq.unlock();

@@ -37,6 +37,7 @@ struct WaiterEntry {
   ThreadWaiter* waiter = nullptr;
   uint32_t mask = 0;         // poll(): the events this entry waits for; 0 = any
   bool autoremove = false;   // dequeue itself when it takes a wakeup
+  bool movable = false;      // its call leaves a handed-over file (core/handover.h)
 
   // Wake function for all WaiterEntry entries.
   static int wake(WaitEntry* e, uint32_t key) noexcept;

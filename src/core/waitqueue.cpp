@@ -77,4 +77,23 @@ WaitEntry* WaitQueue::wake_locked(uint32_t key, int nr_exclusive) noexcept {
   return nullptr;
 }
 
+void WaitQueue::set_handed_over_locked(bool on) noexcept {
+  assert_held();
+  const uint8_t f = on ? static_cast<uint8_t>(head_.flags | kHandedOver) : static_cast<uint8_t>(head_.flags & ~kHandedOver);
+  __atomic_store_n(&head_.flags, f, __ATOMIC_RELAXED);
+}
+
+void WaitQueue::wake_waiters_locked() noexcept {
+  assert_held();
+  WaitEntry* e = head_.next;
+  while (e != &head_) {
+    WaitEntry* next = e->next;  // e may remove itself
+    if (e->flags & WaitEntry::kWaiter) {
+      (void)call(e, 0);
+      if (!e->queued()) count_.fetch_sub(1, std::memory_order_relaxed);  // autoremoved
+    }
+    e = next;
+  }
+}
+
 }  // namespace uepoll::core

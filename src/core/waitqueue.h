@@ -143,6 +143,23 @@ class UEP_CAPABILITY("wait queue") WaitQueue {
     return took;
   }
 
+  // The queue's file is being handed over (the preload makes a pipe or
+  // socket pair a kernel one under the same descriptor numbers): a thread
+  // that would sleep on it in a call its caller can make again on the new
+  // object leaves instead (core/block.h, fd/poll.cpp; core/handover.h).
+  // Kept in the sentinel's flags byte (kHandedOver), which no walk reads.
+  // Set and cleared under the lock; handed_over() reads it without the
+  // lock (relaxed): a sleeper reads it after the wakeup that
+  // wake_waiters_locked() gives it under the same lock, which orders it.
+  void set_handed_over_locked(bool on) noexcept UEP_REQUIRES(this);
+  bool handed_over() const noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
+    return (__atomic_load_n(&head_.flags, __ATOMIC_RELAXED) & kHandedOver) != 0;
+  }
+  // Preconditions: lock held.  Calls every kWaiter entry (threads asleep in
+  // a call on the file, or in poll/select over it) with key 0; epoll items
+  // and kernel-side signals are not called.
+  void wake_waiters_locked() noexcept UEP_REQUIRES(this);
+
   // Preconditions: lock held.  Visits every entry with the kItem flag, first
   // to last; stops when fn returns true.
   template <class F>
@@ -154,6 +171,10 @@ class UEP_CAPABILITY("wait queue") WaitQueue {
   }
 
  private:
+  // In head_.flags: the sentinel is the queue's own entry, so its owner's
+  // bit is the queue's.
+  static constexpr uint8_t kHandedOver = WaitEntry::kOwnerBit;
+
   SpinLock lock_;
   std::atomic<uint32_t> count_{0};  // entries queued; written under lock_
   WaitEntry head_ UEP_GUARDED_BY(this);  // sentinel of a circular doubly linked list

@@ -6,10 +6,14 @@
 // File::sleep_fds) plus the thread's waiter eventfd, so one sleep covers
 // both.
 //
+// A call the preload can make again leaves when one of its files is handed
+// over to the kernel (core/handover.h).
+//
 // Locks: each file's wait-queue lock (11), one at a time, to (un)queue the
 // poll entries.  Never sleeps with a lock held.
 #include "fd/poll.h"
 
+#include "core/handover.h"
 #include "core/user_memory.h"
 #include "core/waiter.h"
 #include "fd/table.h"
@@ -143,12 +147,22 @@ class PollCall {
     return count;
   }
 
+  // True when one of the files is handed over to the kernel
+  // (core/handover.h).
+  bool any_handed_over() const noexcept {
+    for (const PollSlot& p : slots_)
+      if (p.file && p.file->wq().handed_over()) return true;
+    return false;
+  }
+
   // Queues one entry per uepoll file, waking w for its events.
   void queue(core::ThreadWaiter* w) noexcept {
+    const bool movable = core::movable_call();
     for (nfds_t i = 0; i < nfds_; ++i) {
       PollSlot& p = slots_[i];
       if (!p.file) continue;
       p.entry.waiter = w;
+      p.entry.movable = movable;
       p.entry.mask = static_cast<uint16_t>(fds_[i].events) | POLLERR | POLLHUP;
       p.file->wq().lock();
       p.file->wq().add_locked(&p.entry.entry);
@@ -199,6 +213,11 @@ long do_poll(struct pollfd* fds, nfds_t nfds, const timespec* deadline, bool non
       w->prepare();
       call.queue(w);
       continue;  // re-check now that we are queued
+    }
+    // A file handed over to the kernel: the caller polls again there.
+    if (core::movable_call() && call.any_handed_over()) {
+      core::note_moved();
+      return -EINTR;
     }
     if (call.sleep(w, deadline, sigmask ? sigmask : &blocked->saved()) == -EINTR) return -EINTR;
   }

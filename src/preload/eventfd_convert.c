@@ -35,9 +35,13 @@
  * they act on too), and ioctl().  What cannot be reached is listed in
  * README.md.
  *
- * Not atomic with respect to other threads using the eventfd during the
- * call (a write that lands between the count's take and the dup3 is lost;
- * a thread blocked reading it keeps waiting on the former object).  Locks:
+ * A thread asleep on it (read, write, poll, select...) first leaves it and
+ * makes its call again on the kernel eventfd once the conversion is done
+ * (uep_pl_evict_sleepers, core/handover.h); one asleep in a call the
+ * preload cannot make again (preadv2 at offset -1, or the library's) keeps
+ * waiting on the former object.  Not atomic with respect to other threads
+ * using the eventfd during the call: a write that lands between the
+ * count's take and the dup3 is lost.  Locks:
  * the conversions' lock (uep_pl_convert_lock), then uepoll's calls take
  * theirs.
  */
@@ -170,6 +174,10 @@ static int convert_locked(int n) {
     free(us);
     return -1;
   }
+  /* A thread asleep reading or writing it through the interposers leaves
+   * it before the count is taken, and makes its call again on the kernel
+   * eventfd once this is done (core/handover.h). */
+  (void)uep_pl_evict_sleepers(&u, 1);
   const uint64_t count = take_count(u, snapshot, semaphore, fl);
   if (count && UEP_PL_REAL(write)(k, &count, sizeof count) != (ssize_t)sizeof count)
     uep_pl_refuse("eventfd handed to the kernel: its count could not be carried to the kernel eventfd");

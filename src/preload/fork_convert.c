@@ -30,9 +30,14 @@
  *      other kernel descriptor;
  *   6. the uepoll ends are closed.
  *
- * An object with a thread blocked on it (read, write, uep_poll, select:
- * uep__stream_state's `blocked`) is left as it is: the child then has a
- * copy and says so once (interpose_net.c).  So is a registration made under
+ * A thread asleep in a call on the object (read, write, send, recv, poll,
+ * select, splice...) first leaves it (uep_pl_evict_sleepers, core/handover.h) and
+ * makes its call again on the kernel object once the conversion is done,
+ * or the rest of it (a write that had written part).  An object with a
+ * call asleep on it that the preload cannot make again (one not made
+ * through those interposers: uep__stream_state's `blocked`) is left as it
+ * is: the child then has a copy and says so (interpose_net.c, fdmap.cpp).
+ * So is a registration made under
  * a descriptor number the program has closed since (a dup'd number):
  * nothing could show it in the kernel; it is dropped with a warning.
  * What differs from Linux is listed in docs/linux-deviations.md (fork).
@@ -66,6 +71,7 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* One descriptor number showing a uepoll pipe end or socket. */
@@ -87,6 +93,10 @@ void *uep_pl_grow_for_one(void *arr, int *cap, int used, size_t elem) {
 
 static pthread_mutex_t convert_mu = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 
+void uep_pl_await_conversion(void) {
+  pthread_mutex_lock(&convert_mu);
+  pthread_mutex_unlock(&convert_mu);
+}
 void uep_pl_convert_lock(void) { pthread_mutex_lock(&convert_mu); }
 void uep_pl_convert_unlock(void) { pthread_mutex_unlock(&convert_mu); }
 void uep_pl_convert_lock_child(void) {
@@ -177,15 +187,57 @@ struct group {
 
 static int in_group(const struct group *g, int i) { return g->s[i].st.conn == g->conn; }
 
-/* Fills end_u, fl, owner; 0 if a call is blocked on an end (left alone). */
+/* The calls asleep on files u[0..n) (one uepoll descriptor per file):
+ * *movable, one the preload makes again elsewhere; returns 1 if one that
+ * cannot is there. */
+static int sleepers(const int *u, int n, int *movable) {
+  int fixed = 0;
+  *movable = 0;
+  for (int i = 0; i < n; ++i) {
+    int f = 0, m = 0;
+    if (u[i] && uep__sleepers(u[i], &f, &m) == 0) {
+      fixed |= f;
+      *movable |= m;
+    }
+  }
+  return fixed;
+}
+
+static void mark_handed_over(const int *u, int n, int on) {
+  for (int i = 0; i < n; ++i)
+    if (u[i]) (void)uep__hand_over(u[i], on);
+}
+
+/* The calls asleep on files u[0..n) (one uepoll descriptor per file, 0 for
+ * none) leave them before they become kernel objects (core/handover.h):
+ * each file is marked handed over and its sleepers woken; the movable ones
+ * return to their interposers, which wait on convert_mu (held here) and
+ * then make their calls again on what the number shows.  1 once no call
+ * sleeps on them; 0, with the marks taken back, when one that cannot leave
+ * is there, or the movable ones did not leave within two seconds. */
+int uep_pl_evict_sleepers(const int *u, int n) {
+  int movable = 0;
+  if (sleepers(u, n, &movable)) return 0;
+  if (!movable) return 1;
+  mark_handed_over(u, n, 1);
+  for (int tries = 0; tries < 20000; ++tries) {
+    if (sleepers(u, n, &movable)) break;
+    if (!movable) return 1;
+    nanosleep(&(struct timespec){0, 100000}, NULL);
+  }
+  mark_handed_over(u, n, 0);
+  return 0;
+}
+
+/* Fills end_u, fl, owner; 0 if a call that cannot leave is blocked on an
+ * end (left alone). */
 static int inspect(struct group *g) {
-  int blocked = 0;
   for (int i = g->first; i < g->ns; ++i) {
     if (!in_group(g, i)) continue;
     g->s[i].done = 1;
-    blocked |= g->s[i].st.blocked;
     if (!g->end_u[g->s[i].st.side]) g->end_u[g->s[i].st.side] = g->s[i].u;
   }
+  if (!uep_pl_evict_sleepers(g->end_u, 2)) return 0;
   for (int side = 0; side < 2; ++side) {
     if (!g->end_u[side]) continue;
     g->fl[side] = uep_fcntl(g->end_u[side], F_GETFL);
@@ -194,7 +246,7 @@ static int inspect(struct group *g) {
     if (g->fl[side] < 0) g->fl[side] = 0;
     if (g->sig[side] < 0) g->sig[side] = 0;
   }
-  return !blocked;
+  return 1;
 }
 
 /* The messages queued at one side of a datagram or seqpacket group. */
@@ -461,15 +513,24 @@ pid_t vfork(void) { return fork(); }
  * internal entry): the child inherits what fork would show it, so the same
  * conversions come first.  Each spawn holds uepoll's descriptor-limit
  * window (core/own_fds.h), so that the child gets the program's limit;
- * system() holds it until the command ends. */
+ * system() holds it until the command ends.  popen() holds convert_mu from
+ * its conversions until its child exists, as posix_spawn does; system()
+ * does not (it would hold it until the command ends): a pipe another
+ * thread makes during its spawn reaches the shell as a close-on-exec
+ * placeholder. */
 FILE *popen(const char *command, const char *mode) {
-  if (!uep_pl_inside()) {
+  const int outside = !uep_pl_inside();
+  if (outside) {
+    uep_pl_convert_lock();
     convert_streams();
     uep_pl_convert_inherited();
   }
   uep__own_fds_hold();
   FILE *f = UEP_PL_REAL(popen)(command, mode);
+  const int e = errno;
   uep__own_fds_release();
+  if (outside) uep_pl_convert_unlock();
+  errno = e;
   return f;
 }
 

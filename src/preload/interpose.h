@@ -19,6 +19,11 @@ extern __thread int uep_pl_depth;
  * fork handlers and its own threads (core/internal_call.h). */
 extern __thread int uep__internal_depth;
 static inline int uep_pl_inside(void) { return uep_pl_depth > 0 || uep__internal_depth > 0; }
+/* The library's marks of a call the interposer can make again on a kernel
+ * object, and of one that left its sleep for that (core/handover.h).
+ * Initial-exec: libuepoll is loaded with the preload, at start-up. */
+extern __thread int uep__movable __attribute__((tls_model("initial-exec")));
+extern __thread int uep__moved __attribute__((tls_model("initial-exec")));
 /* libc's epoll_pwait and epoll_pwait2 for the library's sleeps on its own kernel epolls
  * (core/internal_call.h); set by interpose_fd.c before its first uepoll
  * instance. */
@@ -91,6 +96,14 @@ void uep_pl_convert_streams_of(int only);
 void uep_pl_convert_lock(void);
 void uep_pl_convert_unlock(void);
 void uep_pl_convert_lock_child(void);
+/* fork_convert.c: the calls asleep on uepoll files u[0..n) (one
+ * descriptor per file, 0 for none) leave them for their interposers to make
+ * again once the conversion that holds convert_mu is done: 1 when none is
+ * left, 0 (marks taken back) when one cannot leave. */
+int uep_pl_evict_sleepers(const int *u, int n);
+/* Returns once no conversion runs (a call that left a handed-over file
+ * makes itself again after it: convert_mu taken and released). */
+void uep_pl_await_conversion(void);
 /* fork_move.c: moves what is queued at uepoll descriptor u to kernel
  * descriptor k: a pipe's bytes (one read, one write: an O_DIRECT pipe's
  * packets stay whole), a stream socket's bytes with the descriptors they
@@ -208,22 +221,54 @@ int uep_pl_show(int u, int kind);
     f_;                                                                          \
   }))
 
-/* Body of a plain interposer: uep_<uname> uargs, with `u` the uepoll
- * descriptor behind fd, or libc's kname kargs.  Keeps uepoll's errno. */
-#define UEP_PL_FORWARD2(fd, uname, uargs, kname, kargs) \
-  do {                                                   \
-    int u = uep_pl_map(fd);                              \
-    if (!u) {                                            \
-      uep_pl_count(UEP_PL_FORWARDED, 1);                 \
-      return UEP_PL_REAL(kname) kargs;                   \
-    }                                                    \
-    UEP_PL_ENTER();                                      \
-    __typeof__(uep_##uname uargs) r_ = uep_##uname uargs; \
-    int e_ = errno;                                      \
-    UEP_PL_LEAVE();                                      \
-    uep_pl_count(UEP_PL_UEPOLL_CALL, 1);                 \
-    errno = e_;                                          \
-    return r_;                                           \
+/* Body of an interposer: uep_<uname> uargs, with `u` the uepoll
+ * descriptor behind fd, or libc's kname kargs.  Keeps uepoll's errno.  The
+ * library may end the uepoll call early when its file is handed over to
+ * the kernel (core/handover.h; fork_convert.c): then
+ * the interposer waits for the conversion and runs `redo` when the call
+ * moved nothing (`continue`: the call again, on what fd shows now; or a
+ * `return` of the interposer called again, for one that prepares a kernel
+ * call), or `rest` when it had moved data (a partial count r_): nothing for
+ * calls whose partial count is their answer, a `return` of the count plus
+ * the rest's for those that go on (write). */
+#define UEP_PL_FORWARD_REDO(fd, uname, uargs, kname, kargs, redo, rest) \
+  do {                                                         \
+    for (;;) {                                                 \
+      int u = uep_pl_map(fd);                                  \
+      if (!u) {                                                \
+        uep_pl_count(UEP_PL_FORWARDED, 1);                     \
+        return UEP_PL_REAL(kname) kargs;                       \
+      }                                                        \
+      UEP_PL_ENTER();                                          \
+      ++uep__movable;                                          \
+      __typeof__(uep_##uname uargs) r_ = uep_##uname uargs;    \
+      int e_ = errno;                                          \
+      --uep__movable;                                          \
+      UEP_PL_LEAVE();                                          \
+      uep_pl_count(UEP_PL_UEPOLL_CALL, 1);                     \
+      if (__builtin_expect(uep__moved, 0)) {                   \
+        uep__moved = 0;                                        \
+        uep_pl_await_conversion();                             \
+        if (r_ < 0) {                                          \
+          redo;                                                \
+        } else {                                               \
+          rest;                                                \
+        }                                                      \
+      }                                                        \
+      errno = e_;                                              \
+      return r_;                                               \
+    }                                                          \
   } while (0)
+
+/* The same for a call with nothing to prepare or go on with. */
+#define UEP_PL_FORWARD2(fd, uname, uargs, kname, kargs) \
+  UEP_PL_FORWARD_REDO(fd, uname, uargs, kname, kargs, continue, (void)0)
+
+/* A partial count r plus what the call for the rest returned (< 0: an
+ * error after r bytes moved, which leaves the count r, as a signal does). */
+static inline ssize_t uep_pl_plus_rest(ssize_t r, ssize_t rest) { return rest < 0 ? r : r + rest; }
+/* iov past its first `done` bytes, in out (cap entries): the count of
+ * entries, or -1 if they do not fit (interpose_fd.c). */
+int uep_pl_iov_past(const struct iovec *iov, int n, size_t done, struct iovec *out, int cap);
 
 #endif

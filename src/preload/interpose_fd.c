@@ -275,9 +275,38 @@ int timerfd_gettime(int fd, struct itimerspec *curr) {
 
 /* ---- read and write ------------------------------------------------------------- */
 ssize_t read(int fd, void *buf, size_t count) { UEP_PL_FORWARD2(fd, read, (u, buf, count), read, (fd, buf, count)); }
-ssize_t write(int fd, const void *buf, size_t count) { UEP_PL_FORWARD2(fd, write, (u, buf, count), write, (fd, buf, count)); }
+ssize_t write(int fd, const void *buf, size_t count) {
+  UEP_PL_FORWARD_REDO(fd, write, (u, buf, count), write, (fd, buf, count), continue,
+                      return uep_pl_plus_rest(r_, write(fd, (const char *)buf + r_, count - (size_t)r_)));
+}
 ssize_t readv(int fd, const struct iovec *iov, int n) { UEP_PL_FORWARD2(fd, readv, (u, iov, n), readv, (fd, iov, n)); }
-ssize_t writev(int fd, const struct iovec *iov, int n) { UEP_PL_FORWARD2(fd, writev, (u, iov, n), writev, (fd, iov, n)); }
+int uep_pl_iov_past(const struct iovec *iov, int n, size_t done, struct iovec *out, int cap) {
+  int m = 0;
+  for (int i = 0; i < n; ++i) {
+    if (done >= iov[i].iov_len) {
+      done -= iov[i].iov_len;
+      continue;
+    }
+    if (m == cap) return -1;
+    out[m].iov_base = (char *)iov[i].iov_base + done;
+    out[m].iov_len = iov[i].iov_len - done;
+    done = 0;
+    ++m;
+  }
+  return m;
+}
+
+/* writev of what a hand-over left unwritten (UEP_PL_FORWARD_REDO). */
+static ssize_t writev_rest(int fd, const struct iovec *iov, int n, size_t done) {
+  struct iovec v[UIO_MAXIOV];
+  const int m = uep_pl_iov_past(iov, n, done, v, UIO_MAXIOV);
+  return m > 0 ? writev(fd, v, m) : m;
+}
+
+ssize_t writev(int fd, const struct iovec *iov, int n) {
+  UEP_PL_FORWARD_REDO(fd, writev, (u, iov, n), writev, (fd, iov, n), continue,
+                      return uep_pl_plus_rest(r_, writev_rest(fd, iov, n, (size_t)r_)));
+}
 ssize_t pread(int fd, void *buf, size_t count, off_t off) { UEP_PL_FORWARD2(fd, pread, (u, buf, count, off), pread, (fd, buf, count, off)); }
 ssize_t pwrite(int fd, const void *buf, size_t count, off_t off) {
   UEP_PL_FORWARD2(fd, pwrite, (u, buf, count, off), pwrite, (fd, buf, count, off));

@@ -40,8 +40,10 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/timerfd.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "capi/preload_support.h"
@@ -60,6 +62,38 @@ static int any_mapped(const struct pollfd *fds, nfds_t n) {
   return 0;
 }
 
+/* translated_poll's answer when it left a file handed over to the kernel
+ * (core/handover.h): its caller polls again, with the time left, once the
+ * conversion is done (the number then shows the kernel object). */
+enum { kPollMoved = -2 };
+
+/* The absolute CLOCK_MONOTONIC time `rel` from now. */
+static struct timespec time_after(const struct timespec *rel) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  now.tv_sec += rel->tv_sec;
+  now.tv_nsec += rel->tv_nsec;
+  if (now.tv_nsec >= 1000000000L) {
+    now.tv_nsec -= 1000000000L;
+    ++now.tv_sec;
+  }
+  return now;
+}
+
+/* The time left until `end` (zero once it passed). */
+static struct timespec time_left(const struct timespec *end) {
+  struct timespec now, left = {0, 0};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (now.tv_sec > end->tv_sec || (now.tv_sec == end->tv_sec && now.tv_nsec >= end->tv_nsec)) return left;
+  left.tv_sec = end->tv_sec - now.tv_sec;
+  left.tv_nsec = end->tv_nsec - now.tv_nsec;
+  if (left.tv_nsec < 0) {
+    left.tv_nsec += 1000000000L;
+    --left.tv_sec;
+  }
+  return left;
+}
+
 static int translated_poll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask,
                            int timeout_ms, int is_ppoll) {
   struct pollfd small[64];
@@ -74,12 +108,20 @@ static int translated_poll(struct pollfd *fds, nfds_t n, const struct timespec *
     if (u) t[i].fd = u;
   }
   UEP_PL_ENTER();
+  ++uep__movable;
   int r = is_ppoll ? uep_ppoll(t, n, tmo, mask) : uep_poll(t, n, timeout_ms);
   int e = errno;
+  --uep__movable;
   UEP_PL_LEAVE();
+  const int moved = uep__moved;
+  uep__moved = 0;
   for (nfds_t i = 0; i < n; ++i) fds[i].revents = t[i].revents;
   if (t != small) free(t);
   uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
+  if (moved && r < 0) {
+    uep_pl_await_conversion();
+    return kPollMoved;
+  }
   errno = e;
   return r;
 }
@@ -87,13 +129,38 @@ static int translated_poll(struct pollfd *fds, nfds_t n, const struct timespec *
 static int virtual_wait(void) { return uep_pl_vt_mode && !uep_pl_inside(); }
 
 static int do_poll(struct pollfd *fds, nfds_t n, int timeout) {
-  if (!any_mapped(fds, n) && !virtual_wait()) return UEP_PL_REAL(poll)(fds, n, timeout);
-  return translated_poll(fds, n, NULL, NULL, timeout, 0);
+  struct timespec end = {0, 0};
+  for (int round = 0;; ++round) {
+    if (!any_mapped(fds, n) && !virtual_wait()) return UEP_PL_REAL(poll)(fds, n, timeout);
+    if (round == 0 && timeout > 0) end = time_after(&(struct timespec){timeout / 1000, timeout % 1000 * 1000000L});
+    const int r = translated_poll(fds, n, NULL, NULL, timeout, 0);
+    if (r != kPollMoved) return r;
+    if (timeout > 0) {
+      const struct timespec left = time_left(&end);
+      timeout = (int)(left.tv_sec * 1000 + (left.tv_nsec + 999999) / 1000000);
+    }
+  }
 }
 
 static int do_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask) {
-  if (!any_mapped(fds, n) && !virtual_wait()) return UEP_PL_REAL(ppoll)(fds, n, tmo, mask);
-  return translated_poll(fds, n, tmo, mask, 0, 1);
+  struct timespec end = {0, 0}, left;
+  int timed = 0;
+  for (int round = 0;; ++round) {
+    if (!any_mapped(fds, n) && !virtual_wait()) return UEP_PL_REAL(ppoll)(fds, n, tmo, mask);
+    /* A bad timeout is the call's own error, left to it; one past any
+     * deadline is forever. */
+    if (round == 0 && tmo && !uep_pl_unmapped(tmo) && tmo->tv_sec >= 0 && tmo->tv_sec < (1L << 40) &&
+        tmo->tv_nsec >= 0 && tmo->tv_nsec < 1000000000L) {
+      end = time_after(tmo);
+      timed = 1;
+    }
+    const int r = translated_poll(fds, n, tmo, mask, 0, 1);
+    if (r != kPollMoved) return r;
+    if (timed) {
+      left = time_left(&end);
+      tmo = &left;
+    }
+  }
 }
 
 int poll(struct pollfd *fds, nfds_t n, int timeout) { return do_poll(fds, n, timeout); }
@@ -180,16 +247,20 @@ int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *tm
 
 /* ---- sockets -------------------------------------------------------------------- */
 ssize_t send(int fd, const void *buf, size_t len, int flags) {
-  UEP_PL_FORWARD2(fd, send, (u, buf, len, flags), send, (fd, buf, len, flags));
+  UEP_PL_FORWARD_REDO(fd, send, (u, buf, len, flags), send, (fd, buf, len, flags), continue,
+                      return uep_pl_plus_rest(r_, send(fd, (const char *)buf + r_, len - (size_t)r_, flags)));
 }
 ssize_t recv(int fd, void *buf, size_t len, int flags) {
-  UEP_PL_FORWARD2(fd, recv, (u, buf, len, flags), recv, (fd, buf, len, flags));
+  /* A partial count left by a hand-over: MSG_WAITALL's rest (not a peek). */
+  UEP_PL_FORWARD_REDO(fd, recv, (u, buf, len, flags), recv, (fd, buf, len, flags), continue,
+                      if (!(flags & MSG_PEEK)) return uep_pl_plus_rest(r_, recv(fd, (char *)buf + r_, len - (size_t)r_, flags)));
 }
 /* A datagram pair end with SO_PASSCRED sending to a name: made a kernel
  * pair end first (dgram_named.c), so that Linux autobinds it. */
 ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a, socklen_t alen) {
   if (a && uep_pl_map(fd)) (void)uep_pl_dgram_named_sendto(fd, a, alen);
-  UEP_PL_FORWARD2(fd, sendto, (u, buf, len, flags, a, alen), sendto, (fd, buf, len, flags, a, alen));
+  UEP_PL_FORWARD_REDO(fd, sendto, (u, buf, len, flags, a, alen), sendto, (fd, buf, len, flags, a, alen), continue,
+                      return uep_pl_plus_rest(r_, sendto(fd, (const char *)buf + r_, len - (size_t)r_, flags, a, alen)));
 }
 ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, socklen_t *alen) {
   UEP_PL_FORWARD2(fd, recvfrom, (u, buf, len, flags, a, alen), recvfrom, (fd, buf, len, flags, a, alen));
@@ -223,13 +294,24 @@ void uep_pl_kernel_rights(const struct msghdr *m) {
   }
 }
 
+/* sendmsg of what a hand-over left unsent (UEP_PL_FORWARD_REDO): the bytes
+ * only, the control data went with the first part (a stream's). */
+static ssize_t sendmsg_rest(int fd, const struct msghdr *m, int flags, size_t done) {
+  struct iovec v[UIO_MAXIOV];
+  const int n = uep_pl_iov_past(m->msg_iov, (int)m->msg_iovlen, done, v, UIO_MAXIOV);
+  if (n <= 0) return n;
+  struct msghdr rest = {.msg_iov = v, .msg_iovlen = (size_t)n};
+  return sendmsg(fd, &rest, flags);
+}
+
 /* A datagram pair end's control data to a name: the pair is made a kernel
  * one first (dgram_named.c), then this is a kernel socket's sendmsg. */
 ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
   ssize_t r;
   if (uep_pl_map(fd) && uep_pl_dgram_named_sendmsg(fd, m, flags, &r)) return r;
   if (!uep_pl_map(fd)) uep_pl_kernel_rights(m);
-  UEP_PL_FORWARD2(fd, sendmsg, (u, m, flags), sendmsg, (fd, m, flags));
+  UEP_PL_FORWARD_REDO(fd, sendmsg, (u, m, flags), sendmsg, (fd, m, flags), return sendmsg(fd, m, flags),
+                      return uep_pl_plus_rest(r_, sendmsg_rest(fd, m, flags, (size_t)r_)));
 }
 ssize_t recvmsg(int fd, struct msghdr *m, int flags) {
   UEP_PL_FORWARD2(fd, recvmsg, (u, m, flags), recvmsg, (fd, m, flags));

@@ -20,9 +20,11 @@
  * (its kernel timer is never armed) and stays behind its placeholder
  * (README.md).
  *
- * Not atomic with respect to other threads using the timer during the
- * call: a thread blocked reading it keeps waiting on the former object.
- * Locks: the conversions' lock (uep_pl_convert_lock), then uepoll's calls
+ * A thread asleep reading it (read, poll, select...) first leaves it and
+ * reads or polls the kernel timer once the conversion is done
+ * (uep_pl_evict_sleepers, core/handover.h); one asleep in a call the
+ * preload cannot make again (preadv2 at offset -1, or the library's) keeps
+ * waiting on the former object.  Locks: the conversions' lock (uep_pl_convert_lock), then uepoll's calls
  * take theirs.
  */
 #define _GNU_SOURCE
@@ -54,6 +56,9 @@ static int convert_locked(int n) {
     free(us);
     return -1;
   }
+  /* A thread asleep reading it through the interposers leaves it, and
+   * reads the kernel timer once this is done (core/handover.h). */
+  (void)uep_pl_evict_sleepers(&u, 1);
   uep_pl_move_to_kernel(k, shown, us, ns, key, timer_key, "timerfd");
   /* The timer's own reads were non-blocking whatever the program's flags:
    * the kernel file now takes the program's. */

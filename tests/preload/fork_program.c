@@ -8,17 +8,21 @@
  * observes after the child is done: bytes read, return values and errno,
  * epoll events with their data, status and descriptor flags.
  *
- * With the argument "blocked": a thread is blocked reading a pipe while
- * the main thread forks; the pipe stays a uepoll object (a copy in the
- * child), which the child reports with one "uepoll: fork()" warning.
- * "blocked_cloexec" and "blocked_used": the same with a close-on-exec pipe,
- * which the child leaves alone (no warning: nothing differs) or writes to
- * (the warning, at that write).  "racing": threads making pipes and forking
- * at once.
+ * With the argument "sleepers": threads asleep in read, write, poll, recv
+ * and send on pipes and socket pairs when the main thread forks; the
+ * child's reads and writes reach them as on Linux.  "blocked": a thread is
+ * blocked reading a pipe in a call the preload cannot make again
+ * (preadv2) while the main thread forks; the pipe stays a uepoll object
+ * (a copy in the child), which the child reports with one "uepoll: fork()"
+ * warning.  "blocked_cloexec" and "blocked_used": the same with a
+ * close-on-exec pipe, which the child leaves alone (no warning: nothing
+ * differs) or writes to (the warning, at that write).  "racing": threads
+ * making pipes and forking at once.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -28,6 +32,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -297,9 +302,12 @@ static void timers(void) {
   close(off);
 }
 
+/* Blocked in preadv2 at offset -1 (a read, on a pipe): a call the preload
+ * cannot make again on the kernel pipe, so the pipe stays uepoll's. */
 static void *blocked_reader(void *arg) {
   char c;
-  ssize_t n = read(*(int *)arg, &c, 1);
+  struct iovec v = {&c, 1};
+  ssize_t n = preadv2(*(int *)arg, &v, 1, -1, 0);
   return (void *)(intptr_t)n;
 }
 
@@ -342,6 +350,99 @@ static int blocked_cloexec(int use) {
   void *n;
   pthread_join(t, &n);
   printf("blocked reader got %ld, child status %d\n", (long)(intptr_t)n, status);
+  return 0;
+}
+
+/* Threads asleep in calls on pipes and socket pairs when the main thread
+ * forks (mode "sleepers"): under uepoll-run each call leaves the uepoll
+ * object, which becomes a kernel one, and is made again there (the rest of
+ * a write that had written part), so the child reaches the parent's
+ * sleepers as on Linux. */
+enum { kBig = 300000 };
+static int sp_pipe[2], sp_big[2], sp_poll[2], sp_pair[2], sp_bigpair[2];
+
+static void *sp_read(void *arg) {
+  (void)arg;
+  char c = 0;
+  ssize_t n = read(sp_pipe[0], &c, 1);
+  printf("read on a pipe: %zd '%c'\n", n, n == 1 ? c : '?');
+  return NULL;
+}
+
+static void *sp_write(void *arg) {
+  (void)arg;
+  char *buf = malloc(kBig);
+  for (int i = 0; i < kBig; ++i) buf[i] = (char)(i * 7);
+  ssize_t n = write(sp_big[1], buf, kBig);
+  printf("write of %d bytes into a full pipe: %zd\n", kBig, n);
+  free(buf);
+  return NULL;
+}
+
+static void *sp_poll_fn(void *arg) {
+  (void)arg;
+  struct pollfd p = {sp_poll[0], POLLIN, 0};
+  int n = poll(&p, 1, 20000);
+  printf("poll on a pipe: %d revents %#x\n", n, p.revents);
+  return NULL;
+}
+
+static void *sp_recv(void *arg) {
+  (void)arg;
+  char b[8] = {0};
+  ssize_t n = recv(sp_pair[0], b, sizeof b, 0);
+  printf("recv on a socket pair: %zd '%s'\n", n, b);
+  return NULL;
+}
+
+static void *sp_send(void *arg) {
+  (void)arg;
+  char *buf = malloc(4 * kBig);
+  for (int i = 0; i < 4 * kBig; ++i) buf[i] = (char)(i * 3);
+  ssize_t n = send(sp_bigpair[0], buf, 4 * kBig, 0);
+  printf("send of %d bytes into a full socket pair: %zd\n", 4 * kBig, n);
+  free(buf);
+  return NULL;
+}
+
+/* Reads exactly len bytes of fd, each byte (i * mul); 1 if all came. */
+static int read_pattern(int fd, long len, int mul) {
+  char b[4096];
+  long got = 0;
+  while (got < len) {
+    ssize_t n = read(fd, b, sizeof b < (size_t)(len - got) ? sizeof b : (size_t)(len - got));
+    if (n <= 0) return 0;
+    for (ssize_t i = 0; i < n; ++i)
+      if (b[i] != (char)((got + i) * mul)) return 0;
+    got += n;
+  }
+  return 1;
+}
+
+static int sleepers(void) {
+  alarm(30); /* a sleeper left on a copy would wait for ever */
+  MUST(pipe(sp_pipe));
+  MUST(pipe(sp_big));
+  MUST(pipe(sp_poll));
+  MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_pair));
+  MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_bigpair));
+  void *(*fn[])(void *) = {sp_read, sp_write, sp_poll_fn, sp_recv, sp_send};
+  enum { kN = sizeof fn / sizeof fn[0] };
+  pthread_t t[kN];
+  for (int i = 0; i < kN; ++i) pthread_create(&t[i], NULL, fn[i], NULL);
+  usleep(300 * 1000); /* every thread is asleep in its call by now */
+  pid_t pid = fork();
+  if (pid == 0) {
+    alarm(30); /* the child's own: alarms are not inherited */
+    int ok = write(sp_pipe[1], "c", 1) == 1 && write(sp_poll[1], "p", 1) == 1 && send(sp_pair[1], "s", 1, 0) == 1 &&
+             read_pattern(sp_big[0], kBig, 7) && read_pattern(sp_bigpair[1], 4 * kBig, 3);
+    _exit(ok ? 0 : 1);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  for (int i = 0; i < kN; ++i) pthread_join(t[i], NULL);
+  printf("child read everything in order: %s\n", WIFEXITED(status) && WEXITSTATUS(status) == 0 ? "yes" : "no");
   return 0;
 }
 
@@ -398,6 +499,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "blocked_cloexec") == 0) return blocked_cloexec(0);
   if (argc > 1 && strcmp(argv[1], "blocked_used") == 0) return blocked_cloexec(1);
   if (argc > 1 && strcmp(argv[1], "racing") == 0) return racing();
+  if (argc > 1 && strcmp(argv[1], "sleepers") == 0) return sleepers();
   queued_bytes();
   closed_and_shut();
   flags_and_packets();

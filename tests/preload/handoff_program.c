@@ -1,7 +1,8 @@
 /*
  * handoff_program.c - eventfds and timerfds handed on: to a child by
  * posix_spawn (a file action's dup2, and inheritance of a descriptor
- * without close-on-exec), and eventfds to KVM's irqfd and ioeventfd ioctls.  Run plainly and
+ * without close-on-exec), and eventfds to KVM's irqfd and ioeventfd ioctls;
+ * last, an eventfd handed on while a thread is asleep reading it.  Run plainly and
  * under uepoll-run (tests/preload/run.sh): the same output, where the
  * preload makes those uepoll objects kernel ones first
  * (src/preload/eventfd_convert.c, timerfd_convert.c, fork_convert.c).  The ioctls go to /dev/null (ENOTTY, no
@@ -11,6 +12,7 @@
 #include <errno.h>
 #include <linux/kvm.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,6 +70,33 @@ static void spawn_and_wait(int ep, int efd, posix_spawn_file_actions_t *fa, cons
   uint64_t v = 0;
   const ssize_t got = read(efd, &v, sizeof v);
   printf("%s: read %zd count %llu\n", how, got, (unsigned long long)v);
+}
+
+/* A thread asleep reading a blocking eventfd while the main thread hands
+ * it to a spawned child that adds 5: the reader gets the child's 5 (under
+ * uepoll-run it leaves the uepoll eventfd as that becomes a kernel one, and
+ * reads the kernel one). */
+static uint64_t asleep_count;
+static ssize_t asleep_got;
+
+static void *read_eventfd(void *arg) {
+  asleep_got = read(*(int *)arg, &asleep_count, sizeof asleep_count);
+  return NULL;
+}
+
+static void asleep_reader(void) {
+  int efd = eventfd(0, EFD_CLOEXEC);
+  pthread_t t;
+  pthread_create(&t, NULL, read_eventfd, &efd);
+  usleep(200 * 1000); /* the reader is asleep in read() by now */
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, efd, 9);
+  spawn_role("child", &fa, "9", "asleep reader");
+  posix_spawn_file_actions_destroy(&fa);
+  pthread_join(t, NULL);
+  printf("asleep reader: read %zd count %llu\n", asleep_got, (unsigned long long)asleep_count);
+  close(efd);
 }
 
 int main(int argc, char **argv) {
@@ -139,5 +168,6 @@ int main(int argc, char **argv) {
   show_kind("irqfd", irq);
   show_kind("resamplefd", res);
   show_kind("ioeventfd", io);
+  asleep_reader();
   return 0;
 }

@@ -1,0 +1,40 @@
+// handover.h - calls that leave a file being handed over to the kernel,
+// for their caller to make again on the kernel object (owned by core/).
+//
+// Under the preload, fork() first makes every uepoll pipe and socket pair
+// a kernel one under the same descriptor numbers (src/preload/
+// fork_convert.c).  A thread asleep in a read, write, poll... on such an
+// object would keep sleeping on the uepoll one, which nobody reaches any
+// more.  So the preload marks the object's wait queues handed over
+// (WaitQueue::set_handed_over_locked, through uep__hand_over) and
+// wakes their sleepers; a sleeper whose caller can make the call again
+// (uep__movable > 0: the preload's interposers that do) leaves its sleep
+// as if a signal handler had run (-EINTR, or the partial count of a call
+// that already moved data) and sets uep__moved.  The interposer sees
+// uep__moved, waits until the conversion is done and makes the call again
+// on what the number shows now, or the rest of it.  A sleeper whose caller
+// cannot (any other caller: uep__movable == 0) sleeps on; the preload
+// then leaves the object as it is.
+//
+// Locks: none (thread-local counters).
+#pragma once
+
+#include <uepoll/export.h>
+
+extern "C" {
+// > 0 while the calling thread's uepoll call is one its caller can make
+// again on the kernel object (the preload raises it around such calls).
+UEP_EXPORT extern __thread int uep__movable;
+// Set by a call that left its sleep because its file was handed over;
+// cleared by the caller that reads it.
+UEP_EXPORT extern __thread int uep__moved;
+}
+
+namespace uepoll::core {
+
+// A sleep of the calling thread on a file whose queue is handed over ends
+// here: the caller returns -EINTR (or its partial count).
+inline void note_moved() noexcept { uep__moved = 1; }
+inline bool movable_call() noexcept { return uep__movable > 0; }
+
+}  // namespace uepoll::core

@@ -1,0 +1,152 @@
+// handover_test.cpp - a file handed over to the kernel (core/handover.h)
+// from inside the static library: sleepers whose caller can make their
+// call again (uep__movable) leave with -1/EINTR, or their partial count,
+// and uep__moved set; other sleepers sleep on and still get their data; a
+// movable call that starts after the mark leaves at once.  The preload's
+// side (making the call again) is tests/preload/fork_program.c
+// "sleepers".
+#include "capi/preload_support.h"
+#include "core/handover.h"
+
+#include <uepoll/uepoll.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <fcntl.h>
+#include <poll.h>
+#include <thread>
+#include <vector>
+
+namespace {
+
+// The result of one call made on another thread.
+struct Outcome {
+  long r = 0;
+  int err = 0;
+  int moved = 0;
+};
+
+// Runs call() on a thread, as a movable call when `movable`.
+template <class Call>
+std::thread run(Outcome* out, bool movable, std::atomic<bool>* done, Call call) {
+  return std::thread([=] {
+    uep__moved = 0;
+    if (movable) ++uep__movable;
+    errno = 0;
+    out->r = call();
+    out->err = errno;
+    if (movable) --uep__movable;
+    out->moved = uep__moved;
+    uep__moved = 0;
+    done->store(true);
+  });
+}
+
+// Waits until fd has a sleeper of the kind asked for (movable or not).
+bool wait_for_sleeper(int fd, bool movable) {
+  for (int i = 0; i < 5000; ++i) {
+    int fixed = 0, mov = 0;
+    if (uep__sleepers(fd, &fixed, &mov) == 0 && (movable ? mov : fixed)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+// A call that left its sleep for the hand-over, having moved nothing.
+void expect_left(const Outcome& o) {
+  EXPECT_EQ(o.r, -1);
+  EXPECT_EQ(o.err, EINTR);
+  EXPECT_EQ(o.moved, 1);
+}
+
+class Handover : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_EQ(uep_pipe2(p_, 0), 0); }
+  void TearDown() override {
+    uep_close(p_[0]);
+    uep_close(p_[1]);
+  }
+  int p_[2] = {-1, -1};
+};
+
+TEST_F(Handover, MovableReaderLeaves) {
+  Outcome o;
+  std::atomic<bool> done{false};
+  char c;
+  std::thread t = run(&o, true, &done, [&] { return static_cast<long>(uep_read(p_[0], &c, 1)); });
+  ASSERT_TRUE(wait_for_sleeper(p_[0], true));
+  ASSERT_EQ(uep__hand_over(p_[0], 1), 0);
+  t.join();
+  expect_left(o);
+  int fixed = -1, mov = -1;
+  ASSERT_EQ(uep__sleepers(p_[0], &fixed, &mov), 0);
+  EXPECT_EQ(fixed + mov, 0);
+}
+
+TEST_F(Handover, OtherReaderSleepsOnAndGetsItsData) {
+  Outcome o;
+  std::atomic<bool> done{false};
+  char c = 0;
+  std::thread t = run(&o, false, &done, [&] { return static_cast<long>(uep_read(p_[0], &c, 1)); });
+  ASSERT_TRUE(wait_for_sleeper(p_[0], false));
+  ASSERT_EQ(uep__hand_over(p_[0], 1), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(done.load());  // woken, found nothing, asleep again
+  ASSERT_EQ(uep__hand_over(p_[0], 0), 0);
+  ASSERT_EQ(uep_write(p_[1], "z", 1), 1);
+  t.join();
+  EXPECT_EQ(o.r, 1);
+  EXPECT_EQ(c, 'z');
+  EXPECT_EQ(o.moved, 0);
+}
+
+TEST_F(Handover, MovableWriterReturnsItsPartialCount) {
+  Outcome o;
+  std::atomic<bool> done{false};
+  std::vector<char> big(200000, 'w');
+  std::thread t = run(&o, true, &done, [&] { return static_cast<long>(uep_write(p_[1], big.data(), big.size())); });
+  ASSERT_TRUE(wait_for_sleeper(p_[1], true));
+  ASSERT_EQ(uep__hand_over(p_[1], 1), 0);
+  t.join();
+  EXPECT_EQ(o.r, 65536);  // the pipe's capacity, written before it slept
+  EXPECT_EQ(o.moved, 1);
+  ASSERT_EQ(uep_fcntl(p_[0], F_SETFL, O_NONBLOCK), 0);
+  std::vector<char> back(200000);
+  EXPECT_EQ(uep_read(p_[0], back.data(), back.size()), 65536);
+}
+
+TEST_F(Handover, MovablePollLeaves) {
+  Outcome o;
+  std::atomic<bool> done{false};
+  std::thread t = run(&o, true, &done, [&] {
+    struct pollfd pf = {p_[0], POLLIN, 0};
+    return static_cast<long>(uep_poll(&pf, 1, 20000));
+  });
+  ASSERT_TRUE(wait_for_sleeper(p_[0], true));
+  ASSERT_EQ(uep__hand_over(p_[0], 1), 0);
+  t.join();
+  expect_left(o);
+}
+
+TEST_F(Handover, MovableCallAfterTheMarkLeavesAtOnce) {
+  ASSERT_EQ(uep__hand_over(p_[0], 1), 0);
+  Outcome o;
+  std::atomic<bool> done{false};
+  char c;
+  std::thread t = run(&o, true, &done, [&] { return static_cast<long>(uep_read(p_[0], &c, 1)); });
+  t.join();
+  expect_left(o);
+  // Data already there is read as usual: the mark only ends sleeps.
+  ASSERT_EQ(uep_write(p_[1], "d", 1), 1);
+  ++uep__movable;
+  EXPECT_EQ(uep_read(p_[0], &c, 1), 1);
+  --uep__movable;
+  EXPECT_EQ(uep__moved, 0);
+  EXPECT_EQ(uep__hand_over(-1, 1), -1);
+  EXPECT_EQ(errno, EBADF);
+}
+
+}  // namespace
