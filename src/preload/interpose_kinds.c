@@ -366,10 +366,7 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags, struct tim
   struct timespec end = {0, 0};
   if (tmo) {
     if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000L) return errno = EINVAL, -1;
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    end.tv_sec += tmo->tv_sec;
-    end.tv_nsec += tmo->tv_nsec;
-    if (end.tv_nsec >= 1000000000L) end.tv_sec++, end.tv_nsec -= 1000000000L;
+    end = uep_pl_time_after(tmo);
   }
   if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;
   unsigned int got = 0;
@@ -392,15 +389,7 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags, struct tim
   }
   UEP_PL_LEAVE();
   uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
-  if (tmo) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long s = end.tv_sec - now.tv_sec, ns = end.tv_nsec - now.tv_nsec;
-    if (ns < 0) s--, ns += 1000000000L;
-    if (s < 0) s = 0, ns = 0;
-    tmo->tv_sec = s;
-    tmo->tv_nsec = ns;
-  }
+  if (tmo) *tmo = uep_pl_time_left(&end);
   if (got == 0 && e) return errno = e, -1;
   return (int)got;
 }

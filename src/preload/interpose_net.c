@@ -43,7 +43,6 @@
 #include <sys/uio.h>
 #include <sys/timerfd.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "capi/preload_support.h"
@@ -66,33 +65,6 @@ static int any_mapped(const struct pollfd *fds, nfds_t n) {
  * (core/handover.h): its caller polls again, with the time left, once the
  * conversion is done (the number then shows the kernel object). */
 enum { kPollMoved = -2 };
-
-/* The absolute CLOCK_MONOTONIC time `rel` from now. */
-static struct timespec time_after(const struct timespec *rel) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  now.tv_sec += rel->tv_sec;
-  now.tv_nsec += rel->tv_nsec;
-  if (now.tv_nsec >= 1000000000L) {
-    now.tv_nsec -= 1000000000L;
-    ++now.tv_sec;
-  }
-  return now;
-}
-
-/* The time left until `end` (zero once it passed). */
-static struct timespec time_left(const struct timespec *end) {
-  struct timespec now, left = {0, 0};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  if (now.tv_sec > end->tv_sec || (now.tv_sec == end->tv_sec && now.tv_nsec >= end->tv_nsec)) return left;
-  left.tv_sec = end->tv_sec - now.tv_sec;
-  left.tv_nsec = end->tv_nsec - now.tv_nsec;
-  if (left.tv_nsec < 0) {
-    left.tv_nsec += 1000000000L;
-    --left.tv_sec;
-  }
-  return left;
-}
 
 static int translated_poll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask,
                            int timeout_ms, int is_ppoll) {
@@ -132,11 +104,11 @@ static int do_poll(struct pollfd *fds, nfds_t n, int timeout) {
   struct timespec end = {0, 0};
   for (int round = 0;; ++round) {
     if (!any_mapped(fds, n) && !virtual_wait()) return UEP_PL_REAL(poll)(fds, n, timeout);
-    if (round == 0 && timeout > 0) end = time_after(&(struct timespec){timeout / 1000, timeout % 1000 * 1000000L});
+    if (round == 0 && timeout > 0) end = uep_pl_time_after(&(struct timespec){timeout / 1000, timeout % 1000 * 1000000L});
     const int r = translated_poll(fds, n, NULL, NULL, timeout, 0);
     if (r != kPollMoved) return r;
     if (timeout > 0) {
-      const struct timespec left = time_left(&end);
+      const struct timespec left = uep_pl_time_left(&end);
       timeout = (int)(left.tv_sec * 1000 + (left.tv_nsec + 999999) / 1000000);
     }
   }
@@ -151,13 +123,13 @@ static int do_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, co
      * deadline is forever. */
     if (round == 0 && tmo && !uep_pl_unmapped(tmo) && tmo->tv_sec >= 0 && tmo->tv_sec < (1L << 40) &&
         tmo->tv_nsec >= 0 && tmo->tv_nsec < 1000000000L) {
-      end = time_after(tmo);
+      end = uep_pl_time_after(tmo);
       timed = 1;
     }
     const int r = translated_poll(fds, n, tmo, mask, 0, 1);
     if (r != kPollMoved) return r;
     if (timed) {
-      left = time_left(&end);
+      left = uep_pl_time_left(&end);
       tmo = &left;
     }
   }
