@@ -159,8 +159,17 @@ static void pipesize_cases(void) {
 
 static int restart_wr;
 static void on_alarm(int s) { (void)s; ran = ran + 1; }
+/* The writer blocks SIGALRM, so that the process-directed alarm goes to
+ * the reading thread, whose read is the case (under uepoll-run the kernel
+ * could otherwise give it to this thread while the reader is between its
+ * check and its sleep, with every signal blocked: docs/linux-deviations.md,
+ * "Blocking calls and signals"; the reader then answers EINTR while the
+ * handler runs here, a moment later than the print). */
 static void *write_later(void *arg) {
   (void)arg;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
   usleep(300000);
   if (write(restart_wr, "x", 1) != 1) perror("write");
   return NULL;
