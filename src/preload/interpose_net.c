@@ -438,7 +438,8 @@ static void say_copies(int shared, const char *when) {
   char msg[360];
   snprintf(msg, sizeof msg,
            "fork(): %d uepoll pipe/socket-pair descriptor(s) could not be made kernel ones before the fork "
-           "(a thread was blocked on them, or libc forked internally) and are copies in the child%s "
+           "(a thread was blocked on them in a call that cannot move, such as preadv2 or recvmmsg, or libc "
+           "forked internally) and are copies in the child%s "
            "(UEPOLL_PRELOAD_KINDS=epoll,eventfd,timerfd keeps pipes and pairs in the kernel)",
            shared, when);
   uep_pl_refuse(msg);
