@@ -8,8 +8,8 @@
  * observes after the child is done: bytes read, return values and errno,
  * epoll events with their data, status and descriptor flags.
  *
- * With the argument "sleepers": threads asleep in read, write, poll, recv
- * and send on pipes and socket pairs when the main thread forks; the
+ * With the argument "sleepers": threads asleep in read, write, poll, recv,
+ * send and splice on pipes and socket pairs when the main thread forks; the
  * child's reads and writes reach them as on Linux.  "blocked": a thread is
  * blocked reading a pipe in a call the preload cannot make again
  * (preadv2) while the main thread forks; the pipe stays a uepoll object
@@ -359,7 +359,7 @@ static int blocked_cloexec(int use) {
  * a write that had written part), so the child reaches the parent's
  * sleepers as on Linux. */
 enum { kBig = 300000 };
-static int sp_pipe[2], sp_big[2], sp_poll[2], sp_pair[2], sp_bigpair[2];
+static int sp_pipe[2], sp_big[2], sp_poll[2], sp_pair[2], sp_bigpair[2], sp_spl[2];
 
 static void *sp_read(void *arg) {
   (void)arg;
@@ -405,6 +405,15 @@ static void *sp_send(void *arg) {
   return NULL;
 }
 
+static void *sp_splice(void *arg) {
+  (void)arg;
+  int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  ssize_t n = splice(sp_spl[0], NULL, null, NULL, 100, 0);
+  printf("splice from a pipe: %zd\n", n);
+  close(null);
+  return NULL;
+}
+
 /* Reads exactly len bytes of fd, each byte (i * mul); 1 if all came. */
 static int read_pattern(int fd, long len, int mul) {
   char b[4096];
@@ -426,7 +435,8 @@ static int sleepers(void) {
   MUST(pipe(sp_poll));
   MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_pair));
   MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_bigpair));
-  void *(*fn[])(void *) = {sp_read, sp_write, sp_poll_fn, sp_recv, sp_send};
+  MUST(pipe(sp_spl));
+  void *(*fn[])(void *) = {sp_read, sp_write, sp_poll_fn, sp_recv, sp_send, sp_splice};
   enum { kN = sizeof fn / sizeof fn[0] };
   pthread_t t[kN];
   for (int i = 0; i < kN; ++i) pthread_create(&t[i], NULL, fn[i], NULL);
@@ -435,6 +445,7 @@ static int sleepers(void) {
   if (pid == 0) {
     alarm(30); /* the child's own: alarms are not inherited */
     int ok = write(sp_pipe[1], "c", 1) == 1 && write(sp_poll[1], "p", 1) == 1 && send(sp_pair[1], "s", 1, 0) == 1 &&
+             write(sp_spl[1], "spl", 3) == 3 &&
              read_pattern(sp_big[0], kBig, 7) && read_pattern(sp_bigpair[1], 4 * kBig, 3);
     _exit(ok ? 0 : 1);
   }
