@@ -21,6 +21,8 @@
 
 #include <uepoll/export.h>
 
+#include <ctime>
+
 extern "C" {
 // > 0 while the calling thread's uepoll call is one its caller can make
 // again on the kernel object (the preload raises it around such calls).
@@ -28,6 +30,9 @@ UEP_EXPORT extern __thread int uep__movable;
 // Set by a call that left its sleep because its file was handed over;
 // cleared by the caller that reads it.
 UEP_EXPORT extern __thread int uep__moved;
+// A poll that left: the time it had left on its own clock (the virtual
+// one where that runs), for its caller's next poll; tv_sec -1: no limit.
+UEP_EXPORT extern __thread struct timespec uep__moved_left;
 }
 
 namespace uepoll::core {

@@ -10,6 +10,7 @@ extern "C" {
 UEP_EXPORT __thread int uep__internal_depth = 0;
 UEP_EXPORT __thread int uep__movable = 0;
 UEP_EXPORT __thread int uep__moved = 0;
+UEP_EXPORT __thread struct timespec uep__moved_left = {-1, 0};
 UEP_EXPORT int (*uep__kernel_epoll_pwait)(int, struct epoll_event*, int, int, const sigset_t*) = nullptr;
 UEP_EXPORT int (*uep__kernel_epoll_pwait2)(int, struct epoll_event*, int, const struct timespec*,
                                            const sigset_t*) = nullptr;

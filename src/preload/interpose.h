@@ -9,7 +9,6 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
-#include <time.h>
 
 /* Depth of uepoll calls on this thread: > 0 while an interposer runs
  * uepoll, so that the kernel objects uepoll makes for itself (its waiters'
@@ -25,6 +24,7 @@ static inline int uep_pl_inside(void) { return uep_pl_depth > 0 || uep__internal
  * Initial-exec: libuepoll is loaded with the preload, at start-up. */
 extern __thread int uep__movable __attribute__((tls_model("initial-exec")));
 extern __thread int uep__moved __attribute__((tls_model("initial-exec")));
+extern __thread struct timespec uep__moved_left __attribute__((tls_model("initial-exec")));
 /* libc's epoll_pwait and epoll_pwait2 for the library's sleeps on its own kernel epolls
  * (core/internal_call.h); set by interpose_fd.c before its first uepoll
  * instance. */
@@ -264,33 +264,6 @@ int uep_pl_show(int u, int kind);
 /* The same for a call with nothing to prepare or go on with. */
 #define UEP_PL_FORWARD2(fd, uname, uargs, kname, kargs) \
   UEP_PL_FORWARD_REDO(fd, uname, uargs, kname, kargs, continue, (void)0)
-
-/* The absolute CLOCK_MONOTONIC time `rel` (normalized) from now. */
-static inline struct timespec uep_pl_time_after(const struct timespec *rel) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  t.tv_sec += rel->tv_sec;
-  t.tv_nsec += rel->tv_nsec;
-  if (t.tv_nsec >= 1000000000L) {
-    t.tv_nsec -= 1000000000L;
-    ++t.tv_sec;
-  }
-  return t;
-}
-
-/* The time left until `end` (zero once it passed). */
-static inline struct timespec uep_pl_time_left(const struct timespec *end) {
-  struct timespec now, left = {0, 0};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  left.tv_sec = end->tv_sec - now.tv_sec;
-  left.tv_nsec = end->tv_nsec - now.tv_nsec;
-  if (left.tv_nsec < 0) {
-    left.tv_nsec += 1000000000L;
-    --left.tv_sec;
-  }
-  if (left.tv_sec < 0) left.tv_sec = left.tv_nsec = 0;
-  return left;
-}
 
 /* A partial count r plus what the call for the rest returned (< 0: an
  * error after r bytes moved, which leaves the count r, as a signal does). */

@@ -351,6 +351,33 @@ ssize_t pwritev64v2(int fd, const struct iovec *iov, int n, off64_t off, int fla
 }
 
 /* ---- recvmmsg and sendmmsg ------------------------------------------------------------ */
+/* The absolute CLOCK_MONOTONIC time `rel` (normalized) from now. */
+static struct timespec time_after(const struct timespec *rel) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  t.tv_sec += rel->tv_sec;
+  t.tv_nsec += rel->tv_nsec;
+  if (t.tv_nsec >= 1000000000L) {
+    t.tv_nsec -= 1000000000L;
+    ++t.tv_sec;
+  }
+  return t;
+}
+
+/* The time left until `end` (zero once it passed). */
+static struct timespec time_left(const struct timespec *end) {
+  struct timespec now, left = {0, 0};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  left.tv_sec = end->tv_sec - now.tv_sec;
+  left.tv_nsec = end->tv_nsec - now.tv_nsec;
+  if (left.tv_nsec < 0) {
+    left.tv_nsec += 1000000000L;
+    --left.tv_sec;
+  }
+  if (left.tv_sec < 0) left.tv_sec = left.tv_nsec = 0;
+  return left;
+}
+
 static int before(const struct timespec *a, const struct timespec *b) {
   return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
@@ -366,7 +393,7 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags, struct tim
   struct timespec end = {0, 0};
   if (tmo) {
     if (tmo->tv_sec < 0 || tmo->tv_nsec < 0 || tmo->tv_nsec >= 1000000000L) return errno = EINVAL, -1;
-    end = uep_pl_time_after(tmo);
+    end = time_after(tmo);
   }
   if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;
   unsigned int got = 0;
@@ -389,7 +416,7 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags, struct tim
   }
   UEP_PL_LEAVE();
   uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
-  if (tmo) *tmo = uep_pl_time_left(&end);
+  if (tmo) *tmo = time_left(&end);
   if (got == 0 && e) return errno = e, -1;
   return (int)got;
 }

@@ -100,38 +100,26 @@ static int translated_poll(struct pollfd *fds, nfds_t n, const struct timespec *
 
 static int virtual_wait(void) { return uep_pl_vt_mode && !uep_pl_inside(); }
 
+/* A poll that left a file handed over to the kernel is made again with the
+ * time it had left (uep__moved_left, from the library's own deadline). */
 static int do_poll(struct pollfd *fds, nfds_t n, int timeout) {
-  struct timespec end = {0, 0};
-  for (int round = 0;; ++round) {
+  for (;;) {
     if (!any_mapped(fds, n) && !virtual_wait()) return UEP_PL_REAL(poll)(fds, n, timeout);
-    if (round == 0 && timeout > 0) end = uep_pl_time_after(&(struct timespec){timeout / 1000, timeout % 1000 * 1000000L});
     const int r = translated_poll(fds, n, NULL, NULL, timeout, 0);
     if (r != kPollMoved) return r;
-    if (timeout > 0) {
-      const struct timespec left = uep_pl_time_left(&end);
-      timeout = (int)(left.tv_sec * 1000 + (left.tv_nsec + 999999) / 1000000);
-    }
+    const struct timespec left = uep__moved_left;
+    if (timeout > 0 && left.tv_sec >= 0) timeout = (int)(left.tv_sec * 1000 + (left.tv_nsec + 999999) / 1000000);
   }
 }
 
 static int do_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask) {
-  struct timespec end = {0, 0}, left;
-  int timed = 0;
-  for (int round = 0;; ++round) {
+  struct timespec left;
+  for (;;) {
     if (!any_mapped(fds, n) && !virtual_wait()) return UEP_PL_REAL(ppoll)(fds, n, tmo, mask);
-    /* A bad timeout is the call's own error, left to it; one past any
-     * deadline is forever. */
-    if (round == 0 && tmo && !uep_pl_unmapped(tmo) && tmo->tv_sec >= 0 && tmo->tv_sec < (1L << 40) &&
-        tmo->tv_nsec >= 0 && tmo->tv_nsec < 1000000000L) {
-      end = uep_pl_time_after(tmo);
-      timed = 1;
-    }
     const int r = translated_poll(fds, n, tmo, mask, 0, 1);
     if (r != kPollMoved) return r;
-    if (timed) {
-      left = uep_pl_time_left(&end);
-      tmo = &left;
-    }
+    left = uep__moved_left;
+    if (tmo && left.tv_sec >= 0) tmo = &left;
   }
 }
 

@@ -27,6 +27,7 @@ struct Outcome {
   long r = 0;
   int err = 0;
   int moved = 0;
+  struct timespec left = {0, 0};  // uep__moved_left after the call
 };
 
 // Runs call() on a thread, as a movable call when `movable`.
@@ -40,6 +41,7 @@ std::thread run(Outcome* out, bool movable, std::atomic<bool>* done, Call call) 
     out->err = errno;
     if (movable) --uep__movable;
     out->moved = uep__moved;
+    out->left = uep__moved_left;
     uep__moved = 0;
     done->store(true);
   });
@@ -118,17 +120,28 @@ TEST_F(Handover, MovableWriterReturnsItsPartialCount) {
   EXPECT_EQ(uep_read(p_[0], back.data(), back.size()), 65536);
 }
 
-TEST_F(Handover, MovablePollLeaves) {
-  Outcome o;
-  std::atomic<bool> done{false};
-  std::thread t = run(&o, true, &done, [&] {
-    struct pollfd pf = {p_[0], POLLIN, 0};
-    return static_cast<long>(uep_poll(&pf, 1, 20000));
-  });
-  ASSERT_TRUE(wait_for_sleeper(p_[0], true));
-  ASSERT_EQ(uep__hand_over(p_[0], 1), 0);
-  t.join();
-  expect_left(o);
+// A poll leaves with the time it had left (none: tv_sec -1), which its
+// caller's next poll gets.
+TEST_F(Handover, MovablePollLeavesWithItsTimeLeft) {
+  for (const int timeout : {20000, -1}) {
+    Outcome o;
+    std::atomic<bool> done{false};
+    std::thread t = run(&o, true, &done, [&] {
+      struct pollfd pf = {p_[0], POLLIN, 0};
+      return static_cast<long>(uep_poll(&pf, 1, timeout));
+    });
+    ASSERT_TRUE(wait_for_sleeper(p_[0], true));
+    ASSERT_EQ(uep__hand_over(p_[0], 1), 0);
+    t.join();
+    ASSERT_EQ(uep__hand_over(p_[0], 0), 0);
+    expect_left(o);
+    if (timeout < 0) {
+      EXPECT_EQ(o.left.tv_sec, -1);
+    } else {
+      EXPECT_GE(o.left.tv_sec, 10);  // 20 s less the few ms it slept (a loaded machine: seconds)
+      EXPECT_LT(o.left.tv_sec, 20);
+    }
+  }
 }
 
 TEST_F(Handover, MovableCallAfterTheMarkLeavesAtOnce) {
