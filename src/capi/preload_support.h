@@ -20,11 +20,6 @@ struct uep__stream_state {
   unsigned long long conn; /* the same for both ends of one pipe or pair */
   int side;                /* pipe: 0 read end, 1 write end; pair: 0 or 1 */
   int shutdown;            /* pair: this side's RCV (1) / SEND (2) shutdown bits; pipe: 0 */
-  int blocked;             /* 1 if a call is blocked on this end (read, write,
-                              uep_poll, select; not an epoll registration)
-                              that cannot be made again elsewhere */
-  int movable;             /* 1 if a call is blocked on this end that the
-                              preload can make again (core/handover.h) */
   int is_socket;
   int sock_type;           /* pair: SOCK_STREAM, SOCK_DGRAM or SOCK_SEQPACKET */
   long msgs;               /* datagram/seqpacket pair: messages queued at this end */
@@ -34,9 +29,11 @@ struct uep__stream_state {
  * pipe end or socket of a pair). */
 UEP_EXPORT int uep__stream_state(int fd, struct uep__stream_state *out);
 
-/* The calls asleep on uepoll file fd (not its epoll registrations), as
- * uep__stream_state's `blocked` (*fixed) and `movable`.  0, or -1 with
- * EBADF.  Takes the file's wait-queue lock (11). */
+/* The calls asleep on uepoll file fd (a read or write of it, uep_poll or
+ * select over it; not its epoll registrations): *fixed 1 if one cannot be
+ * made again elsewhere, *movable 1 if one can, by the preload
+ * (core/handover.h).  0, or -1 with EBADF.  Takes the file's wait-queue
+ * lock (11). */
 UEP_EXPORT int uep__sleepers(int fd, int *fixed, int *movable);
 
 /* on: marks uepoll file fd handed over to the kernel and wakes the threads

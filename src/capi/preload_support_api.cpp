@@ -13,8 +13,9 @@
 // uep__set_scm_hooks: the preload's numbering of passed descriptors
 // (objects/unix_scm.h).
 //
-// Locks: the end's wait-queue lock (11) to look for blocked callers, then,
-// for a socket, its connection's leaf lock (14); never both at once.  An
+// Locks: a file's wait-queue lock (11) to look for or wake its sleepers
+// (uep__sleepers, uep__hand_over); a socket's connection leaf lock (14)
+// for its state (uep__stream_state); never both at once.  An
 // instance's shard locks (6), one at a time, for its registrations.
 #include "capi/preload_support.h"
 
@@ -75,7 +76,6 @@ extern "C" int uep__stream_state(int fd, struct uep__stream_state* out) {
   st.is_socket = ss.is_socket ? 1 : 0;
   st.sock_type = ss.sock_type;
   st.msgs = ss.msgs;
-  blocked_callers(f.get(), &st.blocked, &st.movable);
   *out = st;
   return 0;
 }

@@ -35,7 +35,7 @@
  * makes its call again on the kernel object once the conversion is done,
  * or the rest of it (a write that had written part).  An object with a
  * call asleep on it that the preload cannot make again (one not made
- * through those interposers: uep__stream_state's `blocked`) is left as it
+ * through those interposers: uep__sleepers' `fixed`) is left as it
  * is: the child then has a copy and says so (interpose_net.c, fdmap.cpp).
  * So is a registration made under
  * a descriptor number the program has closed since (a dup'd number):
