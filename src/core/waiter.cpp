@@ -497,6 +497,10 @@ bool deadline_passed(const timespec& d) noexcept {
   return now.tv_sec > d.tv_sec || (now.tv_sec == d.tv_sec && now.tv_nsec >= d.tv_nsec);
 }
 
+timespec time_left(const timespec& d) noexcept {
+  return vclock::to_ts(vclock::to_ns(d) - vclock::to_ns(monotonic_now()));  // to_ts: 0 when negative
+}
+
 bool have_epoll_pwait2() noexcept {
   // An invalid descriptor: EBADF where the call exists, ENOSYS where not.
   static const bool have = [] {

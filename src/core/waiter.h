@@ -195,6 +195,8 @@ timespec monotonic_now() noexcept;
 timespec deadline_after_ms(long ms) noexcept;
 timespec deadline_after(const timespec& rel) noexcept;
 bool deadline_passed(const timespec& d) noexcept;
+// From now to d, zero once d passed.
+timespec time_left(const timespec& d) noexcept;
 
 // Runs the handlers of the pending signals that `mask` unblocks, as a kernel
 // call made with that mask does on its way out (Linux do_poll and

@@ -49,18 +49,6 @@ bool any_uepoll_fd(const struct pollfd* fds, nfds_t nfds) noexcept {
 
 namespace {
 
-// From now (core::monotonic_now: the virtual clock where it runs) to
-// deadline; zero once it passed.
-timespec time_left(const timespec& deadline) noexcept {
-  const timespec now = core::monotonic_now();
-  timespec left{deadline.tv_sec - now.tv_sec, deadline.tv_nsec - now.tv_nsec};
-  if (left.tv_nsec < 0) {
-    left.tv_nsec += 1000000000L;
-    --left.tv_sec;
-  }
-  return left.tv_sec < 0 ? timespec{0, 0} : left;
-}
-
 struct PollSlot {
   core::WaiterEntry entry;
   core::File* file = nullptr;  // referenced while the call runs
@@ -230,7 +218,7 @@ long do_poll(struct pollfd* fds, nfds_t nfds, const timespec* deadline, bool non
     // the time left.
     if (core::movable_call() && call.any_handed_over()) {
       core::note_moved();
-      uep__moved_left = deadline ? time_left(*deadline) : timespec{-1, 0};
+      uep__moved_left = deadline ? core::time_left(*deadline) : timespec{-1, 0};
       return -EINTR;
     }
     if (call.sleep(w, deadline, sigmask ? sigmask : &blocked->saved()) == -EINTR) return -EINTR;
