@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <new>
 #include <poll.h>
+#include <sched.h>
 #include <unistd.h>
 #include <unordered_map>
 #include <vector>
@@ -356,6 +357,7 @@ int KernelWatch::make_kernel_fd(Instance* ep) noexcept {
     w->release_signal();
     return r;
   }
+  kw->signal_writes0_ = w->writes();
   kw->signal_.store(w, std::memory_order_release);
   ep->wq().lock();
   ep->wq().add_locked(&kw->sig_.entry);
@@ -364,7 +366,7 @@ int KernelWatch::make_kernel_fd(Instance* ep) noexcept {
   ep->ready_lock_.lock();
   const bool avail = ep->events_available_locked();
   ep->ready_lock_.unlock();
-  if (avail && !kw->pending_.exchange(true, std::memory_order_seq_cst)) w->kick();
+  if (avail && kw->request_signal()) w->kick();
   kw->kfd_.store(k, std::memory_order_release);
   return k;
 }
@@ -388,7 +390,7 @@ int KernelWatch::signal_wake(core::WaitEntry* e, uint32_t) noexcept {
     kw->ring_locked();
     return 1;
   }
-  if (!kw->pending_.exchange(true, std::memory_order_seq_cst))
+  if (kw->request_signal())
     kw->signal_.load(std::memory_order_relaxed)->kick();  // stored before the entry was queued
   return 0;
 }
@@ -396,26 +398,50 @@ int KernelWatch::signal_wake(core::WaitEntry* e, uint32_t) noexcept {
 // The signal entry's kind's wake function (core/waitqueue.h).
 int kernel_signal_wake(core::WaitEntry* e, uint32_t key) noexcept { return KernelWatch::signal_wake(e, key); }
 
+bool KernelWatch::request_signal(bool always) noexcept {
+  uint64_t s = signal_state_.load(std::memory_order_seq_cst);
+  do {
+    if ((s & kSignalPending) && !always) return false;
+  } while (!signal_state_.compare_exchange_weak(s, (s | kSignalPending) + kSignalKick, std::memory_order_seq_cst,
+                                                std::memory_order_seq_cst));
+  return true;
+}
+
 // Drains the signal when the ready list is empty and no harvest runs (a
-// running one may put level-triggered items back).  An item queued while
-// we drain is linked before its wake runs, so the re-check after the read
-// sees it; its own write may have come before our read and been consumed
-// by it, so a re-check that finds events writes the signal again (at worst
-// one spurious wakeup of the kernel loop).
+// running one may put level-triggered items back).  The pending bit must
+// never stay set over an empty eventfd: a request would then write
+// nothing, and the kernel loop would sleep through the item.
+// - The writes asked for before the bit is cleared may not have landed:
+//   kick() defers its write past the requester's SpinLock.  A read before
+//   such a write would leave the eventfd readable with the bit clear, and
+//   the kernel loop would find it ready, harvest nothing and spin until
+//   the next request.  So the drain waits until as many writes have landed
+//   as the state had counted, and the read takes them all.
+// - A request after the clear sets the bit again, and our read may take
+//   its write; an item queued while we drain is linked before its wake
+//   runs, so the re-check after the read sees it.  Either way we ask for
+//   one more write (at worst one spurious wakeup of the kernel loop).
 void KernelWatch::maybe_drain(Instance* ep) noexcept {
-  if (!pending_.load(std::memory_order_seq_cst)) return;
+  uint64_t s = signal_state_.load(std::memory_order_seq_cst);
+  if (!(s & kSignalPending)) return;
   ep->ready_lock_.lock();
   bool avail = ep->events_available_locked();
   ep->ready_lock_.unlock();
   if (avail) return;
   core::ThreadWaiter* w = signal_.load(std::memory_order_acquire);
-  pending_.store(false, std::memory_order_seq_cst);
+  // Only a drain clears the bit: a failed CAS means another drain cleared
+  // it (that one takes the writes counted in s), and maybe a request set it
+  // again since, whose write wakes the kernel loop to drain it.
+  if (!signal_state_.compare_exchange_strong(s, s - kSignalPending, std::memory_order_seq_cst)) return;
+  const uint64_t asked = s / kSignalKick;
+  while (w->writes() - signal_writes0_ < asked && !w->dead()) sched_yield();
   w->drain_event_fd();
+  const bool requested = signal_state_.load(std::memory_order_seq_cst) / kSignalKick != asked;
   ep->ready_lock_.lock();
   avail = ep->events_available_locked();
   ep->ready_lock_.unlock();
-  if (avail) {
-    pending_.store(true, std::memory_order_seq_cst);
+  if (avail || requested) {
+    request_signal(true);
     w->kick();
   }
 }

@@ -208,6 +208,10 @@ class KernelWatch {
   void process_hub(Instance* ep, int depth) noexcept;
   void wake_child(Instance* ep, uint64_t tag, int depth) noexcept;
   void maybe_drain(Instance* ep) noexcept;
+  // Sets kSignalPending and counts a write if the bit was clear (or
+  // `always`): true when the caller must kick the signal (that write),
+  // false when one is owed already.
+  bool request_signal(bool always = false) noexcept;
   static int signal_wake(core::WaitEntry* e, uint32_t key) noexcept;
   friend int kernel_signal_wake(core::WaitEntry* e, uint32_t key) noexcept;
 
@@ -234,9 +238,16 @@ class KernelWatch {
   std::atomic<int> kfd_{-1};                  // written once under mu_
   core::Mutex mu_{core::lock_class::kKernelWatch};  // lock level 7
   std::atomic<core::ThreadWaiter*> signal_{nullptr};  // written once under mu_
-  // The signal eventfd has been written since the last drain.  seq_cst:
-  // the wake side's exchange pairs with maybe_drain's store (see there).
-  std::atomic<bool> pending_{false};
+  // The signal's state: bit 0 (kSignalPending) is set while its eventfd
+  // has been, or is about to be, written since the last drain; the bits
+  // above count the writes asked for so far (kSignalKick each).  Set and
+  // counted in one step (request_signal), so a drain knows how many writes
+  // to wait for.  seq_cst: request_signal's CAS pairs with maybe_drain's
+  // CAS and re-check (see there).
+  static constexpr uint64_t kSignalPending = 1;
+  static constexpr uint64_t kSignalKick = 2;
+  std::atomic<uint64_t> signal_state_{0};
+  uint64_t signal_writes0_ = 0;  // signal_->writes() when it became ours (written before signal_)
   // ctl's ADD has put hub_ (when the instance has parents) into every
   // parent's hub (parent_hub); false after a failure, so the next ADD
   // tries again.  Written under the topology lock (3); acquire/release
