@@ -16,6 +16,7 @@
 #include <memory>
 #include <new>
 #include <poll.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
@@ -186,6 +187,10 @@ void ThreadWaiter::drain_event_fd() noexcept {
   uint64_t v;
   ssize_t unused = ::read(u.fd(), &v, sizeof v);
   (void)unused;  // EAGAIN when already empty
+}
+
+void ThreadWaiter::await_writes(uint64_t target) const noexcept {
+  while (writes() < target && !dead_) sched_yield();
 }
 
 void ThreadWaiter::write_kick() noexcept {

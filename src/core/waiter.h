@@ -107,6 +107,11 @@ class ThreadWaiter {
   // Eventfd writes made so far (kick() defers them past a SpinLock); an
   // acquire load pairs with the release increment after each write.
   uint64_t writes() const noexcept { return writes_.load(std::memory_order_acquire); }
+  // Yields until writes() reaches `target` (or the waiter is dead: a
+  // forked child's kicks write nothing).  For a signal whose kicks were
+  // counted when asked for: their writes wait at most for the kickers'
+  // SpinLock releases.
+  void await_writes(uint64_t target) const noexcept;
 
   // After fork(), in the child (core/fork.cpp): every waiter made so far
   // belongs to the parent (its kernel eventfd and epoll are open file

@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <new>
 #include <poll.h>
-#include <sched.h>
 #include <unistd.h>
 #include <unordered_map>
 #include <vector>
@@ -434,7 +433,7 @@ void KernelWatch::maybe_drain(Instance* ep) noexcept {
   // again since, whose write wakes the kernel loop to drain it.
   if (!signal_state_.compare_exchange_strong(s, s - kSignalPending, std::memory_order_seq_cst)) return;
   const uint64_t asked = s / kSignalKick;
-  while (w->writes() - signal_writes0_ < asked && !w->dead()) sched_yield();
+  w->await_writes(signal_writes0_ + asked);
   w->drain_event_fd();
   const bool requested = signal_state_.load(std::memory_order_seq_cst) / kSignalKick != asked;
   ep->ready_lock_.lock();

@@ -17,7 +17,6 @@
 
 #include <cerrno>
 #include <poll.h>
-#include <sched.h>
 #include <unistd.h>
 
 namespace uepoll::epoll {
@@ -129,7 +128,7 @@ void KernelWatch::kick_consumed(Instance* ep, bool harvests) noexcept {
     ep->ready_lock_.lock();
     const uint64_t rings = ring_gen_;
     ep->ready_lock_.unlock();
-    while (kick_->writes() - kick_writes0_ < rings && !kick_->dead()) sched_yield();
+    kick_->await_writes(kick_writes0_ + rings);
     kick_->drain_event_fd();
     ep->ready_lock_.lock();
     if (ring_gen_ == rings) break;
