@@ -16,7 +16,7 @@
 // once more with nobody else inside and checks that poll() of the kernel
 // descriptor says nothing is ready.  The race is narrow: with the fault put
 // back, 20000 rounds caught it in 4 runs of 4 (normal build), 4000 under
-// TSan most runs.  Rounds: UEPOLL_KFD_SIGNAL_ROUNDS (default 20000, 4000
+// TSan in 2 runs of 5.  Rounds: UEPOLL_KFD_SIGNAL_ROUNDS (default 20000, 4000
 // under sanitizers).
 #include <gtest/gtest.h>
 #include <poll.h>
