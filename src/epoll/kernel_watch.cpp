@@ -204,21 +204,36 @@ void KernelWatch::kick_sleepers(Instance* ep) noexcept {
 }
 
 // shadow_ joins the hub in finish_direct(), once no direct sleeper is left
-// (at once when there is none), so that the hub never sees kick_.
+// (at once when there is none), so that the hub never sees kick_.  A kernel
+// fd made before the hub watches it from now on (its parents' and
+// children's edges).
 int KernelWatch::ensure_hub(Instance* ep) noexcept {
-  if (hub_.empty()) {
-    {
-      core::MutexLock g(mu_);
-      if (hub_.empty()) {
-        const int h = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
-        if (h < 0) return -errno;
-        hub_.open(h, &KernelWatch::hub_moving, this);
-      }
+  bool made = false;
+  int rc = 0;
+  {
+    core::MutexLock g(mu_);
+    if (hub_.empty()) {
+      const int h = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
+      if (h < 0) return -errno;
+      hub_.open(h, &KernelWatch::hub_moving, this);
+      made = true;
     }
-    kick_sleepers(ep);
+    if (const int k = kfd_.load(std::memory_order_relaxed); k >= 0) rc = kfd_add_hub_locked(k);
   }
+  if (made) kick_sleepers(ep);
+  if (rc < 0) return rc;
   const int r = end_direct(ep, false);
   return r < 0 ? r : 0;
+}
+
+int KernelWatch::kfd_add_hub_locked(int k) noexcept {
+  if (hub_.empty() || kfd_has_hub_) return 0;
+  core::OwnSlot::Use hub(hub_);
+  struct epoll_event e{};
+  e.events = EPOLLIN;  // level-triggered, as the rest of kfd_
+  if (::epoll_ctl(k, EPOLL_CTL_ADD, hub.fd(), &e) < 0 && errno != EEXIST) return -errno;
+  kfd_has_hub_ = true;
+  return 0;
 }
 
 // A child's hub into p's hub: p's direct sleepers do not watch p's hub, so
@@ -322,8 +337,20 @@ int KernelWatch::kernel_fd(Instance* ep) noexcept {
     if (k >= 0) return k;
   }
   topology::Guard tg(topology::Mode::kExclusive, nullptr);
-  if (const int r = parent_hub(ep); r < 0) return r;
-  KernelWatch* kw = ep->kernel_watch();
+  KernelWatch* kw;
+  if (ep->parent_count() > 0) {
+    if (const int r = parent_hub(ep); r < 0) return r;
+    kw = ep->kernel_watch();
+  } else {
+    // No parent: no hub, which each harvest would read for nothing.  One
+    // is made, and joins kfd_, when a parent or a child with a kernel side
+    // comes (ensure_hub); a later parent links in on_nest, as after ctl.
+    bool created = false;
+    int err = 0;
+    kw = get_or_create(ep, &created, &err);
+    if (!kw) return -err;
+    kw->linked_.store(true, std::memory_order_release);
+  }
   const int k = kw->make_kernel_fd(ep);
   if (k < 0) return k;
   const int r = kw->end_direct(ep, false);  // shadow_ joins kfd_ (now or when direct sleepers leave)
@@ -339,18 +366,16 @@ int KernelWatch::make_kernel_fd(Instance* ep) noexcept {
   if (!w) return -err;
   w->drain_event_fd();  // a pooled eventfd may hold a count
   // Level-triggered: readable while the shadow has a ready descriptor, the
-  // hub an untranslated edge, or the signal a count (the shadow is added
-  // by finish_direct).
+  // hub (if any) an untranslated edge, or the signal a count (the shadow
+  // is added by finish_direct).
   const int k = core::park_high(::epoll_create1(EPOLL_CLOEXEC));
   int r = k < 0 ? -errno : 0;
-  {
-    core::OwnSlot::Use hub(hub_);
-    for (int fd : {hub.fd(), w->event_fd()}) {
-      struct epoll_event e{};
-      e.events = EPOLLIN;
-      if (r == 0 && ::epoll_ctl(k, EPOLL_CTL_ADD, fd, &e) < 0) r = -errno;
-    }
+  if (r == 0) {
+    struct epoll_event e{};
+    e.events = EPOLLIN;
+    if (::epoll_ctl(k, EPOLL_CTL_ADD, w->event_fd(), &e) < 0) r = -errno;
   }
+  if (r == 0) r = kfd_add_hub_locked(k);
   if (r < 0) {
     core::close_own(k);
     w->release_signal();
@@ -389,6 +414,7 @@ int KernelWatch::signal_wake(core::WaitEntry* e, uint32_t) noexcept {
     kw->ring_locked();
     return 1;
   }
+  if (kw->self_wake_) return 0;
   if (kw->request_signal())
     kw->signal_.load(std::memory_order_relaxed)->kick();  // stored before the entry was queued
   return 0;
@@ -404,6 +430,11 @@ bool KernelWatch::request_signal(bool always) noexcept {
   } while (!signal_state_.compare_exchange_weak(s, (s | kSignalPending) + kSignalKick, std::memory_order_seq_cst,
                                                 std::memory_order_seq_cst));
   return true;
+}
+
+uint64_t KernelWatch::signal_writes() const noexcept {
+  const core::ThreadWaiter* w = signal_.load(std::memory_order_acquire);  // pairs with make_kernel_fd's store
+  return w ? w->writes() - signal_writes0_ : 0;
 }
 
 // Drains the signal when the ready list is empty and no harvest runs (a
@@ -518,8 +549,21 @@ void KernelWatch::process_hub(Instance* ep, int depth) noexcept {
       else if (depth <= kMaxNests)
         wake_child(ep, buf[i].data.u64, depth);
     }
-    if (self) ep->wq().wake(EPOLLIN);
+    if (self) wake_self(ep);
   } while (r == kBatch);
+}
+
+// The shadow's edge: Linux's ep_poll_safewake, for ep's parents and its
+// pollers.  A kernel loop on kfd_ is not signalled: kfd_ holds shadow_
+// level-triggered, so it is readable for these events already, and the
+// signal would cost it an eventfd write and read per kernel event.
+void KernelWatch::wake_self(Instance* ep) noexcept {
+  const bool quiet = kfd_has_shadow_.load(std::memory_order_relaxed);
+  ep->wq().lock();
+  self_wake_ = quiet;
+  ep->wq().wake_locked(EPOLLIN);
+  self_wake_ = false;
+  ep->wq().unlock();
 }
 
 // An edge of child `tag` in ep's hub: translate the child's hub.  An edge

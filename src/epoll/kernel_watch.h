@@ -19,7 +19,8 @@
 //            instance's own poll queue for a shadow edge, the child's hub
 //            (recursively) for a child edge.
 //   kfd_     uep_epoll_kernel_fd only: a kernel epoll holding shadow_,
-//            hub_ and signal_'s eventfd, level-triggered.
+//            hub_ (once there is one) and signal_'s eventfd,
+//            level-triggered.
 //   signal_  uep_epoll_kernel_fd only: a kernel eventfd written when the
 //            instance's user-space ready list gains an item, drained by a
 //            harvest that leaves that list empty (and no harvest running).
@@ -52,7 +53,8 @@
 //                     -> hub_ edge -> parents' hubs -> their sleepers
 //   user-space event -> Instance::wq() -> signal entry -> eventfd -> kfd_
 //   a hub edge read by a harvest or poll -> Instance::wq().wake(EPOLLIN)
-//     of the instance whose shadow it was (Linux ep_poll_safewake)
+//     of the instance whose shadow it was (Linux ep_poll_safewake); its
+//     signal entry is skipped once shadow_ is in kfd_ (self_wake_)
 //
 // Locks (core/lock_order.h): the topology lock (3, exclusive) around every
 // change of the kernel-side topology (first kernel descriptor of a watched
@@ -145,6 +147,10 @@ class KernelWatch {
   // kernel_watch_fdinfo.cpp).  Reads /proc: no SpinLock may be held.
   void show_fdinfo(std::string& out) const noexcept;
 
+  // Writes of the signal's eventfd since kfd_ was made (0 before): the
+  // system calls a kernel loop on kfd_ pays for user-space items.  For tests.
+  uint64_t signal_writes() const noexcept;
+
   // The descriptors a sleeper or uep_poll waits on (shadow_, hub_ if any),
   // POLLIN; returns how many (1 or 2).
   int sleep_fds(struct pollfd out[2]) const noexcept;
@@ -203,9 +209,13 @@ class KernelWatch {
   static int add_child_edge(Instance* p, KernelWatch* child, uint64_t tag) noexcept;
   // kfd_, created if needed (kernel_fd's body, under mu_).
   int make_kernel_fd(Instance* ep) noexcept;
+  // hub_ (if made) into kfd k, once.  Preconditions: mu_ held.
+  int kfd_add_hub_locked(int k) noexcept UEP_REQUIRES(mu_);
   static void kick_sleepers(Instance* ep) noexcept;
   int kernel_events(Instance* ep, struct epoll_event* evs, int maxevents) noexcept;
   void process_hub(Instance* ep, int depth) noexcept;
+  // process_hub's wakeup of ep's poll queue for shadow_'s own events.
+  void wake_self(Instance* ep) noexcept;
   void wake_child(Instance* ep, uint64_t tag, int depth) noexcept;
   void maybe_drain(Instance* ep) noexcept;
   // Sets kSignalPending and counts a write if the bit was clear (or
@@ -278,7 +288,15 @@ class KernelWatch {
   // pairs ready()'s unlocked load with finish_direct's store).
   std::atomic<bool> kick_in_shadow_{false};
   bool hub_has_shadow_ = false;  // under mu_
-  bool kfd_has_shadow_ = false;  // under mu_
+  bool kfd_has_hub_ UEP_GUARDED_BY(mu_) = false;
+  // shadow_ is in kfd_: written under mu_; read without it by process_hub,
+  // where a stale false only costs a signal write (relaxed: no data rides
+  // on it).
+  std::atomic<bool> kfd_has_shadow_{false};
+  // process_hub's wakeup of the instance for shadow_'s own events is
+  // running: the signal entry leaves the signal alone (kfd_ holds shadow_).
+  // Under Instance::wq()'s lock, which every wakeup of that queue holds.
+  bool self_wake_ = false;
 };
 
 }  // namespace uepoll::epoll

@@ -232,13 +232,13 @@ int KernelWatch::finish_direct(Instance* ep) noexcept {
       hub_has_shadow_ = true;
   }
   const int k = kfd_.load(std::memory_order_relaxed);
-  if (rc == 0 && k >= 0 && !kfd_has_shadow_) {
+  if (rc == 0 && k >= 0 && !kfd_has_shadow_.load(std::memory_order_relaxed)) {
     struct epoll_event e{};
     e.events = EPOLLIN;  // level-triggered, as the rest of kfd_
     if (::epoll_ctl(k, EPOLL_CTL_ADD, sh.fd(), &e) < 0 && errno != EEXIST)
       rc = -errno;
     else
-      kfd_has_shadow_ = true;
+      kfd_has_shadow_.store(true, std::memory_order_relaxed);
   }
   return rc;
 }
