@@ -3,8 +3,12 @@
 // (bench/syscalls.sh runs it under strace -c -f at two round counts and
 // prints the difference per round).  Each thread blocks in epoll_wait(-1)
 // on its own instance, which holds one kernel descriptor: an eventfd, or
-// one end of a loopback TCP connection.
-//   uepoll-pingpong linux|uepoll eventfd|tcp ROUNDS
+// one end of a loopback TCP connection.  Kind "kernel-loop" is one thread
+// instead: a kernel epoll (an event loop) watches the instance's kernel
+// form (linux: the epoll itself, uepoll: uep_epoll_kernel_fd), the instance
+// an eventfd; a round writes the eventfd, waits on the loop, harvests the
+// instance with a zero timeout and reads the eventfd.
+//   uepoll-pingpong linux|uepoll eventfd|tcp|kernel-loop ROUNDS
 #include <uepoll/uepoll.h>
 
 #include <arpa/inet.h>
@@ -60,16 +64,39 @@ void tcp_pair(int out[2]) {
   for (int i = 0; i < 2; ++i) setsockopt(out[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
+// The kernel-loop kind (see the top of the file).
+int kernel_loop(long rounds) {
+  const int fd = eventfd(0, EFD_NONBLOCK);
+  const int ep = ep_create();
+  if (fd < 0 || ep < 0 || ep_add(ep, fd) < 0) die("epoll");
+  const int form = g_uepoll ? uep_epoll_kernel_fd(ep) : ep;
+  const int loop = epoll_create1(0);
+  struct epoll_event e{};
+  e.events = EPOLLIN;
+  if (form < 0 || loop < 0 || epoll_ctl(loop, EPOLL_CTL_ADD, form, &e) < 0) die("loop");
+  uint64_t v = 1;
+  for (long r = 0; r < rounds; ++r) {
+    if (write(fd, &v, sizeof v) != sizeof v) die("write");
+    if (epoll_wait(loop, &e, 1, -1) != 1) die("epoll_wait(loop)");
+    const int n = g_uepoll ? uep_epoll_wait(ep, &e, 1, 0) : epoll_wait(ep, &e, 1, 0);
+    if (n != 1) die("epoll_wait");
+    if (read(fd, &v, sizeof v) != sizeof v) die("read");
+  }
+  std::printf("%ld rounds\n", rounds);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: uepoll-pingpong linux|uepoll eventfd|tcp ROUNDS\n");
+    std::fprintf(stderr, "usage: uepoll-pingpong linux|uepoll eventfd|tcp|kernel-loop ROUNDS\n");
     return 2;
   }
   g_uepoll = std::strcmp(argv[1], "uepoll") == 0;
   const bool tcp = std::strcmp(argv[2], "tcp") == 0;
   const long rounds = std::atol(argv[3]);
+  if (std::strcmp(argv[2], "kernel-loop") == 0) return kernel_loop(rounds);
   // me[i]: what thread i waits on and reads; peer[i]: what it writes to
   // reach the other thread (its own end of the connection, for TCP).
   int me[2], peer[2];

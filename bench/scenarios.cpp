@@ -34,7 +34,8 @@ const std::vector<Scenario>& scenarios() {
        shared_ctl_checks},
       {"memory", "bytes per registration, N registrations on one instance", memory_cases, nullptr},
       {"scale", "ctl pair and wait(timeout 0) cost, 1 ready among N registrations", scale_cases, scale_checks},
-      {"kernel-fds", "kernel eventfd / loopback TCP in a uepoll instance vs kernel epoll: ctl pair, wakeup round trip",
+      {"kernel-fds", "kernel eventfd / loopback TCP in a uepoll instance vs kernel epoll: ctl pair, wakeup round trip, "
+       "the instance in a kernel event loop",
        kernel_fds_cases, nullptr},
   };
   static const std::vector<Scenario> with_beyond = [] {

@@ -1,8 +1,9 @@
 #!/bin/sh
 # syscalls.sh BUILD_DIR - system calls per round trip of a blocking
 # ping-pong (uepoll-pingpong) through kernel epoll and through uepoll, for a
-# kernel eventfd and loopback TCP: strace -c -f counts of a run of N2 and one
-# of N1 round trips, difference divided by N2 - N1 (set-up cancels out).
+# kernel eventfd and loopback TCP, and per round of an instance embedded in
+# a kernel event loop (kernel-loop): strace -c -f counts of a run of N2 and
+# one of N1 rounds, difference divided by N2 - N1 (set-up cancels out).
 set -eu
 bin="${1:-build}/bench/uepoll-pingpong"
 [ -x "$bin" ] || { echo "syscalls.sh: no $bin (build the uepoll-pingpong target)" >&2; exit 1; }
@@ -13,7 +14,7 @@ count() {  # backend kind rounds -> "syscall calls" lines
   awk 'NF >= 5 && $4 ~ /^[0-9]+$/ && $NF != "total" { print $NF, $4 }' /tmp/syscalls.$$
   rm -f /tmp/syscalls.$$
 }
-for kind in eventfd tcp; do
+for kind in eventfd tcp kernel-loop; do
   for be in linux uepoll; do
     count "$be" "$kind" "$N1" | sort > /tmp/syscalls.a.$$
     count "$be" "$kind" "$N2" | sort > /tmp/syscalls.b.$$
