@@ -398,6 +398,29 @@ RunFn kernel_loop(const Backend& b, Budget bud) {
   };
 }
 
+// The fields every case of the scenario shares: judged on CPU per
+// operation, passing at 0.9x of the other column.
+Case cpu_case(const std::string& group, const std::string& label, int x, const char* unit, const char* target) {
+  Case c;
+  c.scenario = "kernel-fds";
+  c.group = group;
+  c.label = label;
+  c.x_name = "kind";
+  c.x = x;
+  c.unit = unit;
+  c.target = target;
+  c.by_cpu = true;
+  c.pass = [](double l, double u, const std::map<std::string, double>&) { return l > 0 && u / l >= 0.9; };
+  return c;
+}
+
+Budget budget(const Options& o, uint64_t count) {
+  Budget bud;
+  bud.count = count;
+  bud.duration = o.duration;
+  return bud;
+}
+
 }  // namespace
 
 std::vector<Case> kernel_fds_cases(const Options& o) {
@@ -406,59 +429,28 @@ std::vector<Case> kernel_fds_cases(const Options& o) {
   const uint64_t rtt_n = o.count ? o.count : (o.quick ? 5000 : 50000);
   for (int kind = 0; kind < 4; ++kind) {
     const bool rtt = kind >= 2, tcp = kind % 2 == 1;
-    Case c;
-    c.scenario = "kernel-fds";
-    c.group = rtt ? "wakeup" : "ctl";
-    c.label = std::string(rtt ? "wakeup " : "ctl ") + (tcp ? "tcp" : "eventfd");
-    c.x_name = "kind";
-    c.x = kind;
-    c.unit = rtt ? "round trips/s" : "pairs/s";
-    c.target = "uepoll >= 0.9x Linux in CPU/op";
-    c.by_cpu = true;
+    Case c = cpu_case(rtt ? "wakeup" : "ctl", std::string(rtt ? "wakeup " : "ctl ") + (tcp ? "tcp" : "eventfd"), kind,
+                      rtt ? "round trips/s" : "pairs/s", "uepoll >= 0.9x Linux in CPU/op");
     c.why = rtt ? "a blocking handoff is bound by the kernel's wakeup on both"
                 : "the same system calls on both: uepoll adds its bookkeeping";
-    c.pass = [](double l, double u, const std::map<std::string, double>&) { return l > 0 && u / l >= 0.9; };
-    Budget bud;
-    bud.count = rtt ? rtt_n : ctl_n;
-    bud.duration = o.duration;
+    const Budget bud = budget(o, rtt ? rtt_n : ctl_n);
     c.prepare = [rtt, tcp, bud](const Backend& b) { return rtt ? round_trips(b, tcp, bud) : ctl_pairs(b, tcp, bud); };
     out.push_back(std::move(c));
   }
   {
-    Case c;
-    c.scenario = "kernel-fds";
-    c.group = "kernel-loop";
-    c.label = "kernel loop eventfd";
-    c.x_name = "kind";
-    c.x = 6;
-    c.unit = "rounds/s";
-    c.target = "uepoll >= 0.9x Linux in CPU/op";
-    c.by_cpu = true;
+    Case c = cpu_case("kernel-loop", "kernel loop eventfd", 6, "rounds/s", "uepoll >= 0.9x Linux in CPU/op");
     c.why = "the same 4 system calls a round on both; the loop's wait walks one more kernel epoll (the shadow)";
-    c.pass = [](double l, double u, const std::map<std::string, double>&) { return l > 0 && u / l >= 0.9; };
-    Budget bud;
-    bud.count = ctl_n;
-    bud.duration = o.duration;
+    const Budget bud = budget(o, ctl_n);
     c.prepare = [bud](const Backend& b) { return kernel_loop(b, bud); };
     out.push_back(std::move(c));
   }
   // User-defined file vs built-in eventfd ("linux" column: uep_eventfd).
   for (int kind = 0; kind < 2; ++kind) {
     const bool pp = kind == 1;
-    Case c;
-    c.scenario = "kernel-fds";
-    c.group = "user-file";
-    c.label = pp ? "user-file ping-pong (vs uep eventfd)" : "user-file 1 thread (vs uep eventfd)";
-    c.x_name = "kind";
-    c.x = 4 + kind;
-    c.unit = "round trips/s";
-    c.target = "user file >= 0.9x eventfd in CPU/op";
-    c.by_cpu = true;
+    Case c = cpu_case("user-file", pp ? "user-file ping-pong (vs uep eventfd)" : "user-file 1 thread (vs uep eventfd)",
+                      4 + kind, "round trips/s", "user file >= 0.9x eventfd in CPU/op");
     c.why = "uepoll against itself: the same path but for the callbacks";
-    c.pass = [](double l, double u, const std::map<std::string, double>&) { return l > 0 && u / l >= 0.9; };
-    Budget bud;
-    bud.count = pp ? rtt_n : ctl_n;
-    bud.duration = o.duration;
+    const Budget bud = budget(o, pp ? rtt_n : ctl_n);
     c.prepare = [pp, bud](const Backend& b) { return pp ? user_ping_pong(b, bud) : user_one_thread(b, bud); };
     out.push_back(std::move(c));
   }

@@ -37,6 +37,14 @@ KernelWatch* kernel_side(int ep) {
   return static_cast<Instance*>(f.get())->kernel_watch();
 }
 
+// uep_epoll_ctl(ep, ADD, fd) with events and data.
+int add(int ep, int fd, uint64_t data, uint32_t events = EPOLLIN) {
+  struct epoll_event e{};
+  e.events = events;
+  e.data.u64 = data;
+  return uep_epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e);
+}
+
 struct Loop {
   int ep = -1;    // the uepoll instance
   int kev = -1;   // a kernel eventfd in it
@@ -52,17 +60,14 @@ struct Loop {
     ASSERT_GE(ep, 0);
     ASSERT_GE(kev, 0);
     ASSERT_GE(uev, 0);
-    struct epoll_event e{};
-    e.events = EPOLLIN;
-    e.data.u64 = 1;
-    ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, kev, &e), 0);
-    e.data.u64 = 2;
-    ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, uev, &e), 0);
+    ASSERT_EQ(add(ep, kev, 1), 0);
+    ASSERT_EQ(add(ep, uev, 2), 0);
     form = uep_epoll_kernel_fd(ep);
     ASSERT_GE(form, 0);
     loop = ::epoll_create1(0);
     ASSERT_GE(loop, 0);
-    e.data.u64 = 0;
+    struct epoll_event e{};
+    e.events = EPOLLIN;
     ASSERT_EQ(::epoll_ctl(loop, EPOLL_CTL_ADD, form, &e), 0);
     kw = kernel_side(ep);
     ASSERT_NE(kw, nullptr);
@@ -126,10 +131,7 @@ TEST(KernelFdQuiet, ParentStillWoken) {
   ASSERT_NO_FATAL_FAILURE(l.open());
   const int parent = uep_epoll_create1(0);
   ASSERT_GE(parent, 0);
-  struct epoll_event e{};
-  e.events = EPOLLIN | EPOLLET;
-  e.data.u64 = 7;
-  ASSERT_EQ(uep_epoll_ctl(parent, EPOLL_CTL_ADD, l.ep, &e), 0);
+  ASSERT_EQ(add(parent, l.ep, 7, EPOLLIN | EPOLLET), 0);
   const uint64_t w0 = l.kw->signal_writes();
   for (int i = 0; i < 50; ++i) {
     uint64_t v = 1;
@@ -156,12 +158,8 @@ TEST(KernelFdQuiet, LaterKernelChild) {
   const int kc = ::eventfd(0, EFD_NONBLOCK);
   ASSERT_GE(child, 0);
   ASSERT_GE(kc, 0);
-  struct epoll_event e{};
-  e.events = EPOLLIN;
-  e.data.u64 = 4;
-  ASSERT_EQ(uep_epoll_ctl(child, EPOLL_CTL_ADD, kc, &e), 0);
-  e.data.u64 = 3;
-  ASSERT_EQ(uep_epoll_ctl(l.ep, EPOLL_CTL_ADD, child, &e), 0);
+  ASSERT_EQ(add(child, kc, 4), 0);
+  ASSERT_EQ(add(l.ep, child, 3), 0);
   ASSERT_EQ(l.loop_ready(0), 0);
   for (int i = 0; i < 50; ++i) {
     uint64_t v = 1;
