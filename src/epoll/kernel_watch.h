@@ -289,7 +289,7 @@ class KernelWatch {
   std::atomic<bool> kick_in_shadow_{false};
   bool hub_has_shadow_ = false;  // under mu_
   bool kfd_has_hub_ UEP_GUARDED_BY(mu_) = false;
-  // shadow_ is in kfd_: written under mu_; read without it by process_hub,
+  // shadow_ is in kfd_: written under mu_; read without it by wake_self,
   // where a stale false only costs a signal write (relaxed: no data rides
   // on it).
   std::atomic<bool> kfd_has_shadow_{false};
