@@ -94,8 +94,11 @@ int uep_epoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
  * descriptor is closed.  Nothing is created before the first call.
  * Errors: EBADF (epfd not open), EINVAL (epfd is not a uepoll epoll
  * instance), EMFILE/ENFILE/ENOMEM (no kernel descriptor available), ELOOP
- * (the kernel refuses the nesting that the instance's kernel side would
- * need, see docs/linux-deviations.md).  Thread-safe; never blocks. */
+ * or EINVAL (the kernel refuses the nesting that the instance's kernel side
+ * would need, where it would refuse a loop's epoll over a kernel epoll
+ * watching the same descriptors; see docs/linux-deviations.md), ENOSPC
+ * (max_user_watches).  After an error the next call tries again.
+ * Thread-safe; never blocks. */
 int uep_epoll_kernel_fd(int epfd);
 
 /* ---- objects -------------------------------------------------------- */

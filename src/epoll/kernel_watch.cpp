@@ -334,7 +334,7 @@ int KernelWatch::refuse(int op, int kfd, struct epoll_event* ev) noexcept {
 int KernelWatch::kernel_fd(Instance* ep) noexcept {
   if (KernelWatch* kw = ep->kernel_watch()) {
     const int k = kw->kfd_.load(std::memory_order_acquire);
-    if (k >= 0) return k;
+    if (k >= 0 && kw->kfd_given_.load(std::memory_order_acquire)) return k;
   }
   topology::Guard tg(topology::Mode::kExclusive, nullptr);
   KernelWatch* kw;
@@ -353,8 +353,14 @@ int KernelWatch::kernel_fd(Instance* ep) noexcept {
   }
   const int k = kw->make_kernel_fd(ep);
   if (k < 0) return k;
-  const int r = kw->end_direct(ep, false);  // shadow_ joins kfd_ (now or when direct sleepers leave)
-  return r < 0 ? r : k;
+  // shadow_ joins kfd_ (now or when direct sleepers leave).  Where the
+  // kernel refuses that (ELOOP or EINVAL past its nesting and path limits,
+  // ENOMEM, ENOSPC), the call fails and the next one tries again: kfd_ is
+  // given out only once it holds shadow_.
+  const int r = kw->end_direct(ep, false);
+  if (r < 0) return r;
+  kw->kfd_given_.store(true, std::memory_order_release);
+  return k;
 }
 
 int KernelWatch::make_kernel_fd(Instance* ep) noexcept {

@@ -246,6 +246,11 @@ class KernelWatch {
   // under (add_child_edge) and drop it lazily by number (wake_child).
   core::OwnSlot hub_;
   std::atomic<int> kfd_{-1};                  // written once under mu_
+  // kernel_fd has returned kfd_ (its shadow_ joined, or joins when the
+  // direct sleepers leave): later calls return it without the topology
+  // lock.  Written under the topology lock; acquire/release pairs the fast
+  // path with that call's set-up.
+  std::atomic<bool> kfd_given_{false};
   core::Mutex mu_{core::lock_class::kKernelWatch};  // lock level 7
   std::atomic<core::ThreadWaiter*> signal_{nullptr};  // written once under mu_
   // The signal's state: bit 0 (kSignalPending) is set while its eventfd

@@ -10,7 +10,10 @@
 #include "harness.h"
 #include "kernel_helpers.h"
 
+#include <string>
+#include <sys/eventfd.h>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -183,6 +186,65 @@ TEST(KernelFd, ErrorsAndIdentity) {
   uep_close(ep);
   uep_close(efd);
   ::close(kep);
+}
+
+// A kernel descriptor the kernel cannot nest: the instance watches a chain
+// of kernel epolls, and its kernel fd would put the chain one level below a
+// kernel loop, as Linux's loop epoll over an epoll watching the same chain.
+// Linux refuses that ADD with ELOOP past EP_MAX_NESTS; uep_epoll_kernel_fd
+// refuses at the same depth, again at every call while the chain is there
+// (never a descriptor that cannot report the instance's kernel events), and
+// succeeds once the chain is gone.
+TEST(KernelFd, RefusedWhereLinuxRefusesTheNestingAndRetried) {
+  for (int depth = 3; depth <= 4; ++depth) {
+    SCOPED_TRACE("chain of " + std::to_string(depth) + " kernel epolls");
+    const int efd = ::eventfd(0, EFD_NONBLOCK);
+    ASSERT_GE(efd, 0);
+    std::vector<int> chain;
+    int below = efd;
+    for (int i = 0; i < depth; ++i) {
+      const int c = ::epoll_create1(EPOLL_CLOEXEC);
+      ASSERT_GE(c, 0);
+      struct epoll_event e{};
+      e.events = EPOLLIN;
+      ASSERT_EQ(::epoll_ctl(c, EPOLL_CTL_ADD, below, &e), 0);
+      chain.push_back(c);
+      below = c;
+    }
+    const int top = chain.back();
+    // Linux: an epoll watching the chain, put in a loop's epoll.
+    const int outer = ::epoll_create1(EPOLL_CLOEXEC), loop = ::epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event e{};
+    e.events = EPOLLIN;
+    ASSERT_EQ(::epoll_ctl(outer, EPOLL_CTL_ADD, top, &e), 0);
+    errno = 0;
+    const int lr = ::epoll_ctl(loop, EPOLL_CTL_ADD, outer, &e);
+    const int lerr = lr < 0 ? errno : 0;
+    // uepoll: an instance watching the chain, its kernel fd.
+    const int ep = uep_epoll_create1(0);
+    ASSERT_GE(ep, 0);
+    ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, top, &e), 0);
+    for (int call = 0; call < 2; ++call) {
+      errno = 0;
+      const int k = uep_epoll_kernel_fd(ep);
+      EXPECT_EQ(k < 0 ? errno : 0, lerr) << "call " << call;
+    }
+    if (lerr != 0) {
+      ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_DEL, top, nullptr), 0);
+      ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, efd, &e), 0);
+    }
+    const int k = uep_epoll_kernel_fd(ep);
+    ASSERT_GE(k, 0);
+    uint64_t v = 1;
+    ASSERT_EQ(::write(efd, &v, 8), 8);
+    struct pollfd p = {k, POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 1000), 1) << "the kernel fd reports the instance's kernel event";
+    uep_close(ep);
+    ::close(loop);
+    ::close(outer);
+    for (int c : chain) ::close(c);
+    ::close(efd);
+  }
 }
 
 }  // namespace
