@@ -17,7 +17,9 @@
  * fstatfs (pipefs, sockfs, anon_inodefs), fallocate/posix_fallocate,
  * posix_fadvise, readahead, sync_file_range, syncfs, the f*xattr calls,
  * setns, fstatvfs, fpathconf, fchmod/fchown/futimens (and their *at forms
- * on the descriptor itself, with linkat and name_to_handle_at), and fcntl's leases, F_NOTIFY and seals
+ * on the descriptor itself, with linkat and name_to_handle_at), the mount
+ * API on the descriptor itself (open_tree, fspick, move_mount,
+ * open_by_handle_at's mount descriptor), and fcntl's leases, F_NOTIFY and seals
  * (interpose_fd.c; record locks and flock are uepoll's, on each object's
  * own lock descriptor).  None of these changes the template in a way another
  * call sees, except
@@ -47,6 +49,7 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mount.h>
 #include <dirent.h>
 #include <sys/fanotify.h>
 #include <sys/inotify.h>
@@ -250,6 +253,35 @@ int name_to_handle_at(int dirfd, const char *path, struct file_handle *h, int *m
 int utimensat(int dirfd, const char *path, const struct timespec t[2], int flags) {
   if (!empty_at(dirfd, path, flags)) return UEP_PL_REAL(utimensat)(dirfd, path, t, flags);
   ON_TEMPLATE(int, -1, dirfd, UEP_PL_REAL(utimensat)(fd_, path, t, flags));
+}
+/* The mount API on the descriptor itself: open_tree gives an O_PATH
+ * descriptor of the template (a pipe's type, an anonymous inode's...;
+ * OPEN_TREE_CLONE: EINVAL, the object's mount being internal), fspick and
+ * move_mount answer as for the object (EINVAL where they refuse it), and
+ * open_by_handle_at decodes on the template's file system (ESTALE). */
+int open_tree(int dirfd, const char *path, unsigned int flags) {
+  if (!empty_at(dirfd, path, (int)flags)) return UEP_PL_REAL(open_tree)(dirfd, path, flags);
+  ON_TEMPLATE(int, -1, dirfd, UEP_PL_REAL(open_tree)(fd_, path, flags));
+}
+int fspick(int dirfd, const char *path, unsigned int flags) {
+  if (!uep_pl_map(dirfd) || (path && !((flags & FSPICK_EMPTY_PATH) && !*path)))
+    return UEP_PL_REAL(fspick)(dirfd, path, flags);
+  ON_TEMPLATE(int, -1, dirfd, UEP_PL_REAL(fspick)(fd_, path, flags));
+}
+/* The side (from or to) named by a uepoll descriptor itself: on its
+ * template; both: the "to" side's template is entered inside the "from"'s. */
+static int move_mount_to(int from, const char *fpath, int to, const char *tpath, unsigned int flags) {
+  if (!uep_pl_map(to) || (tpath && !((flags & MOVE_MOUNT_T_EMPTY_PATH) && !*tpath)))
+    return UEP_PL_REAL(move_mount)(from, fpath, to, tpath, flags);
+  ON_TEMPLATE(int, -1, to, UEP_PL_REAL(move_mount)(from, fpath, fd_, tpath, flags));
+}
+int move_mount(int from, const char *fpath, int to, const char *tpath, unsigned int flags) {
+  if (!uep_pl_map(from) || (fpath && !((flags & MOVE_MOUNT_F_EMPTY_PATH) && !*fpath)))
+    return move_mount_to(from, fpath, to, tpath, flags);
+  ON_TEMPLATE(int, -1, from, move_mount_to(fd_, fpath, to, tpath, flags));
+}
+int open_by_handle_at(int mount_fd, struct file_handle *h, int flags) {
+  ON_TEMPLATE(int, -1, mount_fd, UEP_PL_REAL(open_by_handle_at)(fd_, h, flags));
 }
 
 /* ---- positioned vector I/O ---------------------------------------------------------- */

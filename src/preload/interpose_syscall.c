@@ -8,7 +8,8 @@
  *     every call uepoll serves on its descriptors (the read and write
  *     families, lseek, fcntl, ioctl, fstat and fstatat/statx with
  *     AT_EMPTY_PATH, the *at calls on the descriptor itself (faccessat2,
- *     utimensat, fchownat, linkat, name_to_handle_at), mmap, fsync, ftruncate, flock, the socket calls, dup2,
+ *     utimensat, fchownat, linkat, name_to_handle_at; open_tree, fspick,
+ *     move_mount, open_by_handle_at), mmap, fsync, ftruncate, flock, the socket calls, dup2,
  *     dup3, splice and its kind, the timerfd calls, poll, ppoll, select,
  *     pselect6) go to the interposer of that name when a descriptor they
  *     name is a uepoll one (poll and select always: they take sets);
@@ -41,6 +42,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/select.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
@@ -174,6 +176,12 @@ static long served_by_number(long nr, const long *a, int *handled) {
     case SYS_linkat: if (mapped(a[0])) return linkat((int)a[0], p1, (int)a[2], (void *)a[3], (int)a[4]); break;
     case SYS_name_to_handle_at:
       if (mapped(a[0])) return name_to_handle_at((int)a[0], p1, (void *)a[2], (int *)a[3], (int)a[4]);
+      break;
+    case SYS_open_by_handle_at: if (mapped(a[0])) return open_by_handle_at((int)a[0], p1, (int)a[2]); break;
+    case SYS_open_tree: if (mapped(a[0])) return open_tree((int)a[0], p1, (unsigned)a[2]); break;
+    case SYS_fspick: if (mapped(a[0])) return fspick((int)a[0], p1, (unsigned)a[2]); break;
+    case SYS_move_mount:
+      if (mapped(a[0]) || mapped(a[2])) return move_mount((int)a[0], p1, (int)a[2], (void *)a[3], (unsigned)a[4]);
       break;
     case SYS_fsync: if (mapped(a[0])) return fsync((int)a[0]); break;
     case SYS_fdatasync: if (mapped(a[0])) return fdatasync((int)a[0]); break;

@@ -28,8 +28,16 @@
 #include <sys/stat.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 static void r(const char *k, const char *c, long v) {
   /* "ok": a descriptor or a count, whose value may differ; 0 and errors exactly. */ printf("%-10s %-26s %s\n", k, c, v < 0 ? strerrorname_np(errno) : (v == 0 ? "0" : "ok")); }
+/* The file type of descriptor v (closed after), if it is one. */
+static void type_of(const char *k, const char *c, long v) {
+  if (v < 0) return;
+  struct stat st;
+  printf("%-10s %-26s %o\n", k, c, fstat((int)v, &st) < 0 ? 1u : (unsigned)(st.st_mode & S_IFMT));
+  close((int)v);
+}
 /* syscall() with one argument, from a frame that holds a buffer: syscall()
  * reads six whatever the caller passed (glibc's does too), the sixth from
  * the caller's frame, which under ASan (the asan stage builds this program
@@ -73,7 +81,14 @@ int main(void) {
     v = syscall(SYS_fsconfig, fd, 0, NULL, NULL, 0); r(k, "fsconfig", v);
     v = syscall(SYS_fsmount, fd, 0, 0); r(k, "fsmount", v);
     v = syscall(451, fd, 0L, 0L, 0L, 0L); r(k, "cachestat", v);
-    v = syscall(SYS_open_tree, fd, "", AT_EMPTY_PATH | O_CLOEXEC); r(k, "open_tree empty", v); if (v >= 0) close(v);
+    v = syscall(SYS_open_tree, fd, "", AT_EMPTY_PATH | O_CLOEXEC); r(k, "open_tree empty", v); type_of(k, "open_tree empty type", v);
+    v = open_tree(fd, "", AT_EMPTY_PATH | OPEN_TREE_CLOEXEC); r(k, "open_tree empty (name)", v); type_of(k, "open_tree (name) type", v);
+    v = syscall(SYS_open_tree, fd, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | O_CLOEXEC); r(k, "open_tree clone", v); if (v >= 0) close(v);
+    v = syscall(SYS_fspick, fd, "", FSPICK_EMPTY_PATH | FSPICK_CLOEXEC); r(k, "fspick empty", v); if (v >= 0) close(v);
+    v = syscall(SYS_move_mount, fd, "", AT_FDCWD, "/nonexistent-uepoll", MOVE_MOUNT_F_EMPTY_PATH); r(k, "move_mount from", v);
+    v = syscall(SYS_move_mount, AT_FDCWD, "/nonexistent-uepoll", fd, "", MOVE_MOUNT_T_EMPTY_PATH); r(k, "move_mount to", v);
+    struct { struct file_handle h; unsigned char b[16]; } fh = {.h = {.handle_bytes = 8, .handle_type = 1}};
+    v = syscall(SYS_open_by_handle_at, fd, &fh.h, O_RDONLY); r(k, "open_by_handle_at", v); if (v >= 0) close(v);
     v = syscall(SYS_name_to_handle_at, fd, "x", NULL, NULL, 0); r(k, "name_to_handle_at rel", v);
     v = syscall(SYS_io_uring_register, fd, 0, NULL, 0); r(k, "io_uring_register as ring", v);
     v = syscall(SYS_fadvise64, fd, 0, 0, 0); r(k, "fadvise64 (syscall)", v);
