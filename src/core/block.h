@@ -24,7 +24,8 @@
 //   sock_intr_errno: a socket call with a timeout is never restarted);
 // - the file handed over to the kernel (core/handover.h), in a call whose
 //   caller makes it again there: -EINTR with uep__moved set, so that a
-//   call that already moved data returns its partial count.
+//   call that already moved data returns its partial count, and
+//   uep__moved_left the time its deadline left (tv_sec -1: none).
 //
 // before_sleep() runs before each sleep, after the entry is queued and with
 // no lock held (Linux's kill_fasync before a pipe read or write waits).
@@ -89,6 +90,7 @@ long block_loop(WaitQueue& wq, bool nonblock, uint32_t wait_mask, const timespec
     if (we.movable && wq.handed_over()) {
       wq.unlock();
       note_moved();
+      uep__moved_left = deadline ? time_left(*deadline) : timespec{-1, 0};
       return -EINTR;
     }
     wq.add_locked(&we.entry);

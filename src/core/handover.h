@@ -30,8 +30,9 @@ UEP_EXPORT extern __thread int uep__movable;
 // Set by a call that left its sleep because its file was handed over;
 // cleared by the caller that reads it.
 UEP_EXPORT extern __thread int uep__moved;
-// A poll that left: the time it had left on its own clock (the virtual
-// one where that runs), for its caller's next poll; tv_sec -1: no limit.
+// A call that left: the time its deadline had left (a poll's on its own
+// clock, the virtual one where that runs; a socket call's SO_RCVTIMEO /
+// SO_SNDTIMEO on the real one), for the call made again; tv_sec -1: none.
 UEP_EXPORT extern __thread struct timespec uep__moved_left;
 }
 

@@ -20,7 +20,8 @@
  *   sendmmsg  one such message among them (the whole call is then the
  *             kernel's; a pair that stays uepoll's sends message by message)
  *
- * A pair with a thread blocked on it is left as it is (fork_convert.c);
+ * A pair with a call asleep on it that cannot leave is left as it is
+ * (uep_pl_evict_sleepers, fork_convert.c);
  * the call then gets the library's answer, and where that is EOPNOTSUPP
  * the refusal is said once (uep_pl_refuse).  Kernel descriptors never come
  * here (the callers test uep_pl_map first).

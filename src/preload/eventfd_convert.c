@@ -37,9 +37,9 @@
  *
  * A thread asleep on it (read, write, poll, select...) first leaves it and
  * makes its call again on the kernel eventfd once the conversion is done
- * (uep_pl_evict_sleepers, core/handover.h); one asleep in a call the
- * preload cannot make again (preadv2 at offset -1, or the library's) keeps
- * waiting on the former object.  Not atomic with respect to other threads
+ * (uep_pl_evict_sleepers, core/handover.h); one that cannot leave (its
+ * thread runs a signal handler for two seconds or more) keeps waiting on
+ * the former object.  Not atomic with respect to other threads
  * using the eventfd during the call: a write that lands between the
  * count's take and the dup3 is lost.  Locks:
  * the conversions' lock (uep_pl_convert_lock), then uepoll's calls take

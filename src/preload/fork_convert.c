@@ -34,9 +34,11 @@
  * select, splice...) first leaves it (uep_pl_evict_sleepers, core/handover.h) and
  * makes its call again on the kernel object once the conversion is done,
  * or the rest of it (a write that had written part).  An object with a
- * call asleep on it that the preload cannot make again (one not made
- * through those interposers: uep__sleepers' `fixed`) is left as it
- * is: the child then has a copy and says so (interpose_net.c, fdmap.cpp).
+ * call asleep on it that cannot leave is left as it is: one the preload
+ * cannot make again (one not made through its interposers: uep__sleepers'
+ * `fixed`), or one that does not leave within two seconds (its thread runs
+ * a signal handler that long).  The child then has a copy and says so
+ * (interpose_net.c, fdmap.cpp).
  * So is a registration made under
  * a descriptor number the program has closed since (a dup'd number):
  * nothing could show it in the kernel; it is dropped with a warning.
@@ -220,11 +222,15 @@ int uep_pl_evict_sleepers(const int *u, int n) {
   if (sleepers(u, n, &movable)) return 0;
   if (!movable) return 1;
   mark_handed_over(u, n, 1);
-  for (int tries = 0; tries < 20000; ++tries) {
+  struct timespec now, end; /* the real clock's: the sleepers leave in real time */
+  UEP_PL_REAL(clock_gettime)(CLOCK_MONOTONIC, &end);
+  end.tv_sec += 2;
+  do {
     if (sleepers(u, n, &movable)) break;
     if (!movable) return 1;
-    nanosleep(&(struct timespec){0, 100000}, NULL);
-  }
+    UEP_PL_REAL(nanosleep)(&(struct timespec){0, 100000}, NULL);
+    UEP_PL_REAL(clock_gettime)(CLOCK_MONOTONIC, &now);
+  } while (now.tv_sec < end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec));
   mark_handed_over(u, n, 0);
   return 0;
 }

@@ -231,7 +231,9 @@ int uep_pl_show(int u, int kind);
  * `return` of the interposer called again, for one that prepares a kernel
  * call), or `rest` when it had moved data (a partial count r_): nothing for
  * calls whose partial count is their answer, a `return` of the count plus
- * the rest's for those that go on (write). */
+ * the rest's for those that go on (write).  Both see uep_timed_ and
+ * uep_end_ (UEP_PL_MOVED_END): a socket call whose SO_RCVTIMEO/SO_SNDTIMEO
+ * deadline was running makes its call again within it (timed_redo.c). */
 #define UEP_PL_FORWARD_REDO(fd, uname, uargs, kname, kargs, redo, rest) \
   do {                                                         \
     for (;;) {                                                 \
@@ -249,7 +251,11 @@ int uep_pl_show(int u, int kind);
       uep_pl_count(UEP_PL_UEPOLL_CALL, 1);                     \
       if (__builtin_expect(uep__moved, 0)) {                   \
         uep__moved = 0;                                        \
+        struct timespec uep_end_ = {0, 0};                     \
+        int uep_timed_ = uep_pl_moved_deadline(&uep_end_);     \
         uep_pl_await_conversion();                             \
+        if (uep_pl_map(fd)) uep_timed_ = 0; /* not converted */ \
+        (void)uep_timed_;                                      \
         if (r_ < 0) {                                          \
           redo;                                                \
         } else {                                               \
@@ -261,6 +267,9 @@ int uep_pl_show(int u, int kind);
     }                                                          \
   } while (0)
 
+/* In a redo or rest: the moved call's deadline, or NULL for none. */
+#define UEP_PL_MOVED_END() (uep_timed_ ? &uep_end_ : NULL)
+
 /* The same for a call with nothing to prepare or go on with. */
 #define UEP_PL_FORWARD2(fd, uname, uargs, kname, kargs) \
   UEP_PL_FORWARD_REDO(fd, uname, uargs, kname, kargs, continue, (void)0)
@@ -271,5 +280,19 @@ static inline ssize_t uep_pl_plus_rest(ssize_t r, ssize_t rest) { return rest < 
 /* iov past its first `done` bytes, in out (cap entries): the count of
  * entries, or -1 if they do not fit (interpose_fd.c). */
 int uep_pl_iov_past(const struct iovec *iov, int n, size_t done, struct iovec *out, int cap);
+/* timed_redo.c: a call that left with a deadline (uep__moved_left): 1 and
+ * its absolute CLOCK_MONOTONIC end in *end, else 0.  Then the socket call
+ * made again on the kernel socket until that end, as Linux's call ends at
+ * its timeout: the count, or -1 with errno (EAGAIN at the end). */
+int uep_pl_moved_deadline(struct timespec *end);
+ssize_t uep_pl_timed_recvmsg(int fd, struct msghdr *m, int flags, const struct timespec *end);
+ssize_t uep_pl_timed_sendmsg(int fd, const struct msghdr *m, int flags, const struct timespec *end);
+ssize_t uep_pl_timed_recv(int fd, void *buf, size_t len, int flags, const struct timespec *end);
+ssize_t uep_pl_timed_send(int fd, const void *buf, size_t len, int flags, const struct timespec *end);
+/* m's bytes past its first `done`, within end: their count, or -1. */
+ssize_t uep_pl_sendmsg_rest_timed(int fd, const struct msghdr *m, int flags, size_t done, const struct timespec *end);
+/* sendmsg of m's bytes past its first `done` (interpose_net.c), within
+ * `end` if not NULL. */
+ssize_t uep_pl_sendmsg_rest(int fd, const struct msghdr *m, int flags, size_t done, const struct timespec *end);
 
 #endif

@@ -273,12 +273,34 @@ int timerfd_gettime(int fd, struct itimerspec *curr) {
 }
 
 /* ---- read and write ------------------------------------------------------------- */
-ssize_t read(int fd, void *buf, size_t count) { UEP_PL_FORWARD2(fd, read, (u, buf, count), read, (fd, buf, count)); }
-ssize_t write(int fd, const void *buf, size_t count) {
-  UEP_PL_FORWARD_REDO(fd, write, (u, buf, count), write, (fd, buf, count), continue,
-                      return uep_pl_plus_rest(r_, write(fd, (const char *)buf + r_, count - (size_t)r_)));
+/* A socket call left with its timeout running goes on within it
+ * (timed_redo.c); so does the rest of one that had moved part. */
+ssize_t read(int fd, void *buf, size_t count) {
+  UEP_PL_FORWARD_REDO(fd, read, (u, buf, count), read, (fd, buf, count),
+                      if (uep_timed_) return uep_pl_timed_recv(fd, buf, count, 0, &uep_end_); continue, (void)0);
 }
-ssize_t readv(int fd, const struct iovec *iov, int n) { UEP_PL_FORWARD2(fd, readv, (u, iov, n), readv, (fd, iov, n)); }
+/* write of buf's bytes past `done`, within `end` if there is one. */
+static ssize_t write_rest(int fd, const void *buf, size_t count, ssize_t done, const struct timespec *end) {
+  const char *p = (const char *)buf + done;
+  return end ? uep_pl_timed_send(fd, p, count - (size_t)done, 0, end) : write(fd, p, count - (size_t)done);
+}
+ssize_t write(int fd, const void *buf, size_t count) {
+  UEP_PL_FORWARD_REDO(fd, write, (u, buf, count), write, (fd, buf, count),
+                      if (uep_timed_) return uep_pl_timed_send(fd, buf, count, 0, &uep_end_); continue,
+                      return uep_pl_plus_rest(r_, write_rest(fd, buf, count, r_, UEP_PL_MOVED_END())));
+}
+/* A message over iov (n entries), for the timed calls. */
+static struct msghdr iov_msg(const struct iovec *iov, int n) {
+  return (struct msghdr){.msg_iov = (struct iovec *)iov, .msg_iovlen = n > 0 ? (size_t)n : 0};
+}
+ssize_t readv(int fd, const struct iovec *iov, int n) {
+  UEP_PL_FORWARD_REDO(fd, readv, (u, iov, n), readv, (fd, iov, n),
+                      if (uep_timed_) {
+                        struct msghdr m = iov_msg(iov, n);
+                        return uep_pl_timed_recvmsg(fd, &m, 0, &uep_end_);
+                      } continue,
+                      (void)0);
+}
 int uep_pl_iov_past(const struct iovec *iov, int n, size_t done, struct iovec *out, int cap) {
   int m = 0;
   for (int i = 0; i < n; ++i) {
@@ -295,16 +317,25 @@ int uep_pl_iov_past(const struct iovec *iov, int n, size_t done, struct iovec *o
   return m;
 }
 
-/* writev of what a hand-over left unwritten (UEP_PL_FORWARD_REDO). */
-static ssize_t writev_rest(int fd, const struct iovec *iov, int n, size_t done) {
+/* writev of what a hand-over left unwritten (UEP_PL_FORWARD_REDO), within
+ * the deadline `end` if there is one. */
+static ssize_t writev_rest(int fd, const struct iovec *iov, int n, size_t done, const struct timespec *end) {
+  if (end) {
+    struct msghdr m = iov_msg(iov, n);
+    return uep_pl_sendmsg_rest_timed(fd, &m, 0, done, end);
+  }
   struct iovec v[UIO_MAXIOV];
   const int m = uep_pl_iov_past(iov, n, done, v, UIO_MAXIOV);
   return m > 0 ? writev(fd, v, m) : m;
 }
 
 ssize_t writev(int fd, const struct iovec *iov, int n) {
-  UEP_PL_FORWARD_REDO(fd, writev, (u, iov, n), writev, (fd, iov, n), continue,
-                      return uep_pl_plus_rest(r_, writev_rest(fd, iov, n, (size_t)r_)));
+  UEP_PL_FORWARD_REDO(fd, writev, (u, iov, n), writev, (fd, iov, n),
+                      if (uep_timed_) {
+                        struct msghdr m = iov_msg(iov, n);
+                        return uep_pl_timed_sendmsg(fd, &m, 0, &uep_end_);
+                      } continue,
+                      return uep_pl_plus_rest(r_, writev_rest(fd, iov, n, (size_t)r_, UEP_PL_MOVED_END())));
 }
 ssize_t pread(int fd, void *buf, size_t count, off_t off) { UEP_PL_FORWARD2(fd, pread, (u, buf, count, off), pread, (fd, buf, count, off)); }
 ssize_t pwrite(int fd, const void *buf, size_t count, off_t off) {

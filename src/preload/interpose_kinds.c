@@ -290,6 +290,13 @@ int open_by_handle_at(int mount_fd, struct file_handle *h, int flags) {
  * answers.  The v2 forms at offset -1 are readv/writev; their flags are
  * checked by the kernel on the template (EOPNOTSUPP for unknown ones), and
  * RWF_NOWAIT on an object with nothing to read (or no room) is EAGAIN. */
+/* pwritev2 at the current position of what a hand-over left unwritten. */
+static ssize_t pwritev_rest(int fd, const struct iovec *iov, int n, size_t done, int flags) {
+  struct iovec v[UIO_MAXIOV];
+  const int m = uep_pl_iov_past(iov, n, done, v, UIO_MAXIOV);
+  return m > 0 ? pwritev64v2(fd, v, m, -1, flags) : m;
+}
+
 static ssize_t vec_at(int fd, const struct iovec *iov, int n, off64_t off, int flags, int is_write) {
   int u = uep_pl_map(fd);
   if (off != -1) {
@@ -331,10 +338,27 @@ static ssize_t vec_at(int fd, const struct iovec *iov, int n, off64_t off, int f
     }
   }
   UEP_PL_ENTER();
+  ++uep__movable;
   ssize_t r = is_write ? uep_writev(u, iov, n) : uep_readv(u, iov, n);
   int e = errno;
+  --uep__movable;
   UEP_PL_LEAVE();
   uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
+  if (__builtin_expect(uep__moved, 0)) {
+    /* The object went to the kernel while the call slept (core/handover.h):
+     * the call again there, or a write's rest; a socket's within the time
+     * its timeout had left (timed_redo.c). */
+    uep__moved = 0;
+    struct timespec end;
+    int timed = uep_pl_moved_deadline(&end);
+    uep_pl_await_conversion();
+    if (uep_pl_map(fd)) timed = 0;
+    struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = n > 0 ? (size_t)n : 0};
+    if (r < 0 && timed) return is_write ? uep_pl_timed_sendmsg(fd, &m, 0, &end) : uep_pl_timed_recvmsg(fd, &m, 0, &end);
+    if (r < 0) return is_write ? pwritev64v2(fd, iov, n, -1, flags) : preadv64v2(fd, iov, n, -1, flags);
+    if (is_write && timed) return uep_pl_plus_rest(r, uep_pl_sendmsg_rest(fd, &m, 0, (size_t)r, &end));
+    if (is_write) return uep_pl_plus_rest(r, pwritev_rest(fd, iov, n, (size_t)r, flags));
+  }
   errno = e;
   return r;
 }
@@ -414,11 +438,21 @@ static int before(const struct timespec *a, const struct timespec *b) {
   return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
+/* A call's count of messages `done` before it moved, plus what its rest
+ * on the kernel object returned (an error after messages leaves their
+ * count, as Linux's does; with none, the rest's answer is the call's). */
+static int plus_rest_msgs(unsigned int done, int rest) {
+  if (!done) return rest;
+  return rest < 0 ? (int)done : (int)done + rest;
+}
+
 /* Linux do_recvmmsg: up to vlen messages, each as recvmsg; after the first,
  * MSG_WAITFORONE makes the rest non-blocking; the timeout is looked at after
  * each message; an error after some messages ends the call with their
  * count (the error is dropped for EAGAIN, as Linux keeps others for the
- * next call only on sockets with sk_err). */
+ * next call only on sockets with sk_err).  A pair that goes to the kernel
+ * while the call sleeps (core/handover.h) gets the rest of the call, with
+ * the time it had left. */
 int recvmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags, struct timespec *tmo) {
   int u = uep_pl_map(fd);
   if (!u) return UEP_PL_REAL(recvmmsg)(fd, v, vlen, flags, tmo);
@@ -429,10 +463,12 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags, struct tim
   }
   if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;
   unsigned int got = 0;
-  int e = 0;
+  int e = 0, more = 1, moved = 0;
   UEP_PL_ENTER();
+  ++uep__movable;
   while (got < vlen) {
     ssize_t r = uep_recvmsg(u, &v[got].msg_hdr, flags & ~MSG_WAITFORONE);
+    moved = uep__moved;
     if (r < 0) {
       e = errno;
       break;
@@ -442,12 +478,39 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags, struct tim
     if (tmo) {
       struct timespec now;
       clock_gettime(CLOCK_MONOTONIC, &now);
-      if (!before(&now, &end)) break;
+      if (!before(&now, &end)) more = 0;
     }
-    if (v[got - 1].msg_hdr.msg_flags & MSG_OOB) break;
+    if (v[got - 1].msg_hdr.msg_flags & MSG_OOB) more = 0;
+    if (!more || moved) break;
   }
+  --uep__movable;
   UEP_PL_LEAVE();
   uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
+  if (moved) {
+    uep__moved = 0;
+    struct timespec sock_end;
+    const int timed = e && uep_pl_moved_deadline(&sock_end);
+    uep_pl_await_conversion();
+    if (timed && more && got < vlen && !uep_pl_map(fd)) {
+      /* The message it slept for, within its SO_RCVTIMEO's time left. */
+      ssize_t r = uep_pl_timed_recvmsg(fd, &v[got].msg_hdr, flags & ~MSG_WAITFORONE, &sock_end);
+      if (r < 0) {
+        if (tmo) *tmo = time_left(&end);
+        return plus_rest_msgs(got, -1);
+      }
+      v[got++].msg_len = (unsigned int)r;
+      if (flags & MSG_WAITFORONE) flags |= MSG_DONTWAIT;
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((tmo && !before(&now, &end)) || (v[got - 1].msg_hdr.msg_flags & MSG_OOB)) more = 0;
+    }
+    if (more && got < vlen) {
+      struct timespec left = time_left(&end);
+      const int rest = recvmmsg(fd, v + got, vlen - got, flags, tmo ? &left : NULL);
+      if (tmo) *tmo = time_left(&end);
+      return plus_rest_msgs(got, rest);
+    }
+  }
   if (tmo) *tmo = time_left(&end);
   if (got == 0 && e) return errno = e, -1;
   return (int)got;
@@ -455,7 +518,9 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags, struct tim
 
 /* Linux __sys_sendmmsg: each message as sendmsg; an error after some
  * messages ends the call with their count.  A datagram pair's control data
- * to a name makes it a kernel pair first (dgram_named.c). */
+ * to a name makes it a kernel pair first (dgram_named.c).  A pair that goes
+ * to the kernel while the call sleeps gets the rest of the call: the rest
+ * of a message a stream had sent part of, then the messages after it. */
 int sendmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags) {
   int u = uep_pl_map(fd);
   if (u && uep_pl_dgram_named_sendmmsg(fd, v, vlen)) { /* made a kernel pair (dgram_named.c) */
@@ -465,18 +530,42 @@ int sendmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags) {
   if (!u) return UEP_PL_REAL(sendmmsg)(fd, v, vlen, flags);
   if (vlen > UIO_MAXIOV) vlen = UIO_MAXIOV;
   unsigned int sent = 0;
-  int e = 0;
+  int e = 0, moved = 0;
+  ssize_t part = -1;
   UEP_PL_ENTER();
+  ++uep__movable;
   for (; sent < vlen; ++sent) {
     ssize_t r = uep_sendmsg(u, &v[sent].msg_hdr, flags);
+    if ((moved = uep__moved)) {
+      part = r;
+      break;
+    }
     if (r < 0) {
       e = errno;
       break;
     }
     v[sent].msg_len = (unsigned int)r;
   }
+  --uep__movable;
   UEP_PL_LEAVE();
   uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
+  if (moved) {
+    uep__moved = 0;
+    struct timespec sock_end;
+    int timed = uep_pl_moved_deadline(&sock_end);
+    uep_pl_await_conversion();
+    if (uep_pl_map(fd)) timed = 0; /* not converted: sendmmsg below goes on with uepoll */
+    ssize_t r = -2;                /* -2: message `sent` is left to sendmmsg below */
+    if (part >= 0) {               /* a stream's message, sent in part: its rest */
+      const ssize_t rest = uep_pl_sendmsg_rest(fd, &v[sent].msg_hdr, flags, (size_t)part, timed ? &sock_end : NULL);
+      r = uep_pl_plus_rest(part, rest);
+    } else if (timed) { /* the message it slept on, within its socket timeout's time left */
+      r = uep_pl_timed_sendmsg(fd, &v[sent].msg_hdr, flags, &sock_end);
+      if (r < 0) return plus_rest_msgs(sent, -1);
+    }
+    if (r >= 0) v[sent++].msg_len = (unsigned int)r; /* then the next, as Linux goes on after a part */
+    return sent < vlen ? plus_rest_msgs(sent, sendmmsg(fd, v + sent, vlen - sent, flags)) : (int)sent;
+  }
   if (sent == 0 && e) return errno = e, -1;
   return (int)sent;
 }

@@ -206,24 +206,61 @@ int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x, const struct timespec *tm
 }
 
 /* ---- sockets -------------------------------------------------------------------- */
+/* A call left with its socket timeout running goes on within it, and so
+ * does the rest of one that had moved part (timed_redo.c): the rests below
+ * take that deadline, or NULL. */
+static ssize_t send_rest(int fd, const void *buf, size_t len, int flags, ssize_t done, const struct timespec *end) {
+  const char *p = (const char *)buf + done;
+  return end ? uep_pl_timed_send(fd, p, len - (size_t)done, flags, end) : send(fd, p, len - (size_t)done, flags);
+}
+static ssize_t recv_rest(int fd, void *buf, size_t len, int flags, ssize_t done, const struct timespec *end) {
+  char *p = (char *)buf + done;
+  return end ? uep_pl_timed_recv(fd, p, len - (size_t)done, flags, end) : recv(fd, p, len - (size_t)done, flags);
+}
 ssize_t send(int fd, const void *buf, size_t len, int flags) {
-  UEP_PL_FORWARD_REDO(fd, send, (u, buf, len, flags), send, (fd, buf, len, flags), continue,
-                      return uep_pl_plus_rest(r_, send(fd, (const char *)buf + r_, len - (size_t)r_, flags)));
+  UEP_PL_FORWARD_REDO(fd, send, (u, buf, len, flags), send, (fd, buf, len, flags),
+                      if (uep_timed_) return uep_pl_timed_send(fd, buf, len, flags, &uep_end_); continue,
+                      return uep_pl_plus_rest(r_, send_rest(fd, buf, len, flags, r_, UEP_PL_MOVED_END())));
 }
 ssize_t recv(int fd, void *buf, size_t len, int flags) {
   /* A partial count left by a hand-over: MSG_WAITALL's rest (not a peek). */
-  UEP_PL_FORWARD_REDO(fd, recv, (u, buf, len, flags), recv, (fd, buf, len, flags), continue,
-                      if (!(flags & MSG_PEEK)) return uep_pl_plus_rest(r_, recv(fd, (char *)buf + r_, len - (size_t)r_, flags)));
+  UEP_PL_FORWARD_REDO(fd, recv, (u, buf, len, flags), recv, (fd, buf, len, flags),
+                      if (uep_timed_) return uep_pl_timed_recv(fd, buf, len, flags, &uep_end_); continue,
+                      if (!(flags & MSG_PEEK))
+                        return uep_pl_plus_rest(r_, recv_rest(fd, buf, len, flags, r_, UEP_PL_MOVED_END())));
+}
+static ssize_t timed_sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a, socklen_t alen,
+                            const struct timespec *end) {
+  struct iovec io = {(void *)buf, len};
+  struct msghdr m = {.msg_name = (void *)a, .msg_namelen = a ? alen : 0, .msg_iov = &io, .msg_iovlen = 1};
+  return uep_pl_timed_sendmsg(fd, &m, flags, end);
+}
+static ssize_t sendto_rest(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a, socklen_t alen,
+                           ssize_t done, const struct timespec *end) {
+  const char *p = (const char *)buf + done;
+  const size_t n = len - (size_t)done;
+  return end ? timed_sendto(fd, p, n, flags, a, alen, end) : sendto(fd, p, n, flags, a, alen);
+}
+static ssize_t timed_recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, socklen_t *alen,
+                              const struct timespec *end) {
+  struct iovec io = {buf, len};
+  struct msghdr m = {.msg_name = a, .msg_namelen = a && alen ? *alen : 0, .msg_iov = &io, .msg_iovlen = 1};
+  const ssize_t r = uep_pl_timed_recvmsg(fd, &m, flags, end);
+  if (r >= 0 && a && alen) *alen = m.msg_namelen;
+  return r;
 }
 /* A datagram pair end with SO_PASSCRED sending to a name: made a kernel
  * pair end first (dgram_named.c), so that Linux autobinds it. */
 ssize_t sendto(int fd, const void *buf, size_t len, int flags, const struct sockaddr *a, socklen_t alen) {
   if (a && uep_pl_map(fd)) (void)uep_pl_dgram_named_sendto(fd, a, alen);
-  UEP_PL_FORWARD_REDO(fd, sendto, (u, buf, len, flags, a, alen), sendto, (fd, buf, len, flags, a, alen), continue,
-                      return uep_pl_plus_rest(r_, sendto(fd, (const char *)buf + r_, len - (size_t)r_, flags, a, alen)));
+  UEP_PL_FORWARD_REDO(fd, sendto, (u, buf, len, flags, a, alen), sendto, (fd, buf, len, flags, a, alen),
+                      if (uep_timed_) return timed_sendto(fd, buf, len, flags, a, alen, &uep_end_); continue,
+                      return uep_pl_plus_rest(r_, sendto_rest(fd, buf, len, flags, a, alen, r_, UEP_PL_MOVED_END())));
 }
 ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *a, socklen_t *alen) {
-  UEP_PL_FORWARD2(fd, recvfrom, (u, buf, len, flags, a, alen), recvfrom, (fd, buf, len, flags, a, alen));
+  UEP_PL_FORWARD_REDO(fd, recvfrom, (u, buf, len, flags, a, alen), recvfrom, (fd, buf, len, flags, a, alen),
+                      if (uep_timed_) return timed_recvfrom(fd, buf, len, flags, a, alen, &uep_end_); continue,
+                      (void)0);
 }
 /* SCM_RIGHTS over a kernel socket: a uepoll pipe, socket pair, eventfd or
  * timerfd named in it becomes a kernel one first (kernel_operands.c), so
@@ -254,9 +291,11 @@ void uep_pl_kernel_rights(const struct msghdr *m) {
   }
 }
 
-/* sendmsg of what a hand-over left unsent (UEP_PL_FORWARD_REDO): the bytes
- * only, the control data went with the first part (a stream's). */
-static ssize_t sendmsg_rest(int fd, const struct msghdr *m, int flags, size_t done) {
+/* sendmsg of what a hand-over left unsent (UEP_PL_FORWARD_REDO, sendmmsg):
+ * the bytes only, the control data went with the first part (a stream's);
+ * within `end` if there is one. */
+ssize_t uep_pl_sendmsg_rest(int fd, const struct msghdr *m, int flags, size_t done, const struct timespec *end) {
+  if (end) return uep_pl_sendmsg_rest_timed(fd, m, flags, done, end);
   struct iovec v[UIO_MAXIOV];
   const int n = uep_pl_iov_past(m->msg_iov, (int)m->msg_iovlen, done, v, UIO_MAXIOV);
   if (n <= 0) return n;
@@ -270,11 +309,17 @@ ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
   ssize_t r;
   if (uep_pl_map(fd) && uep_pl_dgram_named_sendmsg(fd, m, flags, &r)) return r;
   if (!uep_pl_map(fd)) uep_pl_kernel_rights(m);
-  UEP_PL_FORWARD_REDO(fd, sendmsg, (u, m, flags), sendmsg, (fd, m, flags), return sendmsg(fd, m, flags),
-                      return uep_pl_plus_rest(r_, sendmsg_rest(fd, m, flags, (size_t)r_)));
+  UEP_PL_FORWARD_REDO(fd, sendmsg, (u, m, flags), sendmsg, (fd, m, flags),
+                      if (uep_timed_) {
+                        uep_pl_kernel_rights(m);
+                        return uep_pl_timed_sendmsg(fd, m, flags, &uep_end_);
+                      } return sendmsg(fd, m, flags),
+                      return uep_pl_plus_rest(r_, uep_pl_sendmsg_rest(fd, m, flags, (size_t)r_, UEP_PL_MOVED_END())));
 }
 ssize_t recvmsg(int fd, struct msghdr *m, int flags) {
-  UEP_PL_FORWARD2(fd, recvmsg, (u, m, flags), recvmsg, (fd, m, flags));
+  UEP_PL_FORWARD_REDO(fd, recvmsg, (u, m, flags), recvmsg, (fd, m, flags),
+                      if (uep_timed_) return uep_pl_timed_recvmsg(fd, m, flags, &uep_end_); continue,
+                      (void)0);
 }
 ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags) {
   if (len > buflen) __chk_fail();
@@ -426,8 +471,8 @@ static void say_copies(int shared, const char *when) {
   char msg[360];
   snprintf(msg, sizeof msg,
            "fork(): %d uepoll pipe/socket-pair descriptor(s) could not be made kernel ones before the fork "
-           "(a thread was blocked on them in a call that cannot move, such as preadv2 or recvmmsg, or libc "
-           "forked internally) and are copies in the child%s "
+           "(a thread asleep on them could not leave its call, as while it runs a long signal handler, or "
+           "libc forked internally) and are copies in the child%s "
            "(UEPOLL_PRELOAD_KINDS=epoll,eventfd,timerfd keeps pipes and pairs in the kernel)",
            shared, when);
   uep_pl_refuse(msg);

@@ -22,9 +22,9 @@
  *
  * A thread asleep reading it (read, poll, select...) first leaves it and
  * reads or polls the kernel timer once the conversion is done
- * (uep_pl_evict_sleepers, core/handover.h); one asleep in a call the
- * preload cannot make again (preadv2 at offset -1, or the library's) keeps
- * waiting on the former object.  Locks: the conversions' lock (uep_pl_convert_lock), then uepoll's calls
+ * (uep_pl_evict_sleepers, core/handover.h); one that cannot leave (its
+ * thread runs a signal handler for two seconds or more) keeps waiting on
+ * the former object.  Locks: the conversions' lock (uep_pl_convert_lock), then uepoll's calls
  * take theirs.
  */
 #define _GNU_SOURCE

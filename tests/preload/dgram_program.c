@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *tname(int type) { return type == SOCK_DGRAM ? "dgram" : "seqpacket"; }
@@ -499,28 +500,22 @@ static void named(void) {
   rmdir(dir);
 }
 
-/* read_all through recvmmsg: a call the preload cannot make again on a
- * kernel socket, so a pair with it asleep stays uepoll's. */
-static void *read_all_mmsg(void *p) {
-  struct reader *r = p;
-  static char b[70000];
-  for (;;) {
-    struct iovec io = {b, sizeof b};
-    struct mmsghdr mm = {.msg_hdr = {.msg_iov = &io, .msg_iovlen = 1}};
-    int n = recvmmsg(r->fd, &mm, 1, 0, NULL);
-    if (n < 0 || (mm.msg_len == 1 && b[0] == 'E')) break;
-    r->got++;
-    r->bytes += mm.msg_len;
-  }
-  return NULL;
+/* A reader asleep in recv whose signal handler (SA_RESTART) runs until the
+ * named calls are made: its call cannot leave the pair for a kernel one,
+ * so the pair stays uepoll's (each conversion waits two seconds for it,
+ * then gives up). */
+static volatile sig_atomic_t named_done;
+static void hold_until_done(int sig) {
+  (void)sig;
+  while (!named_done) nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
 }
 
-/* "named-blocked" (under uepoll-run only): a thread blocked on the pair in
- * a call the preload cannot make again (recvmmsg) keeps it uepoll's, so
- * connect() to a name and SCM_RIGHTS of a uepoll pipe to a name get the
- * library's EOPNOTSUPP, said on stderr; credentials to a name still go
- * (through a kernel socket).  A thread asleep in recv would leave the pair
- * for its kernel form (fork_program.c "sleepers"). */
+/* "named-blocked" (under uepoll-run only): a thread held asleep on the
+ * pair (above) keeps it uepoll's, so connect() to a name and SCM_RIGHTS of
+ * a uepoll pipe to a name get the library's EOPNOTSUPP, said on stderr;
+ * credentials to a name still go (through a kernel socket).  A thread
+ * asleep in recv that can leave would leave the pair for its kernel form
+ * (fork_program.c "sleepers"). */
 static int named_blocked(void) {
   char dir[] = "/tmp/uepoll-dgram-XXXXXX";
   if (!mkdtemp(dir)) return 1;
@@ -531,7 +526,11 @@ static int named_blocked(void) {
   say("socketpair", socketpair(AF_UNIX, SOCK_DGRAM, 0, s));
   struct reader r = {s[1], 0, 0};
   pthread_t th;
-  pthread_create(&th, NULL, read_all_mmsg, &r);
+  struct sigaction sa = {.sa_handler = hold_until_done, .sa_flags = SA_RESTART};
+  sigaction(SIGUSR1, &sa, NULL);
+  pthread_create(&th, NULL, read_all, &r);
+  usleep(100000);
+  pthread_kill(th, SIGUSR1);
   usleep(100000);
   sayn("connect a", connect(s[0], (struct sockaddr *)&na, nl));
   union {
@@ -556,6 +555,7 @@ static int named_blocked(void) {
   struct sockaddr_un from;
   socklen_t fl;
   show_recvfrom("recvfrom named", n, &from, &fl);
+  named_done = 1;
   send(s[0], "E", 1, 0);
   pthread_join(th, NULL);
   printf("reader got %d\n", r.got);

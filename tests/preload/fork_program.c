@@ -9,12 +9,13 @@
  * epoll events with their data, status and descriptor flags.
  *
  * With the argument "sleepers": threads asleep in read, write, poll, recv,
- * send and splice on pipes and socket pairs when the main thread forks; the
- * child's reads and writes reach them as on Linux.  "blocked": a thread is
- * blocked reading a pipe in a call the preload cannot make again
- * (preadv2) while the main thread forks; the pipe stays a uepoll object
- * (a copy in the child), which the child reports with one "uepoll: fork()"
- * warning.  "blocked_cloexec" and "blocked_used": the same with a
+ * send, splice, preadv2, pwritev2, recvmmsg and sendmmsg on pipes and
+ * socket pairs when the main thread forks; the child's reads and writes
+ * reach them as on Linux, and a call with a socket timeout ends when it
+ * would have plainly.  "blocked": a thread asleep reading a pipe runs
+ * a signal handler that lasts until the main thread has forked, so its
+ * call cannot leave the pipe; the pipe stays a uepoll object (a copy in the
+ * child), which the child reports with one "uepoll: fork()" warning.  "blocked_cloexec" and "blocked_used": the same with a
  * close-on-exec pipe, which the child leaves alone (no warning: nothing
  * differs) or writes to (the warning, at that write).  "racing": threads
  * making pipes and forking at once.
@@ -34,6 +35,7 @@
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -302,22 +304,42 @@ static void timers(void) {
   close(off);
 }
 
-/* Blocked in preadv2 at offset -1 (a read, on a pipe): a call the preload
- * cannot make again on the kernel pipe, so the pipe stays uepoll's. */
+/* A reader asleep in read() on a pipe whose signal handler (SA_RESTART)
+ * runs until the main thread has forked: the read is in the pipe's queue
+ * all that time and cannot leave it for the kernel pipe, so the pipe stays
+ * uepoll's (the fork's conversion waits two seconds for it, then gives
+ * up).  Plainly: the same reads, later. */
+static volatile sig_atomic_t forked;
+static void hold_until_forked(int sig) {
+  (void)sig;
+  while (!forked) nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+}
+
 static void *blocked_reader(void *arg) {
   char c;
-  struct iovec v = {&c, 1};
-  ssize_t n = preadv2(*(int *)arg, &v, 1, -1, 0);
+  ssize_t n = read(*(int *)arg, &c, 1);
   return (void *)(intptr_t)n;
+}
+
+/* Starts the reader on fd and has it enter its handler. */
+static pthread_t start_held_reader(int *fd) {
+  struct sigaction sa = {.sa_handler = hold_until_forked, .sa_flags = SA_RESTART};
+  sigaction(SIGUSR1, &sa, NULL);
+  forked = 0;
+  pthread_t t;
+  pthread_create(&t, NULL, blocked_reader, fd);
+  usleep(200 * 1000); /* the reader is asleep in read() by now */
+  pthread_kill(t, SIGUSR1);
+  usleep(100 * 1000); /* and in its handler */
+  return t;
 }
 
 static int blocked(void) {
   int p[2];
   MUST(pipe(p));
-  pthread_t t;
-  pthread_create(&t, NULL, blocked_reader, &p[0]);
-  usleep(200 * 1000);  /* the reader is asleep in read() by now */
+  pthread_t t = start_held_reader(&p[0]);
   pid_t pid = fork();
+  forked = 1;
   if (pid == 0) _exit(0);
   wait_child(pid);
   MUST(write(p[1], "x", 1));  /* the parent's own reader still gets it */
@@ -334,10 +356,9 @@ static int blocked(void) {
 static int blocked_cloexec(int use) {
   int p[2];
   MUST(pipe2(p, O_CLOEXEC));
-  pthread_t t;
-  pthread_create(&t, NULL, blocked_reader, &p[0]);
-  usleep(200 * 1000);
+  pthread_t t = start_held_reader(&p[0]);
   pid_t pid = fork();
+  forked = 1;
   if (pid == 0) {
     if (fcntl(p[1], F_SETFD, FD_CLOEXEC) < 0 || fcntl(p[1], F_GETFD) != FD_CLOEXEC) _exit(1);
     if (use && write(p[1], "y", 1) != 1) _exit(2);
@@ -359,7 +380,8 @@ static int blocked_cloexec(int use) {
  * a write that had written part), so the child reaches the parent's
  * sleepers as on Linux. */
 enum { kBig = 300000 };
-static int sp_pipe[2], sp_big[2], sp_poll[2], sp_pair[2], sp_bigpair[2], sp_spl[2];
+static int sp_pipe[2], sp_big[2], sp_poll[2], sp_pair[2], sp_bigpair[2], sp_spl[2], sp_prv[2], sp_pwv[2], sp_rmm[2],
+    sp_smm[2], sp_rto[2], sp_sto[2];
 
 static void *sp_read(void *arg) {
   (void)arg;
@@ -414,6 +436,91 @@ static void *sp_splice(void *arg) {
   return NULL;
 }
 
+static void *sp_preadv2(void *arg) {
+  (void)arg;
+  char c = 0;
+  struct iovec v = {&c, 1};
+  ssize_t n = preadv2(sp_prv[0], &v, 1, -1, 0);
+  printf("preadv2 at -1 on a pipe: %zd '%c'\n", n, n == 1 ? c : '?');
+  return NULL;
+}
+
+static void *sp_pwritev2(void *arg) {
+  (void)arg;
+  char *buf = malloc(kBig);
+  for (int i = 0; i < kBig; ++i) buf[i] = (char)(i * 5);
+  struct iovec v[2] = {{buf, 1000}, {buf + 1000, kBig - 1000}};
+  ssize_t n = pwritev2(sp_pwv[1], v, 2, -1, 0);
+  printf("pwritev2 at -1 of %d bytes into a full pipe: %zd\n", kBig, n);
+  free(buf);
+  return NULL;
+}
+
+static void *sp_recvmmsg(void *arg) {
+  (void)arg;
+  char b[2][8] = {{0}};
+  struct iovec io[2] = {{b[0], sizeof b[0]}, {b[1], sizeof b[1]}};
+  struct mmsghdr mm[2] = {{.msg_hdr = {.msg_iov = &io[0], .msg_iovlen = 1}},
+                          {.msg_hdr = {.msg_iov = &io[1], .msg_iovlen = 1}}};
+  int n = recvmmsg(sp_rmm[0], mm, 2, MSG_WAITFORONE, NULL);
+  printf("recvmmsg on a socket pair: %d, first %u '%s'\n", n, mm[0].msg_len, b[0]);
+  return NULL;
+}
+
+static void *sp_sendmmsg(void *arg) {
+  (void)arg;
+  char *buf = malloc(4 * kBig);
+  for (int i = 0; i < 4 * kBig; ++i) buf[i] = (char)(i * 11);
+  struct iovec io[2] = {{buf, 2 * kBig}, {buf + 2 * kBig, 2 * kBig}};
+  struct mmsghdr mm[2] = {{.msg_hdr = {.msg_iov = &io[0], .msg_iovlen = 1}},
+                          {.msg_hdr = {.msg_iov = &io[1], .msg_iovlen = 1}}};
+  int n = sendmmsg(sp_smm[0], mm, 2, 0);
+  printf("sendmmsg of 2 x %d bytes into a full socket pair: %d, %u + %u\n", 2 * kBig, n, mm[0].msg_len,
+         mm[1].msg_len);
+  free(buf);
+  return NULL;
+}
+
+/* A call with a 1.5 s socket timeout that nothing satisfies: its time
+ * keeps running across the fork (the call ends 1.5 s after it began, not
+ * 1.5 s after the conversion, about 0.3 s later). */
+static double seconds_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void set_timeout(int fd, int opt) {
+  struct timeval tv = {1, 500000};
+  setsockopt(fd, SOL_SOCKET, opt, &tv, sizeof tv);
+}
+
+static void *sp_recv_timeout(void *arg) {
+  (void)arg;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  char b[8];
+  ssize_t n = recv(sp_rto[0], b, sizeof b, 0);
+  const int e = errno;
+  const double s = seconds_since(&t0);
+  printf("recv with a 1.5 s SO_RCVTIMEO: %zd %s, within 1.75 s: %s\n", n, n < 0 ? strerrorname_np(e) : "",
+         s >= 1.45 && s < 1.75 ? "yes" : "no");
+  return NULL;
+}
+
+static void *sp_send_timeout(void *arg) {
+  (void)arg;
+  char *buf = calloc(1, 4 * kBig);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  ssize_t n = send(sp_sto[0], buf, 4 * kBig, 0);
+  const double s = seconds_since(&t0);
+  printf("send of %d bytes with a 1.5 s SO_SNDTIMEO, nothing read: part sent %s, within 1.75 s: %s\n", 4 * kBig,
+         n > 0 && n < 4 * kBig ? "yes" : "no", s >= 1.45 && s < 1.75 ? "yes" : "no");
+  free(buf);
+  return NULL;
+}
+
 /* Reads exactly len bytes of fd, each byte (i * mul); 1 if all came. */
 static int read_pattern(int fd, long len, int mul) {
   char b[4096];
@@ -436,7 +543,16 @@ static int sleepers(void) {
   MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_pair));
   MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_bigpair));
   MUST(pipe(sp_spl));
-  void *(*fn[])(void *) = {sp_read, sp_write, sp_poll_fn, sp_recv, sp_send, sp_splice};
+  MUST(pipe(sp_prv));
+  MUST(pipe(sp_pwv));
+  MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_rmm));
+  MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_smm));
+  MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_rto));
+  MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_sto));
+  set_timeout(sp_rto[0], SO_RCVTIMEO);
+  set_timeout(sp_sto[0], SO_SNDTIMEO);
+  void *(*fn[])(void *) = {sp_read,     sp_write,    sp_poll_fn,  sp_recv,        sp_send,        sp_splice,
+                           sp_preadv2,  sp_pwritev2, sp_recvmmsg, sp_sendmmsg,    sp_recv_timeout, sp_send_timeout};
   enum { kN = sizeof fn / sizeof fn[0] };
   pthread_t t[kN];
   for (int i = 0; i < kN; ++i) pthread_create(&t[i], NULL, fn[i], NULL);
@@ -445,8 +561,9 @@ static int sleepers(void) {
   if (pid == 0) {
     alarm(30); /* the child's own: alarms are not inherited */
     int ok = write(sp_pipe[1], "c", 1) == 1 && write(sp_poll[1], "p", 1) == 1 && send(sp_pair[1], "s", 1, 0) == 1 &&
-             write(sp_spl[1], "spl", 3) == 3 &&
-             read_pattern(sp_big[0], kBig, 7) && read_pattern(sp_bigpair[1], 4 * kBig, 3);
+             write(sp_spl[1], "spl", 3) == 3 && write(sp_prv[1], "v", 1) == 1 && send(sp_rmm[1], "m", 1, 0) == 1 &&
+             read_pattern(sp_big[0], kBig, 7) && read_pattern(sp_bigpair[1], 4 * kBig, 3) &&
+             read_pattern(sp_pwv[0], kBig, 5) && read_pattern(sp_smm[1], 4 * kBig, 11);
     _exit(ok ? 0 : 1);
   }
   int status;

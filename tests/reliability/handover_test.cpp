@@ -2,7 +2,8 @@
 // from inside the static library: sleepers whose caller can make their
 // call again (uep__movable) leave with -1/EINTR, or their partial count,
 // and uep__moved set; other sleepers sleep on and still get their data; a
-// movable call that starts after the mark leaves at once.  The preload's
+// movable call that starts after the mark leaves at once; a call with a
+// deadline (a poll's, a socket's timeout) leaves its time left.  The preload's
 // side (making the call again) is tests/preload/fork_program.c
 // "sleepers".
 #include "capi/preload_support.h"
@@ -17,6 +18,8 @@
 #include <chrono>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <thread>
 #include <vector>
 
@@ -142,6 +145,38 @@ TEST_F(Handover, MovablePollLeavesWithItsTimeLeft) {
       EXPECT_LT(o.left.tv_sec, 20);
     }
   }
+}
+
+// A socket call with SO_RCVTIMEO leaves with its timeout's time left, for
+// the call made again on the kernel socket (src/preload/timed_redo.c); one
+// without a timeout with none (tv_sec -1), whatever an earlier call left.
+TEST(HandoverSocket, MovableRecvLeavesWithItsTimeoutsTimeLeft) {
+  int sv[2];
+  ASSERT_EQ(uep_socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  for (const bool timeout : {true, false}) {
+    struct timeval tv = {timeout ? 20 : 0, 0};
+    ASSERT_EQ(uep_setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    Outcome o;
+    std::atomic<bool> done{false};
+    char c;
+    std::thread t = run(&o, true, &done, [&] {
+      uep__moved_left = timespec{5, 0};  // a stale value from an earlier call
+      return static_cast<long>(uep_recv(sv[0], &c, 1, 0));
+    });
+    ASSERT_TRUE(wait_for_sleeper(sv[0], true));
+    ASSERT_EQ(uep__hand_over(sv[0], 1), 0);
+    t.join();
+    ASSERT_EQ(uep__hand_over(sv[0], 0), 0);
+    expect_left(o);
+    if (timeout) {
+      EXPECT_GE(o.left.tv_sec, 10);  // 20 s less the few ms it slept (a loaded machine: seconds)
+      EXPECT_LT(o.left.tv_sec, 20);
+    } else {
+      EXPECT_EQ(o.left.tv_sec, -1);
+    }
+  }
+  uep_close(sv[0]);
+  uep_close(sv[1]);
 }
 
 TEST_F(Handover, MovableCallAfterTheMarkLeavesAtOnce) {
