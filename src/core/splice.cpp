@@ -1,8 +1,10 @@
 // splice.cpp - KernelSink and SpliceBounce (see splice.h).  Locks: none;
-// system calls on the sink's kernel descriptor only.
+// system calls on the sink's kernel descriptor only (and sigaction reads
+// after a handler, core/sig_restart.h).
 #include "core/splice.h"
 
 #include "core/alloc.h"
+#include "core/sig_restart.h"
 
 #include <cerrno>
 #include <poll.h>
@@ -16,14 +18,20 @@ namespace uepoll::core {
 SpliceBounce::SpliceBounce() noexcept : buf_(static_cast<char*>(raw_alloc(kSpliceChunk))) {}
 SpliceBounce::~SpliceBounce() { raw_free(buf_); }
 
+// Linux wait_for_space: -ERESTARTSYS after a handler, so the call restarts
+// after SA_RESTART handlers.  poll() cannot say which handler ran: EINTR
+// if any handler the thread's mask lets through lacks SA_RESTART, as
+// ThreadWaiter's sleeps answer (core/sig_restart.h).  Nothing has moved
+// yet, so going round is the restart.
 long KernelSink::wait_room(bool nonblock) noexcept {
   if (!is_pipe_) return 0;
   struct pollfd p = {fd_, POLLOUT, 0};
   for (;;) {
     const int r = ::poll(&p, 1, nonblock ? 0 : -1);
-    if (r < 0) return -errno;  // EINTR
-    if (r > 0) return 0;       // room, or POLLERR: the write reports EPIPE
-    return -EAGAIN;
+    if (r > 0) return 0;  // room, or POLLERR: the write reports EPIPE
+    if (r == 0) return -EAGAIN;
+    if (errno != EINTR) return -errno;
+    if (!unblocked_handlers_restart()) return -EINTR;
   }
 }
 

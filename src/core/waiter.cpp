@@ -7,6 +7,7 @@
 #include "core/lock_state.h"
 #include "core/mutex.h"
 #include "core/own_fds.h"
+#include "core/sig_restart.h"
 #include "core/thread_exit.h"
 #include "core/vclock.h"
 
@@ -306,33 +307,6 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
     // raced a timeout.
   }
 }
-
-namespace {
-
-// The signals the kernel raises for a fault of the thread that made it
-// (force_sig_fault): never the one that ends another thread's sleep.
-bool fault_signal(int s) noexcept {
-  return s == SIGSEGV || s == SIGBUS || s == SIGFPE || s == SIGILL || s == SIGTRAP || s == SIGSYS;
-}
-
-// True when no signal of `set` has a handler installed without SA_RESTART
-// (Linux handle_signal: -ERESTARTSYS becomes -EINTR for such a handler;
-// SIG_DFL and SIG_IGN run none, and a stop, then SIGCONT, restarts).
-// `unseen`: the signal that ran is not known, only that it came from
-// outside this sleeping thread, so fault signals' handlers (a sanitizer's
-// or a runtime's crash handler, installed without SA_RESTART) are left out.
-bool handlers_restart(const sigset_t* set, bool unseen = false) noexcept {
-  for (int s = 1; s < NSIG; ++s) {
-    if (!sigismember(set, s) || (unseen && fault_signal(s))) continue;
-    struct sigaction sa;
-    if (sigaction(s, nullptr, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
-        !(sa.sa_flags & SA_RESTART))
-      return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 bool ThreadWaiter::restart_setup() noexcept {
   if (!rkep_.empty()) return true;

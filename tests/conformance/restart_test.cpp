@@ -10,6 +10,7 @@
 #include "interrupted.h"
 #include "splice_calls.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 
@@ -143,7 +144,9 @@ TEST(Restart, DatagramPairs) {
 }
 
 // Blocking splice, tee and vmsplice sleep as reads and writes do: after a
-// handler with SA_RESTART they go on, without it they return EINTR.
+// handler with SA_RESTART they go on, without it they return EINTR; so
+// does a splice waiting for room in a kernel pipe (a kernel descriptor in
+// uepoll's run too).
 TEST(Restart, BlockingSplice) {
   UEPOLL_SKIP_UNDER_TSAN("signals a thread blocked on a kernel descriptor");
   auto r = conf::differential([](T& t) {
@@ -179,6 +182,18 @@ TEST(Restart, BlockingSplice) {
       interrupted(
           t, restart, "splice socket->pipe", [&] { return c.splice(s0, nullptr, wr, nullptr, 10, 0); },
           [&] { (void)api.write(s1, "s", 1); });
+      int kp[2];
+      if (::pipe2(kp, O_CLOEXEC | O_NONBLOCK) == 0) {
+        while (::write(kp[1], big.data(), 4096) > 0) {
+        }
+        ::fcntl(kp[1], F_SETFL, 0);
+        t.write(wr, "k", 1);
+        interrupted(
+            t, restart, "splice pipe->full kernel pipe", [&] { return c.splice(rd, nullptr, kp[1], nullptr, 10, 0); },
+            [&] { (void)::read(kp[0], big.data(), big.size()); });
+        ::close(kp[0]);
+        ::close(kp[1]);
+      }
       for (int fd : {rd, wr, rd2, wr2, s0, s1}) t.close(fd);
     }
     ::close(f);
@@ -187,8 +202,10 @@ TEST(Restart, BlockingSplice) {
                        "vmsplice out [SA_RESTART] = 1 handler ran",
                        "splice file->full pipe [SA_RESTART] = 10 handler ran",
                        "splice socket->pipe [SA_RESTART] = 1 handler ran",
+                       "splice pipe->full kernel pipe [SA_RESTART] = 2 handler ran",
                        "splice pipe->file [no SA_RESTART] = -1 EINTR handler ran",
-                       "tee [no SA_RESTART] = -1 EINTR handler ran"});
+                       "tee [no SA_RESTART] = -1 EINTR handler ran",
+                       "splice pipe->full kernel pipe [no SA_RESTART] = -1 EINTR handler ran"});
 }
 
 }  // namespace

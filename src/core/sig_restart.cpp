@@ -1,0 +1,38 @@
+// sig_restart.cpp - see sig_restart.h.  Locks: none.
+#include "core/sig_restart.h"
+
+#include <pthread.h>
+
+namespace uepoll::core {
+
+namespace {
+
+// The signals the kernel raises for a fault of the thread that made it
+// (force_sig_fault): never the one that ends another thread's sleep.
+bool fault_signal(int s) noexcept {
+  return s == SIGSEGV || s == SIGBUS || s == SIGFPE || s == SIGILL || s == SIGTRAP || s == SIGSYS;
+}
+
+}  // namespace
+
+bool handlers_restart(const sigset_t* set, bool unseen) noexcept {
+  for (int s = 1; s < NSIG; ++s) {
+    if (!sigismember(set, s) || (unseen && fault_signal(s))) continue;
+    struct sigaction sa;
+    if (sigaction(s, nullptr, &sa) == 0 && sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
+        !(sa.sa_flags & SA_RESTART))
+      return false;
+  }
+  return true;
+}
+
+bool unblocked_handlers_restart() noexcept {
+  sigset_t mask, let;
+  if (pthread_sigmask(SIG_SETMASK, nullptr, &mask) != 0) return false;
+  sigemptyset(&let);
+  for (int s = 1; s < NSIG; ++s)
+    if (!sigismember(&mask, s)) sigaddset(&let, s);
+  return handlers_restart(&let, true);
+}
+
+}  // namespace uepoll::core
