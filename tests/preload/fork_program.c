@@ -15,10 +15,11 @@
  * would have plainly.  "blocked": a thread asleep reading a pipe runs
  * a signal handler that lasts until the main thread has forked, so its
  * call cannot leave the pipe; the pipe stays a uepoll object (a copy in the
- * child), which the child reports with one "uepoll: fork()" warning.  "blocked_cloexec" and "blocked_used": the same with a
- * close-on-exec pipe, which the child leaves alone (no warning: nothing
- * differs) or writes to (the warning, at that write).  "racing": threads
- * making pipes and forking at once.
+ * child), which the child reports with one "uepoll: fork()" warning.
+ * "blocked_cloexec" and "blocked_used": the same with a close-on-exec
+ * pipe, which the child leaves alone (no warning: nothing differs) or
+ * writes to (the warning, at that write).  "racing": threads making pipes
+ * and forking at once.
  */
 #define _GNU_SOURCE
 #include <errno.h>
