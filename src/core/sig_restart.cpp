@@ -13,7 +13,32 @@ bool fault_signal(int s) noexcept {
   return s == SIGSEGV || s == SIGBUS || s == SIGFPE || s == SIGILL || s == SIGTRAP || s == SIGSYS;
 }
 
+// sa_handler of `s`, or SIG_DFL when it cannot be read.
+__sighandler_t handler_of(int s) noexcept {
+  struct sigaction sa;
+  return sigaction(s, nullptr, &sa) == 0 ? sa.sa_handler : SIG_DFL;
+}
+
 }  // namespace
+
+bool discarded_at_send(const sigset_t* set) noexcept {
+  for (int s = 1; s < NSIG; ++s) {
+    if (!sigismember(set, s)) continue;
+    const __sighandler_t h = handler_of(s);
+    const bool ignore_by_default = s == SIGCHLD || s == SIGCONT || s == SIGURG || s == SIGWINCH;
+    if (h != SIG_IGN && !(h == SIG_DFL && ignore_by_default)) return false;
+  }
+  return true;
+}
+
+bool any_handler(const sigset_t* set, bool unseen) noexcept {
+  for (int s = 1; s < NSIG; ++s) {
+    if (!sigismember(set, s) || (unseen && fault_signal(s))) continue;
+    const __sighandler_t h = handler_of(s);
+    if (h != SIG_DFL && h != SIG_IGN) return true;
+  }
+  return false;
+}
 
 bool handlers_restart(const sigset_t* set, bool unseen) noexcept {
   for (int s = 1; s < NSIG; ++s) {

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <optional>
 #include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
@@ -223,19 +224,105 @@ void ThreadWaiter::fork_child() noexcept UEP_NO_THREAD_SAFETY_ANALYSIS {
   tls_lock_state.kicks = 0;
 }
 
+namespace {
+
+// The relative time to an absolute deadline, capped (a deadline near the
+// end of time must not overflow): a capped sleep that ends early just goes
+// round again.  Preconditions: the deadline has not passed.
+timespec rel_capped(const timespec& deadline) noexcept {
+  constexpr time_t kCap = 1000000;  // seconds
+  const timespec now = monotonic_now();
+  time_t sec = deadline.tv_sec - now.tv_sec;
+  long nsec = deadline.tv_nsec - now.tv_nsec;
+  if (nsec < 0) {
+    --sec;
+    nsec += 1000000000L;
+  }
+  if (sec >= kCap) return timespec{kCap, 0};
+  return timespec{sec, nsec};
+}
+
+// The signals `mask` lets through.
+sigset_t let_through(const sigset_t* mask) noexcept {
+  sigset_t let;
+  sigemptyset(&let);
+  for (int s = 1; s < NSIG; ++s)
+    if (!sigismember(mask, s)) sigaddset(&let, s);
+  return let;
+}
+
+// Delivers the pending signals of `run` (their handlers run, the ignored
+// ones are discarded): ppoll with a mask that lets through exactly `run`.
+void deliver_only(const sigset_t& run) noexcept {
+  sigset_t only;
+  sigfillset(&only);
+  for (int s = 1; s < NSIG; ++s)
+    if (sigismember(&run, s)) sigdelset(&only, s);
+  (void)deliver_unblocked(&only);
+}
+
+bool main_thread() noexcept { return static_cast<pid_t>(::syscall(SYS_gettid)) == ::getpid(); }
+
+}  // namespace
+
+bool ThreadWaiter::watch_signals(const sigset_t* mask, sigset_t* let) noexcept {
+  if (!restart_setup()) return false;
+  // A handler's call nested in a sleep may have set sfd_ for its own mask:
+  // checked before every sleep.
+  if (watched_ && std::memcmp(mask, &watched_for_, sizeof *mask) == 0) {
+    *let = sfd_mask_;
+    return true;
+  }
+  *let = let_through(mask);
+  if (std::memcmp(let, &sfd_mask_, sizeof *let) != 0) {  // both built from sigemptyset
+    bool set;
+    {
+      OwnSlot::Use u(sfd_);
+      set = ::signalfd(u.fd(), let, 0) >= 0;
+    }
+    if (!set) return false;
+    sfd_mask_ = *let;
+  }
+  watched_for_ = *mask;
+  watched_ = true;
+  return true;
+}
+
+int ThreadWaiter::take_signals(const sigset_t& let) noexcept {
+  sigset_t pending;
+  sigpending(&pending);
+  sigset_t run;  // the pending signals that the caller's mask lets through
+  sigandset(&run, &pending, &let);
+  if (sigisemptyset(&run)) {
+    // Taken by another thread as this sleep ended (see sleep_restartable):
+    // a main thread takes it as its own unless no signal it lets through
+    // has a handler (then it was one Linux discards, or none at all).
+    return main_thread() && any_handler(&let, true) ? -EINTR : 0;
+  }
+  const bool discarded = discarded_at_send(&run);
+  deliver_only(run);
+  return discarded ? 0 : -EINTR;
+}
+
 int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const timespec* deadline,
                              const sigset_t* mask) noexcept {
+  // p[0] the eventfd, then `extra`, then the signalfd when signals are watched.
   pollfd small[8];
   pollfd* p = small;
   std::unique_ptr<pollfd[]> big;
-  if (n_extra + 1 > 8) {
-    big.reset(new (std::nothrow) pollfd[n_extra + 1]);
+  if (n_extra + 2 > 8) {
+    big.reset(new (std::nothrow) pollfd[n_extra + 2]);
     if (!big) return -ENOMEM;
     p = big.get();
   }
   for (unsigned long i = 0; i < n_extra; ++i) p[i + 1] = extra[i];
   vclock::SleepScope vsleep(this, deadline);  // the virtual clock's sleeper while it is on
   for (bool slept = false;; slept = true) {
+    // The caller blocks every signal and sleeps with `mask`: a signal that
+    // Linux discards (sig_task_ignored) is kept pending meanwhile, and
+    // would end the sleep with EINTR.  The signalfd shows it first.
+    sigset_t let;
+    const bool watch = mask && watch_signals(mask, &let);
     sleeping_.store(true, std::memory_order_seq_cst);
     if (woken_.load(std::memory_order_seq_cst)) {
       sleeping_.store(false, std::memory_order_relaxed);
@@ -251,46 +338,32 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
         if (!slept && !woken() && mask && deliver_unblocked(mask) < 0) return -EINTR;
         return woken() ? 1 : 0;
       }
-      // Remaining time, capped (a deadline near the end of time must not
-      // overflow): a capped sleep that ends early just goes round again.
-      constexpr time_t kCap = 1000000;  // seconds
-      timespec now = monotonic_now();
-      time_t sec = deadline->tv_sec - now.tv_sec;
-      long nsec = deadline->tv_nsec - now.tv_nsec;
-      if (nsec < 0) {
-        --sec;
-        nsec += 1000000000L;
-      }
-      if (sec >= kCap) {
-        sec = kCap;
-        nsec = 0;
-      }
-      rel.tv_sec = sec;
-      rel.tv_nsec = nsec;
+      rel = rel_capped(*deadline);
       relp = vsleep.active() ? nullptr : &rel;  // virtual time: the clock kicks at the deadline
     }
     note_sleep();
-    if (n_extra == 0 && !kep_.empty() && have_epoll_pwait2()) {
-      epoll_event ev;
-      int r;
-      int saved_errno;
+    int r;
+    int saved_errno;
+    bool sig = false;    // the signalfd is readable
+    bool kready = false;  // a descriptor of `extra` is ready
+    if (n_extra == 0 && (watch || !kep_.empty()) && have_epoll_pwait2()) {
+      epoll_event evs[2];
       {
-        OwnSlot::Use u(kep_);
-        r = ::epoll_pwait2(u.fd(), &ev, 1, relp, mask);
+        OwnSlot::Use u(watch ? rkep_ : kep_);
+        r = ::epoll_pwait2(u.fd(), evs, 2, relp, mask);
         saved_errno = errno;
       }
       sleeping_.store(false, std::memory_order_relaxed);
-      if (woken()) return 1;
-      if (r < 0 && saved_errno == EINTR) return -EINTR;
-      if (r == 0 && (!deadline || deadline_passed(*deadline))) return 0;
-      continue;  // a capped sleep, or an edge left by a kick that raced a timeout
-    }
-    int r;
-    int saved_errno;
-    {
+      for (int i = 0; i < r; ++i) sig |= evs[i].data.fd == 1;  // rkep_'s signalfd
+    } else {
       OwnSlot::Use u(efd_);
+      std::optional<OwnSlot::Use> s;
+      if (watch) {
+        s.emplace(sfd_);
+        p[n_extra + 1] = pollfd{s->fd(), POLLIN, 0};
+      }
       p[0] = pollfd{u.fd(), POLLIN, 0};
-      r = ::ppoll(p, n_extra + 1, relp, mask);
+      r = ::ppoll(p, n_extra + 1 + (watch ? 1 : 0), relp, mask);
       saved_errno = errno;
       sleeping_.store(false, std::memory_order_relaxed);
       if (r > 0 && (p[0].revents & POLLIN)) {
@@ -298,13 +371,24 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
         ssize_t n = ::read(u.fd(), &v, sizeof v);  // drain; stale counts are harmless
         (void)n;
       }
+      for (unsigned long i = 1; r > 0 && i <= n_extra; ++i) kready |= p[i].revents != 0;
+      sig = watch && r > 0 && (p[n_extra + 1].revents & POLLIN);
     }
-    if (woken()) return 1;
-    if (r > 0 && !(p[0].revents & POLLIN)) return 1;  // a kernel descriptor is ready
+    // Kicked or a descriptor ready: the call finishes, and a signal that
+    // came meanwhile is delivered as it returns (the caller's mask comes
+    // back), as on Linux.
+    if (woken() || kready) return 1;
+    // EINTR in the kernel: a signal that came between ep_poll's (or
+    // do_poll's) look at the signalfd and its check of signal_pending():
+    // one the caller's mask let through, never a discarded one; or a stop.
     if (r < 0 && saved_errno == EINTR) return -EINTR;
+    if (sig) {
+      if (take_signals(let) < 0) return -EINTR;
+      continue;  // only signals that Linux discards
+    }
     if (r == 0 && (!deadline || deadline_passed(*deadline))) return 0;
-    // Spurious: a capped sleep, or an eventfd count left from a kick that
-    // raced a timeout.
+    // Spurious: a capped sleep, or an edge or eventfd count left from a
+    // kick that raced a timeout.
   }
 }
 
@@ -335,21 +419,9 @@ bool ThreadWaiter::restart_setup() noexcept {
 }
 
 int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
-  if (!have_epoll_pwait2() || !restart_setup()) return sleep(nullptr, mask);
   // The signals the caller's mask lets through: those end the sleep.
   sigset_t let;
-  sigemptyset(&let);
-  for (int s = 1; s < NSIG; ++s)
-    if (!sigismember(mask, s)) sigaddset(&let, s);
-  if (std::memcmp(&let, &sfd_mask_, sizeof let) != 0) {  // both built from sigemptyset
-    bool set;
-    {
-      OwnSlot::Use u(sfd_);
-      set = ::signalfd(u.fd(), &let, 0) >= 0;
-    }
-    if (!set) return sleep(nullptr, mask);
-    sfd_mask_ = let;
-  }
+  if (!have_epoll_pwait2() || !watch_signals(mask, &let)) return sleep(nullptr, mask);
   vclock::SleepScope vsleep(this, nullptr);  // the virtual clock's sleeper while it is on
   for (;;) {
     sleeping_.store(true, std::memory_order_seq_cst);
@@ -400,7 +472,7 @@ int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
       // (EINTR unless every handler the mask lets through has SA_RESTART,
       // even if the thief's handler has since made the call able to
       // finish); another thread goes on sleeping.
-      if (static_cast<pid_t>(::syscall(SYS_gettid)) != ::getpid()) {
+      if (!main_thread()) {
         if (woken()) return 1;
         continue;
       }
@@ -411,11 +483,7 @@ int ThreadWaiter::sleep_restartable(const sigset_t* mask) noexcept {
     // it returns (the caller's mask comes back), as on Linux.
     if (woken()) return 1;
     const bool restart = handlers_restart(&run);
-    sigset_t only;  // lets through exactly `run`
-    sigfillset(&only);
-    for (int s = 1; s < NSIG; ++s)
-      if (sigismember(&run, s)) sigdelset(&only, s);
-    (void)deliver_unblocked(&only);
+    deliver_only(run);
     return restart ? -kErestartSys : -EINTR;
   }
 }
@@ -519,6 +587,27 @@ SignalBlock::SignalBlock() noexcept {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &saved_);
   restore_ = !blocks_everything(saved_);
+}
+
+SignalBlock::SignalBlock(const sigset_t* set) noexcept : all_(false) {
+  sigset_t block;
+  sigemptyset(&block);
+  std::memcpy(&block, set, 8);  // the kernel's sigset: signals 1..64
+  pthread_sigmask(SIG_BLOCK, &block, &saved_);
+  restore_ = false;
+  for (int sig = 1; sig <= SIGRTMAX && !restore_; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP || (sig >= 32 && sig < SIGRTMIN)) continue;
+    restore_ = sigismember(&block, sig) == 1 && sigismember(&saved_, sig) != 1;
+  }
+}
+
+void SignalBlock::block_all() noexcept {
+  if (all_) return;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  restore_ = !blocks_everything(saved_);
+  all_ = true;
 }
 
 SignalBlock::~SignalBlock() {

@@ -1,9 +1,10 @@
 // waiter.h - how a thread sleeps and how it is woken.
 //
 // Each thread has one ThreadWaiter with a kernel eventfd, watched
-// edge-triggered by a kernel epoll of its own.  Sleeping is epoll_pwait2()
-// on that epoll (or ppoll() on the eventfd plus kernel descriptors, for
-// poll()), which (a) really sleeps in the kernel, (b) returns EINTR when a
+// edge-triggered by a kernel epoll of its own (a second one also holds a
+// signalfd, for the sleeps made with every signal blocked).  Sleeping is
+// epoll_pwait2() on that epoll (or ppoll() on the eventfd plus kernel
+// descriptors, for poll()), which (a) really sleeps in the kernel, (b) returns EINTR when a
 // signal handler runs, whatever SA_RESTART says, and (c) swaps in a signal
 // mask atomically for the duration of the sleep: exactly what epoll_wait /
 // epoll_pwait need (spec section 8.5).  A wakeup writes the
@@ -55,9 +56,15 @@ class ThreadWaiter {
   bool woken() const noexcept { return woken_.load(std::memory_order_seq_cst); }
 
   // Sleeps until kick(), the absolute CLOCK_MONOTONIC deadline (nullptr =
-  // forever), or a signal handler.  ppoll runs with `mask` (nullptr = the
-  // thread's current mask).  Returns 1 when kicked, 0 at the deadline,
-  // -EINTR after a signal handler ran.
+  // forever), or a signal handler.  The sleep runs with `mask` (nullptr =
+  // the thread's current mask).  Returns 1 when kicked, 0 at the deadline,
+  // -EINTR after a signal handler ran (or a stop).  With a mask, the caller
+  // blocks every signal (SignalBlock) and the sleep watches the signals
+  // `mask` lets through with a signalfd: one that Linux would have
+  // discarded as it was sent (SIG_IGN, SIGCHLD at SIG_DFL, ...), kept
+  // pending because it came while everything was blocked, is discarded and
+  // the sleep goes on (without a signalfd, out of descriptors, it ends
+  // the sleep with -EINTR).
   int sleep(const timespec* deadline, const sigset_t* mask) noexcept { return sleep_with(nullptr, 0, deadline, mask); }
   // The same, also returning 1 when one of the kernel descriptors in
   // `extra` becomes ready (poll() over uepoll and kernel descriptors).
@@ -148,13 +155,23 @@ class ThreadWaiter {
   // in writes_).
   OwnSlot efd_;
   OwnSlot kep_;  // kernel epoll with efd_ edge-triggered (see self())
-  // sleep_restartable's kernel epoll (efd_ edge-triggered, sfd_) and
-  // signalfd, made at the first such sleep; sfd_mask_ is sfd_'s mask.
+  // The kernel epoll (efd_ edge-triggered, sfd_) and signalfd of the
+  // sleeps with a mask, made at the first one; sfd_mask_ is sfd_'s mask.
   // Owner thread only (fork_child closes them in the child).
   OwnSlot rkep_;
   OwnSlot sfd_;
   sigset_t sfd_mask_{};
+  // The caller's mask sfd_mask_ was last computed for (watched_: once set).
+  sigset_t watched_for_{};
+  bool watched_ = false;
   bool restart_setup() noexcept;
+  // Makes rkep_ and sfd_ if needed and sets sfd_ to the signals `mask`
+  // lets through (*let); false without them.
+  bool watch_signals(const sigset_t* mask, sigset_t* let) noexcept;
+  // After a sleep that found sfd_ readable (every signal blocked): delivers
+  // the pending signals of `let`.  -EINTR unless all of them were ones
+  // Linux discards at sending (then 0: the sleep goes on).
+  int take_signals(const sigset_t& let) noexcept;
   bool follows_moves_ = false;  // the borrower's (acquire_signal .. release_signal)
   ThreadWaiter* pool_next_ = nullptr;
   ThreadWaiter* all_next_ = nullptr;  // every waiter of this process; under g_pool_mutex
@@ -230,14 +247,22 @@ bool have_epoll_pwait2() noexcept;
 class SignalBlock {
  public:
   SignalBlock() noexcept;
+  // Blocks only the signals of `set` (a caller's epoll_pwait mask, of which
+  // the kernel's 8 bytes are read) until block_all().  One system call when
+  // the mask already blocked them.
+  explicit SignalBlock(const sigset_t* set) noexcept;
   ~SignalBlock();
   SignalBlock(const SignalBlock&) = delete;
   SignalBlock& operator=(const SignalBlock&) = delete;
   const sigset_t& saved() const noexcept { return saved_; }
+  // Blocks every signal from now on (the saved mask stays the caller's).
+  void block_all() noexcept;
+  bool all() const noexcept { return all_; }
 
  private:
   sigset_t saved_;
   bool restore_ = true;
+  bool all_ = true;
 };
 
 }  // namespace uepoll::core

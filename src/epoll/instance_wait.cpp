@@ -111,10 +111,17 @@ class MaybeSignalBlock {
   }
   MaybeSignalBlock(const MaybeSignalBlock&) = delete;
   MaybeSignalBlock& operator=(const MaybeSignalBlock&) = delete;
-  explicit operator bool() const noexcept { return on_; }
-  // Preconditions: not begun yet.
+  // Every signal blocked.
+  explicit operator bool() const noexcept { return on_ && block_.all(); }
+  // Blocks every signal (from a partial block too).
   void emplace() noexcept {
+    if (on_) return block_.block_all();
     ::new (&block_) core::SignalBlock();
+    on_ = true;
+  }
+  // Blocks the signals of an epoll_pwait mask.  Preconditions: not begun.
+  void emplace_partial(const sigset_t* set) noexcept {
+    ::new (&block_) core::SignalBlock(set);
     on_ = true;
   }
   const core::SignalBlock* operator->() const noexcept { return &block_; }
@@ -136,7 +143,7 @@ class MaybeSignalBlock {
 [[gnu::always_inline]] inline int sleep_direct(Instance* ep, KernelWatch* kw, struct epoll_event* evs, int maxevents, const timespec* deadline,
                  const sigset_t* sigmask, MaybeSignalBlock* blocked) noexcept {
   if (!*blocked && kw->rung()) blocked->emplace();
-  const sigset_t* mask = *blocked ? (sigmask ? sigmask : &(*blocked)->saved()) : nullptr;
+  const sigset_t* mask = *blocked ? (sigmask ? sigmask : &(*blocked)->saved()) : sigmask;
   for (;;) {
     const int n = kw->sleep_direct(ep, evs, maxevents, deadline, mask);
     if (n != 0) return n;
@@ -174,10 +181,20 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   // Beyond Linux, same results: timeout 0 on an unchanged ready list reads
   // its snapshot and writes no shared line (instance_snapshot.cpp).
   if (int n = 0; nonblocking && !sigmask && send_events_unchanged(evs, maxevents, &n)) return n;
+  KernelWatch* const kw0 = kernel_watch();
+  // A blocking wait that sleeps directly at once: with a kernel side it
+  // harvests nothing before the first sleep (the sleep itself looks at the
+  // ready list), and with no busy window it goes straight there.
+  const bool direct_first =
+      kw0 && !nonblocking && busy_.usecs.load(std::memory_order_relaxed) == 0 && direct_ok(kw0, deadline);
   // epoll_pwait: the caller's mask is in force for the whole call; we block
-  // everything while awake and let ppoll install `sigmask` atomically.
+  // everything while awake and let the sleep install `sigmask` atomically.
+  // Before a first direct sleep only what the mask blocks: blocking more
+  // would keep a signal that Linux discards (SIGCHLD at SIG_DFL) pending,
+  // to end that sleep with EINTR (the classic sleep watches for those).
   MaybeSignalBlock blocked;
-  if (sigmask) blocked.emplace();
+  if (sigmask && direct_first) blocked.emplace_partial(sigmask);
+  else if (sigmask) blocked.emplace();
 
   bool timed_out = nonblocking;
   bool eintr = false;
@@ -186,15 +203,12 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   // goes round to harvest when events are listed.
   bool eavail = false;
   bool classic = false;  // the direct sleep said no: sleep the classic way
-  if (KernelWatch* kw = kernel_watch(); !kw) {
+  if (!kw0) {
     ready_lock_.lock();
     eavail = events_available_locked();
     ready_lock_.unlock();
-  } else if (!nonblocking && busy_.usecs.load(std::memory_order_relaxed) == 0 && direct_ok(kw, deadline)) {
-    // The loop's first round for a blocking wait that sleeps directly:
-    // with a kernel side it harvests nothing before the first sleep, and
-    // with no busy window it goes straight to the direct sleep.
-    const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked);
+  } else if (direct_first) {
+    const int n = sleep_direct(this, kw0, evs, maxevents, deadline, sigmask, &blocked);
     if (!direct_goes_round(n, &timed_out, &classic)) return n;
     eavail = true;
   }
