@@ -250,11 +250,8 @@ int uep_pl_show(int u, int kind);
       UEP_PL_LEAVE();                                          \
       uep_pl_count(UEP_PL_UEPOLL_CALL, 1);                     \
       if (__builtin_expect(uep__moved, 0)) {                   \
-        uep__moved = 0;                                        \
         struct timespec uep_end_ = {0, 0};                     \
-        int uep_timed_ = uep_pl_moved_deadline(&uep_end_);     \
-        uep_pl_await_conversion();                             \
-        if (uep_pl_map(fd)) uep_timed_ = 0; /* not converted */ \
+        const int uep_timed_ = uep_pl_after_move(fd, &uep_end_); \
         (void)uep_timed_;                                      \
         if (r_ < 0) {                                          \
           redo;                                                \
@@ -280,11 +277,15 @@ static inline ssize_t uep_pl_plus_rest(ssize_t r, ssize_t rest) { return rest < 
 /* iov past its first `done` bytes, in out (cap entries): the count of
  * entries, or -1 if they do not fit (interpose_fd.c). */
 int uep_pl_iov_past(const struct iovec *iov, int n, size_t done, struct iovec *out, int cap);
-/* timed_redo.c: a call that left with a deadline (uep__moved_left): 1 and
- * its absolute CLOCK_MONOTONIC end in *end, else 0.  Then the socket call
- * made again on the kernel socket until that end, as Linux's call ends at
- * its timeout: the count, or -1 with errno (EAGAIN at the end). */
-int uep_pl_moved_deadline(struct timespec *end);
+/* timed_redo.c: after a call that left fd handed over to the kernel
+ * (uep__moved set), clears the flag and waits for the conversion
+ * (uep_pl_await_conversion); then 1 with the absolute CLOCK_MONOTONIC end
+ * of the call's deadline (uep__moved_left) in *end if it had one and fd is
+ * the kernel's now, else 0 (no deadline, or fd still uepoll's).  Then the
+ * socket call made again on the kernel socket until that end, as Linux's
+ * call ends at its timeout: the count, or -1 with errno (EAGAIN at the
+ * end). */
+int uep_pl_after_move(int fd, struct timespec *end);
 ssize_t uep_pl_timed_recvmsg(int fd, struct msghdr *m, int flags, const struct timespec *end);
 ssize_t uep_pl_timed_sendmsg(int fd, const struct msghdr *m, int flags, const struct timespec *end);
 ssize_t uep_pl_timed_recv(int fd, void *buf, size_t len, int flags, const struct timespec *end);

@@ -348,11 +348,8 @@ static ssize_t vec_at(int fd, const struct iovec *iov, int n, off64_t off, int f
     /* The object went to the kernel while the call slept (core/handover.h):
      * the call again there, or a write's rest; a socket's within the time
      * its timeout had left (timed_redo.c). */
-    uep__moved = 0;
     struct timespec end;
-    int timed = uep_pl_moved_deadline(&end);
-    uep_pl_await_conversion();
-    if (uep_pl_map(fd)) timed = 0;
+    const int timed = uep_pl_after_move(fd, &end);
     struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = n > 0 ? (size_t)n : 0};
     if (r < 0 && timed) return is_write ? uep_pl_timed_sendmsg(fd, &m, 0, &end) : uep_pl_timed_recvmsg(fd, &m, 0, &end);
     if (r < 0) return is_write ? pwritev64v2(fd, iov, n, -1, flags) : preadv64v2(fd, iov, n, -1, flags);
@@ -487,11 +484,9 @@ int recvmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags, struct tim
   UEP_PL_LEAVE();
   uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
   if (moved) {
-    uep__moved = 0;
     struct timespec sock_end;
-    const int timed = e && uep_pl_moved_deadline(&sock_end);
-    uep_pl_await_conversion();
-    if (timed && more && got < vlen && !uep_pl_map(fd)) {
+    const int timed = uep_pl_after_move(fd, &sock_end) && e;
+    if (timed && more && got < vlen) {
       /* The message it slept for, within its SO_RCVTIMEO's time left. */
       ssize_t r = uep_pl_timed_recvmsg(fd, &v[got].msg_hdr, flags & ~MSG_WAITFORONE, &sock_end);
       if (r < 0) {
@@ -550,11 +545,9 @@ int sendmmsg(int fd, struct mmsghdr *v, unsigned int vlen, int flags) {
   UEP_PL_LEAVE();
   uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
   if (moved) {
-    uep__moved = 0;
     struct timespec sock_end;
-    int timed = uep_pl_moved_deadline(&sock_end);
-    uep_pl_await_conversion();
-    if (uep_pl_map(fd)) timed = 0; /* not converted: sendmmsg below goes on with uepoll */
+    /* 0 if not converted: sendmmsg below goes on with uepoll */
+    const int timed = uep_pl_after_move(fd, &sock_end);
     ssize_t r = -2;                /* -2: message `sent` is left to sendmmsg below */
     if (part >= 0) {               /* a stream's message, sent in part: its rest */
       const ssize_t rest = uep_pl_sendmsg_rest(fd, &v[sent].msg_hdr, flags, (size_t)part, timed ? &sock_end : NULL);

@@ -36,7 +36,9 @@
 
 #include "preload/interpose.h"
 
-int uep_pl_moved_deadline(struct timespec *end) {
+/* The moved call's deadline (uep__moved_left) as an absolute end: 1, or 0
+ * for none. */
+static int moved_deadline(struct timespec *end) {
   const struct timespec left = uep__moved_left;
   if (left.tv_sec < 0) return 0;
   UEP_PL_REAL(clock_gettime)(CLOCK_MONOTONIC, end);
@@ -47,6 +49,13 @@ int uep_pl_moved_deadline(struct timespec *end) {
     ++end->tv_sec;
   }
   return 1;
+}
+
+int uep_pl_after_move(int fd, struct timespec *end) {
+  uep__moved = 0;
+  const int timed = moved_deadline(end); /* before anything else runs */
+  uep_pl_await_conversion();
+  return timed && !uep_pl_map(fd);
 }
 
 /* Waits until fd shows `events` or end passes: 0, or -1 with EAGAIN (the
