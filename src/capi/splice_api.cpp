@@ -79,7 +79,7 @@ bool copy_off(const loff_t* user, long long* out) {
 // or a kernel source into the destination file.
 long move(Side& in, long long* in_pos, Side& out, long long* out_pos, size_t len, bool nonblock) {
   if (in.core_file()) {
-    KernelSink ks(out.t.fd(), out_pos, out.is_pipe, nullptr);
+    KernelSink ks(out.t.fd(), out_pos, out.is_pipe, nullptr, &in.core_file()->wq());
     SpliceSink* sink = out.core_file() ? out.core_file()->splice_sink() : &ks;
     if (!sink || (!out.core_file() && !out.kernel_spliceable())) return -EINVAL;  // no ->splice_write
     return in.core_file()->splice_read(*sink, len, nonblock);
@@ -135,7 +135,7 @@ long do_tee(int fd_in, int fd_out, size_t len, unsigned flags) {
   if (!in.is_pipe || !out.is_pipe) return -EINVAL;
   if (in.core_file() && out.core_file() && in.core_file()->pipe_id() == out.core_file()->pipe_id()) return -EINVAL;
   const bool nonblock = (flags & SPLICE_F_NONBLOCK) || ((in.flags | out.flags) & O_NONBLOCK);
-  KernelSink ks(fd_out, nullptr, true, nullptr);
+  KernelSink ks(fd_out, nullptr, true, nullptr, in.core_file() ? &in.core_file()->wq() : nullptr);
   SpliceSink* sink = out.core_file() ? out.core_file()->splice_sink() : &ks;
   if (in.core_file()) return in.core_file()->tee(*sink, len, nonblock);
   return uepoll::core::tee_kernel_pipe(fd_in, *sink, len, nonblock);

@@ -1,10 +1,14 @@
-// splice.cpp - KernelSink and SpliceBounce (see splice.h).  Locks: none;
-// system calls on the sink's kernel descriptor only (and sigaction reads
-// after a handler, core/sig_restart.h).
+// splice.cpp - KernelSink and SpliceBounce (see splice.h).  Locks: the
+// source's wait queue lock (a leaf) around a movable wait's entry, never
+// across a system call; system calls on the sink's kernel descriptor (and
+// sigaction reads after a handler, core/sig_restart.h).
 #include "core/splice.h"
 
 #include "core/alloc.h"
+#include "core/handover.h"
 #include "core/sig_restart.h"
+#include "core/waiter.h"
+#include "core/waitqueue.h"
 
 #include <cerrno>
 #include <poll.h>
@@ -25,6 +29,7 @@ SpliceBounce::~SpliceBounce() { raw_free(buf_); }
 // yet, so going round is the restart.
 long KernelSink::wait_room(bool nonblock) noexcept {
   if (!is_pipe_) return 0;
+  if (!nonblock && source_ && movable_call()) return wait_room_movable();
   struct pollfd p = {fd_, POLLOUT, 0};
   for (;;) {
     const int r = ::poll(&p, 1, nonblock ? 0 : -1);
@@ -32,6 +37,46 @@ long KernelSink::wait_room(bool nonblock) noexcept {
     if (r == 0) return -EAGAIN;
     if (errno != EINTR) return -errno;
     if (!unblocked_handlers_restart()) return -EINTR;
+  }
+}
+
+// The same wait, also queued (any event) on the source's wait queue,
+// whose hand-over to the kernel wakes it (core/handover.h): the thread's
+// waiter sleeps on its eventfd and the kernel pipe at once, every signal
+// blocked between the checks and the sleep.
+long KernelSink::wait_room_movable() noexcept {
+  int err = 0;
+  ThreadWaiter* w = ThreadWaiter::self(&err);
+  if (!w) return -err;
+  ScopedEntry lease(w);
+  WaiterEntry& we = lease.get();
+  we.movable = true;
+  SignalBlock blocked;
+  sigset_t let;  // the signals the caller's mask lets through
+  sigemptyset(&let);
+  for (int s = 1; s < NSIG; ++s)
+    if (!sigismember(&blocked.saved(), s)) sigaddset(&let, s);
+  for (;;) {
+    w->prepare();
+    source_->lock();
+    const bool moved = source_->handed_over();
+    if (!moved) source_->add_locked(&we.entry);
+    source_->unlock();
+    if (moved) {
+      note_moved();
+      uep__moved_left = timespec{-1, 0};
+      return -EINTR;
+    }
+    struct pollfd p = {fd_, POLLOUT, 0};
+    const int ready = ::poll(&p, 1, 0);  // after queueing: a hand-over from now on kicks
+    const int s = ready == 0 ? w->sleep_with(&p, 1, nullptr, &blocked.saved()) : 0;
+    source_->lock();
+    if (we.entry.queued()) source_->remove_locked(&we.entry);
+    source_->unlock();
+    if (ready > 0) return 0;  // room, or POLLERR: the write reports EPIPE
+    if (ready < 0) return -errno;
+    if (s == -EINTR && !handlers_restart(&let, true)) return -EINTR;
+    if (s < 0 && s != -EINTR) return s;
   }
 }
 

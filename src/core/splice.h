@@ -4,14 +4,18 @@
 // KernelSink), and the bounded bounce buffer every move goes through.
 //
 // What it owns: KernelSink's system calls on a kernel descriptor.  Locks:
-// none (a KernelSink is called with no uepoll SpinLock held; a socket's
-// splice_read holds its iolock_, level 10, across push()).
+// none held across them (a KernelSink is called with no uepoll SpinLock
+// held; a socket's splice_read holds its iolock_, level 10, across
+// push()); a movable wait for room takes the source's wait queue lock
+// (a leaf) to queue and dequeue its entry.
 #pragma once
 
 #include <cstddef>
 #include <sys/types.h>
 
 namespace uepoll::core {
+
+class WaitQueue;
 
 // The most one step of a move carries (one bounce buffer per call, freed
 // before it returns): memory stays bounded whatever `len` asks.
@@ -44,17 +48,24 @@ class SpliceSink {
 class KernelSink final : public SpliceSink {
  public:
   // is_pipe: S_ISFIFO of the descriptor.  pos: nullptr or a position.
-  KernelSink(int fd, long long* pos, bool is_pipe, const void* id) noexcept
-      : fd_(fd), pos_(pos), is_pipe_(is_pipe), id_(id) {}
+  // source: the wait queue of the uepoll file the bytes come from, or
+  // nullptr (see wait_room).
+  KernelSink(int fd, long long* pos, bool is_pipe, const void* id, WaitQueue* source = nullptr) noexcept
+      : fd_(fd), pos_(pos), is_pipe_(is_pipe), id_(id), source_(source) {}
+  // A movable call (core/handover.h) also waits on `source`, so that the
+  // source handed over to the kernel ends the wait for room: -EINTR with
+  // uep__moved set, nothing moved yet, for the caller to make again.
   long wait_room(bool nonblock) noexcept override;
   ssize_t push(const char* buf, size_t n) noexcept override;
   const void* pipe_id() const noexcept override { return is_pipe_ ? id_ : nullptr; }
 
  private:
+  long wait_room_movable() noexcept;
   int fd_;
   long long* pos_;
   bool is_pipe_;
   const void* id_;
+  WaitQueue* source_;
 };
 
 // tee from a kernel pipe into `to` (a uepoll pipe's write end): the

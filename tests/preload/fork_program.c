@@ -10,7 +10,8 @@
  *
  * With the argument "sleepers": threads asleep in read, write, poll, recv,
  * send, splice, preadv2, pwritev2, recvmmsg and sendmmsg on pipes and
- * socket pairs when the main thread forks; the child's reads and writes
+ * socket pairs (and in a splice from a pipe, waiting for room in a full
+ * kernel FIFO) when the main thread forks; the child's reads and writes
  * reach them as on Linux, and a call with a socket timeout ends when it
  * would have plainly.  "blocked": a thread asleep reading a pipe runs
  * a signal handler that lasts until the main thread has forked, so its
@@ -33,6 +34,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -382,7 +384,9 @@ static int blocked_cloexec(int use) {
  * sleepers as on Linux. */
 enum { kBig = 300000 };
 static int sp_pipe[2], sp_big[2], sp_poll[2], sp_pair[2], sp_bigpair[2], sp_spl[2], sp_prv[2], sp_pwv[2], sp_rmm[2],
-    sp_smm[2], sp_rto[2], sp_sto[2];
+    sp_smm[2], sp_rto[2], sp_sto[2], sp_spk[2];
+static int sp_fifo = -1; /* a kernel pipe (a FIFO), filled: sp_fill bytes of 'f' */
+static long sp_fill;
 
 static void *sp_read(void *arg) {
   (void)arg;
@@ -435,6 +439,48 @@ static void *sp_splice(void *arg) {
   printf("splice from a pipe: %zd\n", n);
   close(null);
   return NULL;
+}
+
+static void *sp_splice_out(void *arg) {
+  (void)arg;
+  ssize_t n = splice(sp_spk[0], NULL, sp_fifo, NULL, 100, 0);
+  printf("splice from a pipe into a full kernel FIFO: %zd\n", n);
+  return NULL;
+}
+
+/* A FIFO open for reading and writing (a kernel pipe under uepoll-run
+ * too), filled up. */
+static void full_fifo(void) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/uepoll-fork-program-%d.fifo", (int)getpid());
+  MUST(mkfifo(path, 0600));
+  MUST(sp_fifo = open(path, O_RDWR | O_CLOEXEC));
+  unlink(path);
+  char f[4096];
+  memset(f, 'f', sizeof f);
+  MUST(fcntl(sp_fifo, F_SETFL, O_NONBLOCK));
+  for (ssize_t n; (n = write(sp_fifo, f, sizeof f)) > 0;) sp_fill += n;
+  MUST(fcntl(sp_fifo, F_SETFL, 0));
+}
+
+/* Reads `fill` bytes of 'f' from fd, then expects `tail`; 1 if all came. */
+static int read_fill_then(int fd, long fill, const char *tail) {
+  char b[4096];
+  for (long got = 0; got < fill;) {
+    ssize_t n = read(fd, b, sizeof b < (size_t)(fill - got) ? sizeof b : (size_t)(fill - got));
+    if (n <= 0) return 0;
+    for (ssize_t i = 0; i < n; ++i)
+      if (b[i] != 'f') return 0;
+    got += n;
+  }
+  const size_t len = strlen(tail);
+  size_t have = 0;
+  while (have < len) {
+    ssize_t n = read(fd, b + have, len - have);
+    if (n <= 0) return 0;
+    have += (size_t)n;
+  }
+  return memcmp(b, tail, len) == 0;
 }
 
 static void *sp_preadv2(void *arg) {
@@ -550,10 +596,14 @@ static int sleepers(void) {
   MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_smm));
   MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_rto));
   MUST(socketpair(AF_UNIX, SOCK_STREAM, 0, sp_sto));
+  MUST(pipe(sp_spk));
+  MUST(write(sp_spk[1], "spk", 3));
+  full_fifo();
   set_timeout(sp_rto[0], SO_RCVTIMEO);
   set_timeout(sp_sto[0], SO_SNDTIMEO);
   void *(*fn[])(void *) = {sp_read,     sp_write,    sp_poll_fn,  sp_recv,        sp_send,        sp_splice,
-                           sp_preadv2,  sp_pwritev2, sp_recvmmsg, sp_sendmmsg,    sp_recv_timeout, sp_send_timeout};
+                           sp_preadv2,  sp_pwritev2, sp_recvmmsg, sp_sendmmsg,    sp_recv_timeout, sp_send_timeout,
+                           sp_splice_out};
   enum { kN = sizeof fn / sizeof fn[0] };
   pthread_t t[kN];
   for (int i = 0; i < kN; ++i) pthread_create(&t[i], NULL, fn[i], NULL);
@@ -564,7 +614,8 @@ static int sleepers(void) {
     int ok = write(sp_pipe[1], "c", 1) == 1 && write(sp_poll[1], "p", 1) == 1 && send(sp_pair[1], "s", 1, 0) == 1 &&
              write(sp_spl[1], "spl", 3) == 3 && write(sp_prv[1], "v", 1) == 1 && send(sp_rmm[1], "m", 1, 0) == 1 &&
              read_pattern(sp_big[0], kBig, 7) && read_pattern(sp_bigpair[1], 4 * kBig, 3) &&
-             read_pattern(sp_pwv[0], kBig, 5) && read_pattern(sp_smm[1], 4 * kBig, 11);
+             read_pattern(sp_pwv[0], kBig, 5) && read_pattern(sp_smm[1], 4 * kBig, 11) &&
+             read_fill_then(sp_fifo, sp_fill, "spk");
     _exit(ok ? 0 : 1);
   }
   int status;
