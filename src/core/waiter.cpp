@@ -261,6 +261,8 @@ void deliver_only(const sigset_t& run) noexcept {
   (void)deliver_unblocked(&only);
 }
 
+constexpr size_t kKernelSigset = 8;  // signals 1..64
+
 bool main_thread() noexcept { return static_cast<pid_t>(::syscall(SYS_gettid)) == ::getpid(); }
 
 }  // namespace
@@ -269,7 +271,9 @@ bool ThreadWaiter::watch_signals(const sigset_t* mask, sigset_t* let) noexcept {
   if (!restart_setup()) return false;
   // A handler's call nested in a sleep may have set sfd_ for its own mask:
   // checked before every sleep.
-  if (watched_ && std::memcmp(mask, &watched_for_, sizeof *mask) == 0) {
+  // The kernel's 8 bytes of `mask` only: an epoll_pwait caller's may be no
+  // longer (a raw system call's).
+  if (watched_ && std::memcmp(mask, &watched_for_, kKernelSigset) == 0) {
     *let = sfd_mask_;
     return true;
   }
@@ -283,7 +287,7 @@ bool ThreadWaiter::watch_signals(const sigset_t* mask, sigset_t* let) noexcept {
     if (!set) return false;
     sfd_mask_ = *let;
   }
-  watched_for_ = *mask;
+  std::memcpy(&watched_for_, mask, kKernelSigset);
   watched_ = true;
   return true;
 }
@@ -592,7 +596,7 @@ SignalBlock::SignalBlock() noexcept {
 SignalBlock::SignalBlock(const sigset_t* set) noexcept : all_(false) {
   sigset_t block;
   sigemptyset(&block);
-  std::memcpy(&block, set, 8);  // the kernel's sigset: signals 1..64
+  std::memcpy(&block, set, kKernelSigset);  // the kernel's sigset
   pthread_sigmask(SIG_BLOCK, &block, &saved_);
   restore_ = false;
   for (int sig = 1; sig <= SIGRTMAX && !restore_; ++sig) {

@@ -4,11 +4,12 @@
 // edge-triggered by a kernel epoll of its own (a second one also holds a
 // signalfd, for the sleeps made with every signal blocked).  Sleeping is
 // epoll_pwait2() on that epoll (or ppoll() on the eventfd plus kernel
-// descriptors, for poll()), which (a) really sleeps in the kernel, (b) returns EINTR when a
-// signal handler runs, whatever SA_RESTART says, and (c) swaps in a signal
-// mask atomically for the duration of the sleep: exactly what epoll_wait /
-// epoll_pwait need (spec section 8.5).  A wakeup writes the
-// eventfd only when the sleeper has announced it is (about to be) asleep.
+// descriptors, for poll()), which (a) really sleeps in the kernel, (b)
+// returns EINTR when a signal handler runs, whatever SA_RESTART says, and
+// (c) swaps in a signal mask atomically for the duration of the sleep:
+// exactly what epoll_wait / epoll_pwait need (spec section 8.5).  A wakeup
+// writes the eventfd only when the sleeper has announced it is (about to
+// be) asleep.
 //
 // Locks: none.  kick() may be called with any lock held (it makes at most
 // one eventfd write).  A thread's ThreadWaiter is only touched by other
