@@ -324,9 +324,11 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
   for (bool slept = false;; slept = true) {
     // The caller blocks every signal and sleeps with `mask`: a signal that
     // Linux discards (sig_task_ignored) is kept pending meanwhile, and
-    // would end the sleep with EINTR.  The signalfd shows it first.
+    // would end the sleep with EINTR.  The signalfd shows it first (on a
+    // kernel with epoll_pwait2, as sleep_restartable: qemu-user and older
+    // kernels keep the EINTR).
     sigset_t let;
-    const bool watch = mask && watch_signals(mask, &let);
+    const bool watch = mask && have_epoll_pwait2() && watch_signals(mask, &let);
     sleeping_.store(true, std::memory_order_seq_cst);
     if (woken_.load(std::memory_order_seq_cst)) {
       sleeping_.store(false, std::memory_order_relaxed);
