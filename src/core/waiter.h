@@ -64,8 +64,8 @@ class ThreadWaiter {
   // `mask` lets through with a signalfd: one that Linux would have
   // discarded as it was sent (SIG_IGN, SIGCHLD at SIG_DFL, ...), kept
   // pending because it came while everything was blocked, is discarded and
-  // the sleep goes on (without a signalfd, out of descriptors, it ends
-  // the sleep with -EINTR).
+  // the sleep goes on (without a signalfd, out of descriptors or on a
+  // kernel without epoll_pwait2, it ends the sleep with -EINTR).
   int sleep(const timespec* deadline, const sigset_t* mask) noexcept { return sleep_with(nullptr, 0, deadline, mask); }
   // The same, also returning 1 when one of the kernel descriptors in
   // `extra` becomes ready (poll() over uepoll and kernel descriptors).
