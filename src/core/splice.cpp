@@ -29,7 +29,8 @@ SpliceBounce::~SpliceBounce() { raw_free(buf_); }
 // yet, so going round is the restart.
 long KernelSink::wait_room(bool nonblock) noexcept {
   if (!is_pipe_) return 0;
-  if (!nonblock && source_ && movable_call()) return wait_room_movable();
+  // Without a waiter (out of descriptors) the poll below still waits.
+  if (!nonblock && source_ && movable_call() && ThreadWaiter::self(nullptr)) return wait_room_movable();
   struct pollfd p = {fd_, POLLOUT, 0};
   for (;;) {
     const int r = ::poll(&p, 1, nonblock ? 0 : -1);
