@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <functional>
@@ -21,15 +22,16 @@ namespace {
 using conf::T;
 
 // Calls `wait` (one short timed wait) for `ms` while another thread sends
-// this one SIGCHLD, SIGWINCH (both at SIG_DFL) and SIGUSR2 (at SIG_IGN) in
-// turn every 50 us; logs how many calls failed and with which errno.
+// this one SIGCHLD, SIGWINCH, SIGCONT, SIGURG (at SIG_DFL) and SIGUSR2 (at
+// SIG_IGN) in turn every 50 us; logs how many calls failed and with which
+// errno.
 void storm(T& t, const std::string& what, const std::function<int()>& wait, double ms = 300) {
   const pthread_t self = pthread_self();
   std::atomic<bool> stop{false};
   std::thread sender([&] {
-    static const int kSigs[] = {SIGCHLD, SIGWINCH, SIGUSR2};
+    static const int kSigs[] = {SIGCHLD, SIGWINCH, SIGCONT, SIGURG, SIGUSR2};
     for (unsigned i = 0; !stop.load(); ++i) {
-      pthread_kill(self, kSigs[i % 3]);
+      pthread_kill(self, kSigs[i % 5]);
       usleep(50);
     }
   });
@@ -112,6 +114,81 @@ TEST(DiscardedSignal, NeverInterruptsASleep) {
   });
   EXPECT_LINUX_SEQ(r, {"epoll_wait(1 ms): many calls, EINTR 0", "recv(pair, 1 ms timeout): many calls, EINTR 0",
                        "epoll_wait(with a kernel pipe, 1 ms): many calls, EINTR 0"});
+}
+
+// The state letter of process `pid` ('S', 'T', ...) from /proc, '?' if
+// unreadable.
+char proc_state(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = fopen(path, "r");
+  if (!f) return '?';
+  char buf[512];
+  const size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char* p = strrchr(buf, ')');
+  return p && p[1] == ' ' ? p[2] : '?';
+}
+
+// True once `pid` has shown `state` in four samples 3 ms apart (false
+// after 3 s).
+bool await_state(pid_t pid, char state) {
+  const double end = conf::now_ms() + 3000;
+  for (int streak = 0; conf::now_ms() < end;) {
+    streak = proc_state(pid) == state ? streak + 1 : 0;
+    if (streak == 4) return true;
+    usleep(3000);
+  }
+  return false;
+}
+
+// One epoll_wait of `ms` on an instance with a pipe that stays empty,
+// while a helper process sends this one `first` once it sleeps, then (if
+// `cont`) SIGCONT once it is stopped.  Logs the result and whether it came
+// before the timeout.
+void wait_through(T& t, int ep, int first, bool cont, int ms) {
+  const pid_t me = getpid();
+  const pid_t helper = fork();
+  if (helper == 0) {
+    if (await_state(me, 'S')) {
+      kill(me, first);
+      if (cont && await_state(me, 'T')) kill(me, SIGCONT);
+    }
+    _exit(0);
+  }
+  struct epoll_event ev;
+  const double t0 = conf::now_ms();
+  errno = 0;
+  const int n = t.api.epoll_wait(ep, &ev, 1, ms);
+  const bool early = conf::now_ms() - t0 < ms - 50;
+  const std::string name = sigabbrev_np(first);
+  t.log("epoll_wait through SIG" + name + (cont ? " and SIGCONT" : "") + " = " + t.res(n) +
+        (early ? ", before its timeout" : ""));
+  int st;
+  while (waitpid(helper, &st, 0) < 0 && errno == EINTR) {
+  }
+}
+
+// A stop ends the sleep with EINTR once the process is continued (signal(7)
+// lists epoll_wait among the calls that do so); SIGCONT alone, which Linux
+// discards, does not.  SIGTSTP can be blocked, so uepoll's sleep sees it
+// on its signalfd and delivers it itself.  Each side runs in a child
+// process, which the stop stops.
+TEST(DiscardedSignal, StopAndContinue) {
+  UEPOLL_SKIP_UNDER_TSAN("stops and continues the process");
+  auto r = conf::differential(
+      [](T& t) {
+        const int rd = t.pipe().first;
+        const int ep = t.epoll_create1();
+        t.ctl(ep, EPOLL_CTL_ADD, rd, EPOLLIN, 1);
+        wait_through(t, ep, SIGCONT, false, 600);
+        wait_through(t, ep, SIGTSTP, true, 5000);
+        wait_through(t, ep, SIGSTOP, true, 5000);
+      },
+      true);
+  EXPECT_LINUX_SEQ(r, {"epoll_wait through SIGCONT = 0", "epoll_wait through SIGTSTP and SIGCONT = -1 EINTR, before its timeout",
+                       "epoll_wait through SIGSTOP and SIGCONT = -1 EINTR, before its timeout"});
 }
 
 }  // namespace
