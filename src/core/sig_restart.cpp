@@ -51,12 +51,18 @@ bool handlers_restart(const sigset_t* set, bool unseen) noexcept {
   return true;
 }
 
-bool unblocked_handlers_restart() noexcept {
-  sigset_t mask, let;
-  if (pthread_sigmask(SIG_SETMASK, nullptr, &mask) != 0) return false;
+sigset_t let_through(const sigset_t* mask) noexcept {
+  sigset_t let;
   sigemptyset(&let);
   for (int s = 1; s < NSIG; ++s)
-    if (!sigismember(&mask, s)) sigaddset(&let, s);
+    if (!sigismember(mask, s)) sigaddset(&let, s);
+  return let;
+}
+
+bool unblocked_handlers_restart() noexcept {
+  sigset_t mask;
+  if (pthread_sigmask(SIG_SETMASK, nullptr, &mask) != 0) return false;
+  const sigset_t let = let_through(&mask);
   return handlers_restart(&let, true);
 }
 

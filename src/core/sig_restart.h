@@ -25,6 +25,9 @@ bool handlers_restart(const sigset_t* set, bool unseen = false) noexcept;
 // handler ended (EINTR) is restarted when this is true.
 bool unblocked_handlers_restart() noexcept;
 
+// The signals `mask` lets through (the kernel's 64).
+sigset_t let_through(const sigset_t* mask) noexcept;
+
 // True when Linux discards every signal of `set` as it is sent to a thread
 // that does not block it (kernel/signal.c sig_task_ignored): SIG_IGN, or
 // SIG_DFL for SIGCHLD, SIGCONT, SIGURG and SIGWINCH.  Such a signal that

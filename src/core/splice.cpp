@@ -53,10 +53,7 @@ long KernelSink::wait_room_movable() noexcept {
   WaiterEntry& we = lease.get();
   we.movable = true;
   SignalBlock blocked;
-  sigset_t let;  // the signals the caller's mask lets through
-  sigemptyset(&let);
-  for (int s = 1; s < NSIG; ++s)
-    if (!sigismember(&blocked.saved(), s)) sigaddset(&let, s);
+  const sigset_t let = let_through(&blocked.saved());
   for (;;) {
     w->prepare();
     source_->lock();

@@ -242,15 +242,6 @@ timespec rel_capped(const timespec& deadline) noexcept {
   return timespec{sec, nsec};
 }
 
-// The signals `mask` lets through.
-sigset_t let_through(const sigset_t* mask) noexcept {
-  sigset_t let;
-  sigemptyset(&let);
-  for (int s = 1; s < NSIG; ++s)
-    if (!sigismember(mask, s)) sigaddset(&let, s);
-  return let;
-}
-
 // Delivers the pending signals of `run` (their handlers run, the ignored
 // ones are discarded): ppoll with a mask that lets through exactly `run`.
 void deliver_only(const sigset_t& run) noexcept {
