@@ -112,6 +112,7 @@ struct UnixDgramSocket::Taken {
   bool owned = false;
   uint32_t skip = 0;                   // a peek's offset into msg (SO_PEEK_OFF)
   int tstamp = 0;                      // the receiver's timestamp option, as take() saw it
+  bool tsing = false;                  // and whether SO_TIMESTAMPING adds its message
   UnixDgramConn::Msg* last = nullptr;  // the queue's tail when nothing was found
 };
 
@@ -127,12 +128,18 @@ int64_t realtime_ns() noexcept {
 // __sock_recv_timestamp for SOCK_RCVTSTAMP: the message's send time (or
 // now, if it had none: the option came on after it was sent) as the
 // option's control message: a timeval for SO_TIMESTAMP_*, a timespec for
-// SO_TIMESTAMPNS_* (the _NEW ones 64-bit, as both are here).
-void put_timestamp(int type, int64_t stamp, ScmRecv* scm) noexcept {
+// SO_TIMESTAMPNS_* (the _NEW ones 64-bit, as both are here).  With
+// `tsing`, SCM_TIMESTAMPING follows: the same time as the software stamp,
+// no hardware stamps, _NEW when the timestamp option is (SOCK_TSTAMP_NEW).
+void put_timestamp(int type, bool tsing, int64_t stamp, ScmRecv* scm) noexcept {
   const int64_t ns = stamp ? stamp : realtime_ns();
   const bool nano = type == SO_TIMESTAMPNS_OLD || type == SO_TIMESTAMPNS_NEW;
   const int64_t v[2] = {ns / 1000000000, nano ? ns % 1000000000 : ns % 1000000000 / 1000};
   scm->set_timestamp(type, v);
+  if (!tsing) return;
+  const bool is_new = type == SO_TIMESTAMP_NEW || type == SO_TIMESTAMPNS_NEW;
+  const int64_t tss[6] = {ns / 1000000000, ns % 1000000000, 0, 0, 0, 0};
+  scm->set_timestamping(is_new ? SO_TIMESTAMPING_NEW : SO_TIMESTAMPING_OLD, tss);
 }
 
 }  // namespace
@@ -163,6 +170,7 @@ long UnixDgramSocket::take(bool peek, Taken* out, int* wakes) noexcept {
   } else if (UnixDgramConn::Msg* m = peek ? peek_at(s.head, s.peek_off, &out->skip) : s.head) {
     out->msg = m;
     out->tstamp = s.tstamp;
+    out->tsing = s.tsing;
     if (!peek) {
       s.head = m->next;
       if (!s.head) s.tail = nullptr;
@@ -228,7 +236,7 @@ long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int
             (void)scm->take(m->scm);
           }
         }
-        if (r >= 0 && scm && t.tstamp) put_timestamp(t.tstamp, m->tstamp, scm);
+        if (r >= 0 && scm && t.tstamp) put_timestamp(t.tstamp, t.tsing, m->tstamp, scm);
         if (r >= 0) {  // sk_peek_offset_fwd by what a peek copied, _bwd by a message taken
           core::SpinGuard g(c.mu_);
           peek_off_move(&c.side_[me_].peek_off, peek ? static_cast<long>(len) : -static_cast<long>(m->len));

@@ -89,6 +89,7 @@ class UnixDgramConn {
     long rcvbuf = kUnixSndBuf;
     int peek_off = -1;       // sk_peek_off (SO_PEEK_OFF; -1: off)
     int tstamp = 0;          // SOCK_RCVTSTAMP: the SO_TIMESTAMP{,NS}_{OLD,NEW} name on, or 0
+    bool tsing = false;      // SO_TIMESTAMPING's flags report the software stamp too
     bool connected = true;   // unix_peer(sk) != NULL
     bool passcred = false;   // SO_PASSCRED
     bool dead = false;       // released

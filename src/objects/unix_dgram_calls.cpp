@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <linux/net_tstamp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
@@ -25,6 +26,9 @@ namespace {
 
 using core::put_int_opt;
 using core::user_readable;
+
+// SOF_TIMESTAMPING_OPT_RX_FILTER (Linux 6.1's uapi headers lack it).
+constexpr int kTimestampingOptRxFilter = 1 << 17;
 
 }  // namespace
 
@@ -160,12 +164,22 @@ long UnixDgramSocket::setsockopt(int level, int optname, const void* optval, soc
     case SO_TIMESTAMP_OLD:
     case SO_TIMESTAMPNS_OLD:
     case SO_TIMESTAMP_NEW:
-    case SO_TIMESTAMPNS_NEW: {  // sock_set_timestamp: which of the four is on, if any
+    case SO_TIMESTAMPNS_NEW:
+    case SO_TIMESTAMPING_OLD:
+    case SO_TIMESTAMPING_NEW: {
+      // sock_set_timestamp: which of the four is on, if any (the last
+      // SO_TIMESTAMPING name set also decides _OLD or _NEW: SOCK_TSTAMP_NEW).
       int on = 0;
       for (const int name : {SO_TIMESTAMP_OLD, SO_TIMESTAMPNS_OLD, SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW})
         if (opts_.read_int(name)) on = name;
+      // __sock_recv_timestamp: the software stamp is reported when asked
+      // for, unless SOF_TIMESTAMPING_OPT_RX_FILTER limits it to receive stamps.
+      const int ts = opts_.read_int(SO_TIMESTAMPING_OLD);
+      const bool tsing = (ts & SOF_TIMESTAMPING_SOFTWARE) &&
+                         ((ts & SOF_TIMESTAMPING_RX_SOFTWARE) || !(ts & kTimestampingOptRxFilter));
       core::SpinGuard g(conn_->mu_);
       conn_->side_[me_].tstamp = on;
+      conn_->side_[me_].tsing = tsing;
       break;
     }
     default:

@@ -399,6 +399,11 @@ void ScmRecv::set_timestamp(int type, const void* data) noexcept {
   std::memcpy(ts_data_, data, sizeof ts_data_);
 }
 
+void ScmRecv::set_timestamping(int type, const void* data) noexcept {
+  tsing_type_ = type;
+  std::memcpy(tsing_data_, data, sizeof tsing_data_);
+}
+
 void ScmRecv::finish(bool passcred) noexcept {
   struct msghdr* m = msg_;
   int out_flags = flags_ & MSG_CMSG_CLOEXEC;  // ____sys_recvmsg returns it in msg_flags
@@ -409,6 +414,7 @@ void ScmRecv::finish(bool passcred) noexcept {
     fp_.clear();
   } else {
     if (ts_type_) cur.put(SOL_SOCKET, ts_type_, ts_data_, sizeof ts_data_);
+    if (tsing_type_) cur.put(SOL_SOCKET, tsing_type_, tsing_data_, sizeof tsing_data_);
     if (passcred) {
       struct ucred uc;
       uc.pid = creds_.set ? creds_.pid : 0;

@@ -172,12 +172,17 @@ class ScmRecv {
   // one of SO_TIMESTAMP{,NS}_{OLD,NEW}, 16 bytes of data) that finish()
   // writes before the others.
   void set_timestamp(int type, const void* data) noexcept;
+  // SCM_TIMESTAMPING after it (SO_TIMESTAMPING_OLD or _NEW as `type`):
+  // three timespecs, the software stamp first, 48 bytes of data.
+  void set_timestamping(int type, const void* data) noexcept;
 
  private:
   struct msghdr* msg_;
   int flags_;
   int ts_type_ = 0;  // 0: no timestamp
   unsigned char ts_data_[16] = {};
+  int tsing_type_ = 0;  // 0: no SCM_TIMESTAMPING
+  unsigned char tsing_data_[48] = {};
   bool check_creds_ = false;
   ScmCreds creds_{false, 0, 0, 0};  // Linux memsets the cookie: 0/0/0 until a message is noted
   ScmPayload fp_;

@@ -161,6 +161,12 @@ void unix_carry_opts(const UnixOpts& opts, int kfd) noexcept {
                               SO_TIMESTAMPNS_OLD, SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW};
   core::InternalCalls internal;
   const int e = errno;
+  // SO_TIMESTAMPING first: a timestamp option set after it decides the
+  // form of both control messages (SOCK_TSTAMP_NEW), as it did here.
+  int tsflags = 0;
+  socklen_t tn = sizeof tsflags;
+  if (::getsockopt(twin, SOL_SOCKET, SO_TIMESTAMPING_OLD, &tsflags, &tn) == 0 && tsflags)
+    (void)::setsockopt(kfd, SOL_SOCKET, SO_TIMESTAMPING_OLD, &tsflags, sizeof tsflags);
   for (const int name : kInts) {
     int v = 0;
     socklen_t n = sizeof v;

@@ -327,6 +327,56 @@ TEST(SockOpts, PeekOffset) {
   });
 }
 
+// One send and its receive with `room` bytes of control buffer, logged:
+// the result, msg_flags, msg_controllen and each control message.  A
+// timestamp (`opt`: SO_TIMESTAMP{,NS}_{OLD,NEW}) or SCM_TIMESTAMPING's
+// software stamp is checked to lie between the send and the receive; the
+// latter's other two stamps must be zero.
+void send_recv_stamped(ST& t, int a, int b, int opt, size_t room) {
+  struct timespec before, after;
+  clock_gettime(CLOCK_REALTIME, &before);
+  t.send(b, 3, 0, "0");
+  char data[8];
+  alignas(struct cmsghdr) char ctl[256];
+  struct iovec iov = {data, sizeof data};
+  struct msghdr m = {};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = room ? ctl : nullptr;
+  m.msg_controllen = room;
+  errno = 0;
+  const long r = t.sa.recvmsg(a, &m, 0);
+  clock_gettime(CLOCK_REALTIME, &after);
+  const int64_t hi = after.tv_sec * 1000000000LL + after.tv_nsec;
+  const int64_t lo_ns = before.tv_sec * 1000000000LL + before.tv_nsec;
+  std::string line = "recvmsg(room " + std::to_string(room) + ") = " + t.res(r) + " flags " +
+                     std::to_string(m.msg_flags) + " controllen " + std::to_string(m.msg_controllen);
+  for (struct cmsghdr* c = room ? CMSG_FIRSTHDR(&m) : nullptr; c; c = CMSG_NXTHDR(&m, c)) {
+    line += " [" + std::to_string(c->cmsg_level) + "," + std::to_string(c->cmsg_type) + "," +
+            std::to_string(c->cmsg_len);
+    if (c->cmsg_type == opt && c->cmsg_len >= CMSG_LEN(16)) {
+      int64_t v[2];
+      std::memcpy(v, CMSG_DATA(c), sizeof v);
+      const bool nano = opt == SO_TIMESTAMPNS_OLD || opt == SO_TIMESTAMPNS_NEW;
+      const int64_t ns = v[0] * 1000000000 + (nano ? v[1] : v[1] * 1000);
+      const int64_t lo = lo_ns - (nano ? 0 : 1000);
+      line += ns >= lo && ns <= hi ? " in time" : " out of time";
+    }
+    if ((c->cmsg_type == SO_TIMESTAMPING_OLD || c->cmsg_type == SO_TIMESTAMPING_NEW) &&
+        c->cmsg_len >= CMSG_LEN(48)) {
+      int64_t v[6];
+      std::memcpy(v, CMSG_DATA(c), sizeof v);
+      const int64_t ns = v[0] * 1000000000 + v[1];
+      line += ns >= lo_ns && ns <= hi ? " sw in time" : " sw out of time";
+      line += v[2] == 0 && v[3] == 0 && v[4] == 0 && v[5] == 0 ? ", hw none" : ", hw set";
+    }
+    line += "]";
+  }
+  t.log(line);
+}
+
+constexpr int kStampOpts[] = {SO_TIMESTAMP_OLD, SO_TIMESTAMPNS_OLD, SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW};
+
 // The timestamp options: a datagram or seqpacket receive carries the
 // message's send time as SO_TIMESTAMP (a timeval), SO_TIMESTAMPNS (a
 // timespec) or their _NEW forms, first among its control messages; MSG_CTRUNC
@@ -340,45 +390,65 @@ TEST(SockOpts, DatagramTimestamps) {
       const int a = ab.first, b = ab.second;
       const int on = 1;
       t.sa.setsockopt(a, SOL_SOCKET, SO_PASSCRED, &on, sizeof on);
-      for (const int opt : {SO_TIMESTAMP_OLD, SO_TIMESTAMPNS_OLD, SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW}) {
+      for (const int opt : kStampOpts) {
         set_int(t, a, opt, 1, "SO_TIMESTAMP*(" + std::to_string(opt) + ")");
-        for (const int opt2 : {SO_TIMESTAMP_OLD, SO_TIMESTAMPNS_OLD, SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW})
+        for (const int opt2 : kStampOpts)
           t.getsockopt_int(a, SOL_SOCKET, opt2, ("SO_TIMESTAMP*(" + std::to_string(opt2) + ")").c_str());
-        for (const size_t room : {size_t{256}, size_t{0}, size_t{20}}) {
-          struct timespec before, after;
-          clock_gettime(CLOCK_REALTIME, &before);
-          t.send(b, 3, 0, "0");
-          char data[8];
-          alignas(struct cmsghdr) char ctl[256];
-          struct iovec iov = {data, sizeof data};
-          struct msghdr m = {};
-          m.msg_iov = &iov;
-          m.msg_iovlen = 1;
-          m.msg_control = room ? ctl : nullptr;
-          m.msg_controllen = room;
-          errno = 0;
-          const long r = t.sa.recvmsg(a, &m, 0);
-          clock_gettime(CLOCK_REALTIME, &after);
-          std::string line = "recvmsg(room " + std::to_string(room) + ") = " + t.res(r) + " flags " +
-                             std::to_string(m.msg_flags) + " controllen " + std::to_string(m.msg_controllen);
-          for (struct cmsghdr* c = room ? CMSG_FIRSTHDR(&m) : nullptr; c; c = CMSG_NXTHDR(&m, c)) {
-            line += " [" + std::to_string(c->cmsg_level) + "," + std::to_string(c->cmsg_type) + "," +
-                    std::to_string(c->cmsg_len);
-            if (c->cmsg_type == opt && c->cmsg_len >= CMSG_LEN(16)) {
-              int64_t v[2];
-              std::memcpy(v, CMSG_DATA(c), sizeof v);
-              const bool nano = opt == SO_TIMESTAMPNS_OLD || opt == SO_TIMESTAMPNS_NEW;
-              const int64_t ns = v[0] * 1000000000 + (nano ? v[1] : v[1] * 1000);
-              const int64_t lo = before.tv_sec * 1000000000LL + before.tv_nsec - (nano ? 0 : 1000);
-              const int64_t hi = after.tv_sec * 1000000000LL + after.tv_nsec;
-              line += ns >= lo && ns <= hi ? " in time" : " out of time";
-            }
-            line += "]";
-          }
-          t.log(line);
-        }
+        for (const size_t room : {size_t{256}, size_t{0}, size_t{20}}) send_recv_stamped(t, a, b, opt, room);
         set_int(t, a, opt, 0, "SO_TIMESTAMP*(" + std::to_string(opt) + ")");
       }
+      t.close(a);
+      t.close(b);
+    }
+  });
+}
+
+// SO_TIMESTAMPING on a pair: with a timestamp option on, a datagram or
+// seqpacket receive adds SCM_TIMESTAMPING after it when the flags ask for
+// software stamps (SOF_TIMESTAMPING_SOFTWARE, unless
+// SOF_TIMESTAMPING_OPT_RX_FILTER without SOF_TIMESTAMPING_RX_SOFTWARE);
+// its _OLD or _NEW form follows the name last set of either option
+// (SOCK_TSTAMP_NEW), which also turns the timestamp's own form; without a
+// timestamp option, nothing.  Cut control buffers give MSG_CTRUNC and a
+// partial message.  A stream receive carries none.
+TEST(SockOpts, DatagramTimestamping) {
+  constexpr int kRxFilter = 1 << 17;  // SOF_TIMESTAMPING_OPT_RX_FILTER
+  const int flag_sets[] = {0x10 /* SOFTWARE */, 0x08 /* RX_SOFTWARE */, 0x18, 0x10 | kRxFilter,
+                           0x18 | kRxFilter, 0x44 /* RAW_HARDWARE | RX_HARDWARE */, 0};
+  conf::surface_differential([&](ST& t) {
+    for (const int type : kTypes) {
+      t.log(type_name(type));
+      const auto ab = t.socketpair(AF_UNIX, type, 0);
+      const int a = ab.first, b = ab.second;
+      for (const int name : {SO_TIMESTAMPING_OLD, SO_TIMESTAMPING_NEW}) {
+        for (const int flags : flag_sets) {
+          for (const int opt : {0, SO_TIMESTAMP_OLD, SO_TIMESTAMPNS_NEW}) {
+            // The option first, then SO_TIMESTAMPING, so that its name decides the form.
+            if (opt) set_int(t, a, opt, 1, "SO_TIMESTAMP*(" + std::to_string(opt) + ")");
+            set_int(t, a, name, flags, "SO_TIMESTAMPING(" + std::to_string(name) + ")");
+            t.getsockopt_int(a, SOL_SOCKET, name, "SO_TIMESTAMPING");
+            int shown = 0;  // the timestamp option's form now (the last that reads 1)
+            for (const int opt2 : kStampOpts) {
+              t.getsockopt_int(a, SOL_SOCKET, opt2, ("SO_TIMESTAMP*(" + std::to_string(opt2) + ")").c_str());
+              int v = 0;
+              socklen_t len = sizeof v;
+              if (t.sa.getsockopt(a, SOL_SOCKET, opt2, &v, &len) == 0 && v == 1) shown = opt2;
+            }
+            for (const size_t room : {size_t{256}, size_t{0}, size_t{40}, size_t{72}})
+              send_recv_stamped(t, a, b, shown, room);
+            if (opt) set_int(t, a, opt, 0, "SO_TIMESTAMP*(" + std::to_string(opt) + ")");
+          }
+        }
+      }
+      // A timestamp option set after SO_TIMESTAMPING decides the form again.
+      set_int(t, a, SO_TIMESTAMPING_NEW, 0x10, "SO_TIMESTAMPING_NEW");
+      set_int(t, a, SO_TIMESTAMP_OLD, 1, "SO_TIMESTAMP_OLD");
+      send_recv_stamped(t, a, b, SO_TIMESTAMP_OLD, 256);
+      // Transmit stamps: none on AF_UNIX (the error queue stays empty).
+      set_int(t, b, SO_TIMESTAMPING_OLD, 0x392 /* TX_SOFTWARE|SOFTWARE|OPT_ID|TX_SCHED|TX_ACK */, "SO_TIMESTAMPING");
+      t.send(b, 1, 0, "x");
+      t.recv(b, 8, MSG_ERRQUEUE | MSG_DONTWAIT, "MSG_ERRQUEUE|MSG_DONTWAIT");
+      t.recv(a, 8, 0, "0");
       t.close(a);
       t.close(b);
     }

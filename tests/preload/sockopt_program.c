@@ -3,11 +3,13 @@
  * pairs under the preload) read, set to 1 and read again, answering as
  * Linux's with no warning; SO_SNDBUF's flow control and write-space edge,
  * SO_RCVTIMEO's deadline, both carried into a child across fork (where the
- * preload turns the pair into a kernel one); bind() naming a pair's end
+ * preload turns the pair into a kernel one), and so are SO_TIMESTAMPING and
+ * SO_TIMESTAMPNS_NEW (their control messages); bind() naming a pair's end
  * (the preload makes the pair a kernel one first), its registration in an
  * epoll instance kept. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/net_tstamp.h>
 #include <stddef.h>
 #include <poll.h>
 #include <stdio.h>
@@ -82,6 +84,21 @@ static long fill(int fd) {
   long n = 0;
   while (n < 100000 && send(fd, "f", 1, MSG_DONTWAIT) == 1) ++n;
   return n;
+}
+
+/* One message sent on `a` and received on `b`: the control messages' types
+ * and lengths. */
+static void show_stamps(const char *who, int a, int b) {
+  send(a, "t", 1, 0);
+  char data[4];
+  char ctl[256] __attribute__((aligned(8)));
+  struct iovec iov = {data, sizeof data};
+  struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+  const ssize_t r = recvmsg(b, &m, 0);
+  printf("  %s: recvmsg %zd %s, control:", who, r, err((int)r));
+  for (struct cmsghdr *c = r >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
+    printf(" [%d,%d,%zu]", c->cmsg_level, c->cmsg_type, (size_t)c->cmsg_len);
+  printf("\n");
 }
 
 int main(void) {
@@ -172,6 +189,23 @@ int main(void) {
     printf("  epoll_wait: %d data %u\n", n, n > 0 ? got[0].data.u32 : 0);
     printf("  recv: %zd\n", recv(sv[1], buf, sizeof buf, 0));
     close(ep2);
+    close(sv[0]);
+    close(sv[1]);
+
+    /* SO_TIMESTAMPING's software stamps beside SO_TIMESTAMPNS_NEW (after
+     * it: its _NEW form), kept across fork. */
+    if (socketpair(AF_UNIX, types[t], 0, sv) < 0) return 1;
+    const int tsflags = SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE, one = 1;
+    setsockopt(sv[1], SOL_SOCKET, SO_TIMESTAMPING_OLD, &tsflags, sizeof tsflags);
+    setsockopt(sv[1], SOL_SOCKET, SO_TIMESTAMPNS_NEW, &one, sizeof one);
+    show_stamps("stamps", sv[0], sv[1]);
+    const pid_t tpid = fork();
+    if (tpid == 0) {
+      show_stamps("child: stamps", sv[0], sv[1]);
+      _exit(0);
+    }
+    waitpid(tpid, &st, 0);
+    show_stamps("parent after fork: stamps", sv[0], sv[1]);
     close(sv[0]);
     close(sv[1]);
   }
