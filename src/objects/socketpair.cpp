@@ -191,7 +191,7 @@ long UnixSocket::peek_locked(UnixConn::Side& s, size_t count, size_t skip, bool 
   plan->peek_head = first;
   plan->peek_start = first->consumed + static_cast<uint32_t>(skip);
   for (UnixConn::Skb* skb = first; skb; skb = skb->next) {
-    if (!scm->glue(scm_of(skb), s.passcred)) {
+    if (!scm->glue(scm_of(skb), s.passcred || s.passpidfd)) {
       *stop = true;
       break;
     }
@@ -228,7 +228,7 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
     }
   }
   while (UnixConn::Skb* skb = peek ? nullptr : s.head) {
-    if (!scm->glue(scm_of(skb), s.passcred)) {  // another writer's bytes
+    if (!scm->glue(scm_of(skb), s.passcred || s.passpidfd)) {  // another writer's bytes
       *stop = true;
       break;
     }
@@ -283,7 +283,7 @@ ssize_t UnixSocket::recv(void* buf, size_t count, bool peek) noexcept {
   struct msghdr none = {};
   ScmRecv scm(&none, peek ? MSG_PEEK : 0);
   const long r = recv_target(static_cast<char*>(buf), count, peek, false, &scm);
-  if (r >= 0) scm.finish(passcred());  // no control buffer: the files are closed
+  if (r >= 0) scm.finish(scm_wants());  // no control buffer: the files are closed
   return r;
 }
 
@@ -405,8 +405,8 @@ long UnixSocket::splice_read(core::SpliceSink& to, size_t len, bool nonblock) no
     }
     for (int i = 0; i < write_space_wakes; ++i) c.wake(1 - me_, kWriteSpace);
     UnixConn::free_list(done.done_head);
-    peek_scm.finish(false);
-    scm.finish(false);
+    peek_scm.finish(ScmWants{});
+    scm.finish(ScmWants{});
     if (r != -EAGAIN || peeked || nonblocking()) return r;
     const long w = core::block_loop<true>(wq(), false, EPOLLIN | EPOLLRDNORM, dl, dl == nullptr, [&]() -> long {
       c.mu_.lock();
@@ -443,7 +443,7 @@ ssize_t UnixSocket::write_scm(const void* buf, size_t count, ScmPayload* scm) no
     const long room = core::block_loop<true>(wq(), nonblocking(), kWriteSpace, dl, sent == 0 && !dl, [&]() -> long {
       c.mu_.lock();
       UnixConn::Side& s = c.side_[me_];
-      passcred = s.passcred || c.side_[peer].passcred;
+      passcred = s.passcred || s.passpidfd || c.side_[peer].passcred || c.side_[peer].passpidfd;
       sndbuf = s.sndbuf;
       long res = 0;
       if (s.err) {
@@ -591,9 +591,17 @@ bool UnixSocket::passcred() noexcept {
   return on;
 }
 
-void UnixSocket::set_passcred(bool on) noexcept {
+ScmWants UnixSocket::scm_wants() noexcept {
   core::SpinGuard g(conn_->mu_);
-  conn_->side_[me_].passcred = on;
+  const UnixConn::Side& s = conn_->side_[me_];
+  return ScmWants{s.passcred, s.passpidfd};
+}
+
+void UnixSocket::take_pass_option(int name) noexcept {
+  if (name != SO_PASSCRED && name != kSoPassPidfd) return;
+  const bool on = opts_.read_int(name) != 0;
+  core::SpinGuard g(conn_->mu_);
+  (name == SO_PASSCRED ? conn_->side_[me_].passcred : conn_->side_[me_].passpidfd) = on;
 }
 
 void UnixSocket::show_fdinfo(std::string& out) noexcept {

@@ -84,6 +84,7 @@ class UnixConn {
     long wmem = 0;         // sk_wmem_alloc minus its base reference
     bool dead = false;     // released
     bool passcred = false; // SO_PASSCRED
+    bool passpidfd = false; // SO_PASSPIDFD
     int peek_off = -1;     // sk_peek_off (SO_PEEK_OFF; -1: off)
     long sndbuf = kUnixSndBuf;  // sk_sndbuf (SO_SNDBUF, through the socket's UnixOpts)
     long rcvbuf = kUnixSndBuf;  // sk_rcvbuf: read back only
@@ -199,7 +200,10 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   // Linux's), for the preload's conversion at fork.  Takes mu_ (leaf).
   int shutdown_bits() noexcept;
   bool passcred() noexcept;
-  void set_passcred(bool on) noexcept;
+  // SO_PASSCRED and SO_PASSPIDFD, as a receive asks for them.
+  ScmWants scm_wants() noexcept;
+  // After a set of either option (`name`), from the option store.
+  void take_pass_option(int name) noexcept;
   const UnixOpts& opts() const noexcept { return opts_; }
   // The most bytes one skb of a write carries at the current SO_SNDBUF.
   uint32_t skb_size_cap() noexcept;

@@ -92,7 +92,7 @@ long UnixSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
     const long r = recv_buf(dst, total, flags, &scm);
     if (r < 0) return r;
     msg->msg_namelen = 0;
-    scm.finish(passcred());
+    scm.finish(scm_wants());
     return r;
   }
   std::vector<char> buf;
@@ -111,7 +111,7 @@ long UnixSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
     off += n;
   }
   msg->msg_namelen = 0;  // the peer is unnamed
-  scm.finish(passcred());
+  scm.finish(scm_wants());
   return r;
 }
 
@@ -150,7 +150,7 @@ long UnixSocket::setsockopt(int level, int optname, const void* optval, socklen_
     return UnixSideOpts<UnixConn>::set_peek_off(*conn_, me_, optval, optlen);
   if (const long e = opts_.set(SOCK_STREAM, level, optname, optval, optlen)) return e;
   if (level != SOL_SOCKET) return 0;
-  if (optname == SO_PASSCRED) set_passcred(opts_.read_int(SO_PASSCRED) != 0);
+  take_pass_option(optname);
   if (UnixSideOpts<UnixConn>::take(*conn_, me_, opts_, optname)) {  // sk_write_space: unix_write_space
     conn_->wake(me_, kUnixWriteSpace);
     conn_->fasync(me_, UnixConn::kWakeSpace, POLL_OUT);

@@ -309,7 +309,8 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, 
       res = -EPIPE;
     } else if (s.wmem + 1 < s.sndbuf) {
       s.wmem += truesize;
-      passcred = s.passcred || c.side_[peer].passcred;  // as maybe_add_creds reads them
+      // unix_maybe_add_creds: unix_may_passcred at either end.
+      passcred = s.passcred || s.passpidfd || c.side_[peer].passcred || c.side_[peer].passpidfd;
     } else {
       res = -EAGAIN;
     }
@@ -419,6 +420,12 @@ bool UnixDgramSocket::passcred() noexcept {
   core::SpinGuard g(conn_->mu_);
   const bool on = conn_->side_[me_].passcred;
   return on;
+}
+
+ScmWants UnixDgramSocket::scm_wants() noexcept {
+  core::SpinGuard g(conn_->mu_);
+  const UnixDgramConn::Side& s = conn_->side_[me_];
+  return ScmWants{s.passcred, s.passpidfd};
 }
 
 void UnixDgramSocket::show_fdinfo(std::string& out) noexcept {

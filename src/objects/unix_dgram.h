@@ -92,6 +92,7 @@ class UnixDgramConn {
     bool tsing = false;      // SO_TIMESTAMPING's flags report the software stamp too
     bool connected = true;   // unix_peer(sk) != NULL
     bool passcred = false;   // SO_PASSCRED
+    bool passpidfd = false;  // SO_PASSPIDFD
     bool dead = false;       // released
   };
 
@@ -175,6 +176,8 @@ class UnixDgramSocket final : public core::File, public UnixGcNode {
   // it they are released with the message.
   long recv_msg(const struct iovec* iov, size_t n, int flags, int* msg_flags, ScmRecv* scm) noexcept;
   bool passcred() noexcept;
+  // SO_PASSCRED and SO_PASSPIDFD, as a receive asks for them.
+  ScmWants scm_wants() noexcept;
   // Takes (or with `peek` finds, past SO_PEEK_OFF's bytes) the first
   // message under mu_: 1, or a pending error, 0 (seqpacket after
   // RCV_SHUTDOWN), -EAGAIN (the queue's tail, for a wait, in out->last).

@@ -53,7 +53,7 @@ long UnixDgramSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
     if (long r = unix_validate_addr(static_cast<const struct sockaddr*>(msg->msg_name), msg->msg_namelen)) return r;
     // Through a kernel socket, control data included; SCM_RIGHTS naming a
     // uepoll file: EOPNOTSUPP (docs/linux-deviations.md).
-    return unix_dgram_send_named(msg, scm, flags, nonblocking(), passcred());
+    return unix_dgram_send_named(msg, scm, flags, nonblocking(), scm_wants().any());
   }
   // unix_scm_to_skb -> unix_attach_fds: too_many_unix_fds
   if (scm.has_files() && unix_too_many_fds(scm.nfiles())) return -ETOOMANYREFS;
@@ -69,7 +69,7 @@ long UnixDgramSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
   const long r = recv_msg(msg->msg_iov, msg->msg_iovlen, flags, &msg_flags, &scm);
   if (r < 0) return r;
   msg->msg_namelen = 0;  // the peer is unnamed
-  scm.finish(passcred());  // msg_controllen, MSG_CTRUNC and MSG_CMSG_CLOEXEC
+  scm.finish(scm_wants());  // msg_controllen, MSG_CTRUNC and MSG_CMSG_CLOEXEC
   msg->msg_flags |= msg_flags;
   return r;
 }
@@ -153,10 +153,10 @@ long UnixDgramSocket::setsockopt(int level, int optname, const void* optval, soc
     return UnixSideOpts<UnixDgramConn>::set_peek_off(*conn_, me_, optval, optlen);
   if (const long e = opts_.set(type(), level, optname, optval, optlen)) return e;
   if (level != SOL_SOCKET) return 0;
-  if (optname == SO_PASSCRED) {
-    const bool on = opts_.read_int(SO_PASSCRED) != 0;
+  if (optname == SO_PASSCRED || optname == kSoPassPidfd) {
+    const bool on = opts_.read_int(optname) != 0;
     core::SpinGuard g(conn_->mu_);
-    conn_->side_[me_].passcred = on;
+    (optname == SO_PASSCRED ? conn_->side_[me_].passcred : conn_->side_[me_].passpidfd) = on;
   }
   if (UnixSideOpts<UnixDgramConn>::take(*conn_, me_, opts_, optname))
     conn_->wake(me_, kUnixWriteSpace);  // sk_write_space

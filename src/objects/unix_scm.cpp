@@ -404,18 +404,37 @@ void ScmRecv::set_timestamping(int type, const void* data) noexcept {
   std::memcpy(tsing_data_, data, sizeof tsing_data_);
 }
 
-void ScmRecv::finish(bool passcred) noexcept {
+namespace {
+
+// scm_pidfd_recv: room for the whole message first (MSG_CTRUNC without
+// it), nothing for a message that carries no sender, else a new pidfd of
+// the sender (close-on-exec, as pidfd_prepare makes every one), or the
+// error in its place when there is none to open.
+void put_pidfd(CtlCursor* cur, const ScmCreds& c) noexcept {
+  if (cur->left < CMSG_LEN(sizeof(int))) {
+    *cur->flags |= MSG_CTRUNC;
+    return;
+  }
+  if (!c.set || c.pid <= 0 || !core::user_readable(cur->at, CMSG_LEN(sizeof(int)))) return;
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, c.pid, 0));
+  if (pidfd < 0) pidfd = -errno;
+  cur->put(SOL_SOCKET, kScmPidfd, &pidfd, sizeof pidfd);
+}
+
+}  // namespace
+
+void ScmRecv::finish(ScmWants wants) noexcept {
   struct msghdr* m = msg_;
   int out_flags = flags_ & MSG_CMSG_CLOEXEC;  // ____sys_recvmsg returns it in msg_flags
   CtlCursor cur{static_cast<char*>(m->msg_control), m->msg_control ? m->msg_controllen : 0, &out_flags};
   char* const start = cur.at;
   if (!m->msg_control) {
-    if (ts_type_ || passcred || fp_.has_files()) out_flags |= MSG_CTRUNC;
+    if (ts_type_ || wants.any() || fp_.has_files()) out_flags |= MSG_CTRUNC;
     fp_.clear();
   } else {
     if (ts_type_) cur.put(SOL_SOCKET, ts_type_, ts_data_, sizeof ts_data_);
     if (tsing_type_) cur.put(SOL_SOCKET, tsing_type_, tsing_data_, sizeof tsing_data_);
-    if (passcred) {
+    if (wants.cred) {
       struct ucred uc;
       uc.pid = creds_.set ? creds_.pid : 0;
       uc.uid = creds_.uid == static_cast<uid_t>(-1) ? kOverflowId : creds_.uid;
@@ -423,6 +442,7 @@ void ScmRecv::finish(bool passcred) noexcept {
       cur.put(SOL_SOCKET, SCM_CREDENTIALS, &uc, sizeof uc);
     }
     if (fp_.has_files()) deliver_files(&fp_, &cur, (flags_ & MSG_CMSG_CLOEXEC) != 0);
+    if (wants.pidfd) put_pidfd(&cur, creds_);
   }
   m->msg_controllen = static_cast<size_t>(cur.at - start);
   m->msg_flags = out_flags;

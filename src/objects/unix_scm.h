@@ -57,6 +57,20 @@ inline constexpr int kScmMaxFd = 253;  // Linux: include/net/scm.h SCM_MAX_FD
 // Credentials carried by a message (struct scm_creds plus whether the
 // message has any: Linux's UNIXCB(skb).pid != NULL).  uid/gid -1 when none
 // were attached (INVALID_UID).
+// Linux 6.5's SO_PASSPIDFD and SCM_PIDFD (Debian 12's headers predate them).
+constexpr int kSoPassPidfd = 76;
+constexpr int kScmPidfd = 4;
+
+// What a receiving socket asks for with each message: SCM_CREDENTIALS
+// (SO_PASSCRED) and SCM_PIDFD (SO_PASSPIDFD).  Either makes a send attach
+// the sender's credentials and a stream receive keep writers apart
+// (unix_may_passcred).
+struct ScmWants {
+  bool cred = false;
+  bool pidfd = false;
+  bool any() const noexcept { return cred || pidfd; }
+};
+
 struct ScmCreds {
   bool set = false;
   pid_t pid = 0;
@@ -161,13 +175,14 @@ class ScmRecv {
   // returns true if p has files.
   bool peek(const ScmPayload& p) noexcept;
   // Writes the control messages into msg (scm_recv_unix): without a
-  // control buffer, MSG_CTRUNC if `passcred` or files came, and the files
-  // are closed; else SCM_CREDENTIALS when `passcred`, then SCM_RIGHTS with
-  // as many files as fit, each installed as a new descriptor (the rest
-  // closed, MSG_CTRUNC).  Sets msg_controllen to what was written and
-  // msg_flags to MSG_CTRUNC and MSG_CMSG_CLOEXEC as Linux returns them.
-  // Call once, after a receive that succeeded.
-  void finish(bool passcred) noexcept;
+  // control buffer, MSG_CTRUNC if `wants` any or files came, and the files
+  // are closed; else SCM_CREDENTIALS when wanted, then SCM_RIGHTS with as
+  // many files as fit, each installed as a new descriptor (the rest
+  // closed, MSG_CTRUNC), then SCM_PIDFD when wanted (a new pidfd of the
+  // sender).  Sets msg_controllen to what was written and msg_flags to
+  // MSG_CTRUNC and MSG_CMSG_CLOEXEC as Linux returns them.  Call once,
+  // after a receive that succeeded.
+  void finish(ScmWants wants) noexcept;
   // A timestamp control message (__sock_recv_timestamp: SOL_SOCKET, `type`
   // one of SO_TIMESTAMP{,NS}_{OLD,NEW}, 16 bytes of data) that finish()
   // writes before the others.

@@ -7,6 +7,7 @@
 #include "core/sock_timeo.h"
 #include "core/sockopt.h"
 #include "core/user_memory.h"
+#include "objects/unix_scm.h"
 
 #include <cerrno>
 #include <cstring>
@@ -158,7 +159,7 @@ void unix_carry_opts(const UnixOpts& opts, int kfd) noexcept {
   static const int kInts[] = {SO_DEBUG, SO_REUSEADDR, SO_DONTROUTE, SO_BROADCAST, SO_KEEPALIVE, SO_OOBINLINE,
                               SO_NO_CHECK, SO_PRIORITY, SO_RCVLOWAT, SO_PASSSEC, SO_MARK, SO_RXQ_OVFL,
                               SO_WIFI_STATUS, SO_NOFCS, SO_SELECT_ERR_QUEUE, SO_BUSY_POLL, SO_TIMESTAMP_OLD,
-                              SO_TIMESTAMPNS_OLD, SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW};
+                              SO_TIMESTAMPNS_OLD, SO_TIMESTAMP_NEW, SO_TIMESTAMPNS_NEW, kSoPassPidfd};
   core::InternalCalls internal;
   const int e = errno;
   // SO_TIMESTAMPING first: a timestamp option set after it decides the

@@ -22,6 +22,7 @@
 //   SO_TIMESTAMP{,NS}_{OLD,NEW}  a datagram's send time with it (the
 //                              datagram socket's; a stream has none, as Linux)
 //   SO_TIMESTAMPING_{OLD,NEW}  its software stamp after that one (the same)
+//   SO_PASSPIDFD               a pidfd of the sender with each message
 //
 // SO_PEEK_OFF never reaches the twin: it indexes the socket's queue and
 // lives with it (UnixSideOpts).
@@ -34,7 +35,7 @@
 //
 // What is accepted as Linux accepts it but not acted on (documented in
 // docs/linux-deviations.md): socket filters (SO_ATTACH_FILTER,
-// SO_ATTACH_BPF), SO_PASSPIDFD's control message.
+// SO_ATTACH_BPF).
 //
 // Locks: none of its own.  The socket holds its iolock_ (level 10) around
 // set() and the store of what it reads back (Linux: lock_sock), so that two

@@ -14,9 +14,9 @@
  *   connect   an AF_UNIX address (any, so that a failing lookup is the
  *             kernel's too; AF_UNSPEC stays uepoll's: it only disconnects)
  *   sendmsg   a name and at least one control message header, or a name
- *             from an end with SO_PASSCRED on (Linux autobinds it and the
- *             receiver can reply to that name)
- *   sendto    a name from an end with SO_PASSCRED on
+ *             from an end with SO_PASSCRED or SO_PASSPIDFD on (Linux
+ *             autobinds it and the receiver can reply to that name)
+ *   sendto    a name from an end with either on
  *   sendmmsg  one such message among them (the whole call is then the
  *             kernel's; a pair that stays uepoll's sends message by message)
  *
@@ -55,13 +55,16 @@ static int int_opt(int fd, int name) {
 /* 1 if the uepoll descriptor shown as fd is a datagram pair end. */
 static int dgram_pair(int fd) { return uep_pl_kind(fd) == UEP_PL_SOCKET && int_opt(fd, SO_TYPE) == SOCK_DGRAM; }
 
+/* 1 if the end fd has SO_PASSCRED or SO_PASSPIDFD on (unix_may_passcred:
+ * Linux then autobinds it as it sends to a name, which keeps that name). */
+static int passes_creds(int fd) { return int_opt(fd, SO_PASSCRED) > 0 || int_opt(fd, 76 /* SO_PASSPIDFD */) > 0; }
+
 /* 1 if a datagram to the name in m (with its control data) from the pair
- * end fd is to be the kernel's: control data, or SO_PASSCRED on (Linux
- * then autobinds the sender, which keeps that name). */
+ * end fd is to be the kernel's: control data, or credentials passed. */
 static int named_msg_wants_kernel(int fd, const struct msghdr *m) {
   if (!readable(m) || !m->msg_name || !m->msg_namelen) return 0;
   if (m->msg_control && m->msg_controllen >= sizeof(struct cmsghdr)) return 1;
-  return int_opt(fd, SO_PASSCRED) > 0;
+  return passes_creds(fd);
 }
 
 /* Makes the pair fd shows a kernel one; 1 if fd is now a kernel descriptor. */
@@ -115,7 +118,7 @@ int uep_pl_dgram_named_sendmmsg(int fd, const struct mmsghdr *v, unsigned int vl
 }
 
 int uep_pl_dgram_named_sendto(int fd, const struct sockaddr *a, socklen_t alen) {
-  if (uep_pl_inside() || !a || !alen || uep_pl_kind(fd) != UEP_PL_SOCKET || int_opt(fd, SO_PASSCRED) <= 0 ||
+  if (uep_pl_inside() || !a || !alen || uep_pl_kind(fd) != UEP_PL_SOCKET || !passes_creds(fd) ||
       !dgram_pair(fd))
     return 0;
   return to_kernel(fd);

@@ -162,9 +162,35 @@ class Scm {
       memcpy(&uc, CMSG_DATA(c), sizeof uc);
       s += " pid=" + (uc.pid == getpid() ? std::string("self") : std::to_string(uc.pid)) +
            " uid=" + std::to_string(uc.uid) + " gid=" + std::to_string(uc.gid);
+    } else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == kScmPidfd && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int fd;
+      memcpy(&fd, CMSG_DATA(c), sizeof fd);
+      s += " " + pidfd_str(fd);
     }
     return s + "}";
   }
+  // SCM_PIDFD's value: a kernel pidfd (closed here), named by whose it is
+  // and FD_CLOEXEC, or the error in its place.
+  static std::string pidfd_str(int fd) {
+    if (fd < 0) return "error " + std::to_string(fd);
+    char link[64] = {};
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t n = ::readlink(path.c_str(), link, sizeof link - 1);
+    std::string s = n > 0 && std::string(link) == "anon_inode:[pidfd]" ? "pidfd" : "other fd";
+    if (::fcntl(fd, F_GETFD) & FD_CLOEXEC) s += "(cloexec)";
+    const std::string self = "Pid:\t" + std::to_string(getpid()) + "\n";
+    FILE* f = ::fopen(("/proc/self/fdinfo/" + std::to_string(fd)).c_str(), "re");
+    bool mine = false;
+    if (f) {
+      char line[128];
+      while (::fgets(line, sizeof line, f))
+        if (self == line) mine = true;
+      ::fclose(f);
+    }
+    ::close(fd);
+    return s + (mine ? " of self" : " of another");
+  }
+  static constexpr int kScmPidfd = 4;  // Linux 6.5; Debian 12's headers predate it
 
   ST& t_;
   std::vector<int> last_;

@@ -2,7 +2,8 @@
 // vs uepoll (surface_harness.h, surface_scm.h): SO_PASSCRED on either end,
 // SCM_CREDENTIALS sent explicitly (allowed values, EINVAL, EPERM without
 // privilege, in a child that gives up root), where a receive stops between
-// writers, SO_PEERCRED; and fork with files in flight.
+// writers, SO_PEERCRED; and fork with files in flight.  SO_PASSPIDFD's
+// SCM_PIDFD on stream, datagram and seqpacket pairs.
 #include "conformance/surface_scm.h"
 
 #include <grp.h>
@@ -182,6 +183,64 @@ TEST(SurfaceScm, SenderPasscred) {
     m.recv(b, 8, 64, 0, "0");
     t.close(a);
     t.close(b);
+  });
+}
+
+// SO_PASSPIDFD: each receive gets SCM_PIDFD, a new close-on-exec pidfd
+// of the sender, after SCM_CREDENTIALS and SCM_RIGHTS; MSG_CTRUNC with no
+// partial message when its 20 bytes do not fit (or without a buffer);
+// nothing for a message queued before either end passed credentials.
+// SO_PASSPIDFD alone makes sends carry credentials, and a stream receive
+// stop between a message without them and one with them.
+TEST(SurfacePidfd, PassPidfd) {
+  constexpr int kSoPassPidfd = 76;
+  conf::surface_differential([](ST& t) {
+    for (const int type : {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET}) {
+      t.log(type == SOCK_STREAM ? "stream" : type == SOCK_DGRAM ? "dgram" : "seqpacket");
+      Scm m(t);
+      auto [a, b] = t.socketpair(AF_UNIX, type | SOCK_NONBLOCK, 0);
+      t.getsockopt_int(b, SOL_SOCKET, kSoPassPidfd, "SO_PASSPIDFD");
+      t.send(a, 1, 0, "0", 'n');  // queued before SO_PASSPIDFD: no sender
+      const int one = 1, zero = 0;
+      t.rec("setsockopt(b,SO_PASSPIDFD,1)", t.sa.setsockopt(b, SOL_SOCKET, kSoPassPidfd, &one, sizeof one));
+      t.getsockopt_int(b, SOL_SOCKET, kSoPassPidfd, "SO_PASSPIDFD");
+      t.getsockopt_int(b, SOL_SOCKET, SO_PASSCRED, "SO_PASSCRED");
+      t.send(a, 1, 0, "0", 'y');
+      m.recv(b, 8, 64, 0, "0");  // a stream stops between them
+      m.recv(b, 8, 64, 0, "0");
+      t.send(a, 1, 0, "0", 'c');
+      m.recv(b, 8, 64, MSG_PEEK, "PEEK");
+      m.recv(b, 8, 64, MSG_CMSG_CLOEXEC, "CMSG_CLOEXEC");
+      for (const long room : {-1L, 0L, 18L, 19L, 20L}) {
+        t.send(a, 1, 0, "0", 'r');
+        m.recv(b, 8, room, 0, "0");
+      }
+      // With SO_PASSCRED: credentials first; a buffer that holds only them.
+      t.rec("setsockopt(b,SO_PASSCRED,1)", t.sa.setsockopt(b, SOL_SOCKET, SO_PASSCRED, &one, sizeof one));
+      for (const long room : {64L, 40L, 52L}) {
+        t.send(a, 1, 0, "0", 'k');
+        m.recv(b, 8, room, 0, "0");
+      }
+      // With files: after SCM_RIGHTS (a kernel pipe's end, which every
+      // variant's pair can carry).
+      auto [pr, pw] = kernel_pipe(t);
+      m.send_fds(a, 1, {pw});
+      m.recv(b, 8, 128, 0, "0");
+      for (int fd : m.last()) t.close(fd);
+      t.rec("setsockopt(b,SO_PASSCRED,0)", t.sa.setsockopt(b, SOL_SOCKET, SO_PASSCRED, &zero, sizeof zero));
+      t.rec("setsockopt(b,SO_PASSPIDFD,0)", t.sa.setsockopt(b, SOL_SOCKET, kSoPassPidfd, &zero, sizeof zero));
+      // SO_PASSPIDFD on the sender only: its messages carry the sender,
+      // reported once the receiver asks.
+      t.rec("setsockopt(a,SO_PASSPIDFD,1)", t.sa.setsockopt(a, SOL_SOCKET, kSoPassPidfd, &one, sizeof one));
+      t.send(a, 1, 0, "0", 'v');
+      m.recv(b, 8, 64, MSG_PEEK, "PEEK");
+      t.rec("setsockopt(b,SO_PASSPIDFD,1)", t.sa.setsockopt(b, SOL_SOCKET, kSoPassPidfd, &one, sizeof one));
+      m.recv(b, 8, 64, 0, "0");
+      kclose(t, pr);
+      kclose(t, pw);
+      t.close(a);
+      t.close(b);
+    }
   });
 }
 

@@ -3,12 +3,13 @@
  * pairs under the preload) read, set to 1 and read again, answering as
  * Linux's with no warning; SO_SNDBUF's flow control and write-space edge,
  * SO_RCVTIMEO's deadline, both carried into a child across fork (where the
- * preload turns the pair into a kernel one), and so are SO_TIMESTAMPING and
- * SO_TIMESTAMPNS_NEW (their control messages); bind() naming a pair's end
- * (the preload makes the pair a kernel one first), its registration in an
- * epoll instance kept. */
+ * preload turns the pair into a kernel one), and so are SO_TIMESTAMPING,
+ * SO_TIMESTAMPNS_NEW and SO_PASSPIDFD (their control messages); bind()
+ * naming a pair's end (the preload makes the pair a kernel one first), its
+ * registration in an epoll instance kept. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/net_tstamp.h>
 #include <stddef.h>
 #include <poll.h>
@@ -96,8 +97,15 @@ static void show_stamps(const char *who, int a, int b) {
   struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
   const ssize_t r = recvmsg(b, &m, 0);
   printf("  %s: recvmsg %zd %s, control:", who, r, err((int)r));
-  for (struct cmsghdr *c = r >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c))
+  for (struct cmsghdr *c = r >= 0 ? CMSG_FIRSTHDR(&m) : NULL; c; c = CMSG_NXTHDR(&m, c)) {
     printf(" [%d,%d,%zu]", c->cmsg_level, c->cmsg_type, (size_t)c->cmsg_len);
+    if (c->cmsg_type == 4 /* SCM_PIDFD */ && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+      int pidfd;
+      memcpy(&pidfd, CMSG_DATA(c), sizeof pidfd);
+      printf(" pidfd %s", pidfd >= 0 && fcntl(pidfd, F_GETFD) == FD_CLOEXEC ? "cloexec" : "bad");
+      if (pidfd >= 0) close(pidfd);
+    }
+  }
   printf("\n");
 }
 
@@ -193,11 +201,12 @@ int main(void) {
     close(sv[1]);
 
     /* SO_TIMESTAMPING's software stamps beside SO_TIMESTAMPNS_NEW (after
-     * it: its _NEW form), kept across fork. */
+     * it: its _NEW form), and SO_PASSPIDFD's pidfd, kept across fork. */
     if (socketpair(AF_UNIX, types[t], 0, sv) < 0) return 1;
     const int tsflags = SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_RX_SOFTWARE, one = 1;
     setsockopt(sv[1], SOL_SOCKET, SO_TIMESTAMPING_OLD, &tsflags, sizeof tsflags);
     setsockopt(sv[1], SOL_SOCKET, SO_TIMESTAMPNS_NEW, &one, sizeof one);
+    setsockopt(sv[1], SOL_SOCKET, 76 /* SO_PASSPIDFD */, &one, sizeof one);
     show_stamps("stamps", sv[0], sv[1]);
     const pid_t tpid = fork();
     if (tpid == 0) {
