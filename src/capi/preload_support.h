@@ -41,6 +41,14 @@ UEP_EXPORT int uep__sleepers(int fd, int *fixed, int *movable);
  * the mark.  0, or -1 with EBADF.  Takes the file's wait-queue lock (11). */
 UEP_EXPORT int uep__hand_over(int fd, int on);
 
+/* The count of uepoll eventfd fd, taken for the kernel eventfd the preload
+ * makes of it (*semaphore: its EFD_SEMAPHORE mode): from then on a read or
+ * write of fd that the preload can make again leaves it (uep__moved) and
+ * any other fails with EBADF, so no count lands in it after the take.  0,
+ * or -1 with EBADF (not open, taken before) or EINVAL (not an eventfd).
+ * Takes its wait-queue lock (11) to wake its sleepers. */
+UEP_EXPORT int uep__eventfd_take_for_move(int fd, unsigned long long *count, int *semaphore);
+
 /* One registration of uepoll instance epfd: the registered descriptor
  * (uepoll's number or a kernel one), its events (a disabled
  * EPOLLONESHOT's included) and data, as uep_fdinfo's "tfd:" lines show

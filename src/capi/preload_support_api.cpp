@@ -9,12 +9,13 @@
 // uep__kernel_form: a file's kernel form, for the kernel interfaces;
 // uep__epoll_registrations: an instance's registrations, and
 // uep__carry_sockopts: a socket's options, for the fork conversion to move
-// them;
+// them; uep__eventfd_take_for_move: an eventfd's count, for the kernel
+// eventfd the preload makes of it;
 // uep__set_scm_hooks: the preload's numbering of passed descriptors
 // (objects/unix_scm.h).
 //
 // Locks: a file's wait-queue lock (11) to look for or wake its sleepers
-// (uep__sleepers, uep__hand_over); a socket's connection leaf lock (14)
+// (uep__sleepers, uep__hand_over, uep__eventfd_take_for_move); a socket's connection leaf lock (14)
 // for its state (uep__stream_state); never both at once.  An
 // instance's shard locks (6), one at a time, for its registrations.
 #include "capi/preload_support.h"
@@ -27,6 +28,7 @@
 #include "epoll/fdinfo.h"
 #include "epoll/instance.h"
 #include "fd/table.h"
+#include "objects/eventfd.h"
 #include "objects/unix_scm.h"
 
 #include <atomic>
@@ -100,6 +102,23 @@ extern "C" int uep__hand_over(int fd, int on) {
   f->wq().set_handed_over_locked(on != 0);
   if (on) f->wq().wake_waiters_locked();
   f->wq().unlock();
+  return 0;
+}
+
+extern "C" int uep__eventfd_take_for_move(int fd, unsigned long long* count, int* semaphore) {
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  if (!f || f->kind() != uepoll::core::FileKind::kEventFd) {
+    errno = f ? EINVAL : EBADF;
+    return -1;
+  }
+  auto* e = static_cast<uepoll::objects::EventFd*>(f.get());
+  uint64_t c = 0;
+  if (const long r = e->take_for_move(&c); r < 0) {
+    errno = static_cast<int>(-r);
+    return -1;
+  }
+  *count = c;
+  *semaphore = e->semaphore() ? 1 : 0;
   return 0;
 }
 

@@ -47,6 +47,14 @@
 
 namespace uepoll::core {
 
+// leave_if_handed_over (handover.h) for a call with a deadline: the time
+// it had left goes with it.
+inline bool leave_if_handed_over(bool handed_over, const timespec* deadline) noexcept {
+  if (!handed_over || !movable_call()) return false;
+  note_moved(deadline ? time_left(*deadline) : timespec{-1, 0});
+  return true;
+}
+
 struct NoBeforeSleep {
   void operator()() const noexcept {}
 };
@@ -89,8 +97,7 @@ long block_loop(WaitQueue& wq, bool nonblock, uint32_t wait_mask, const timespec
     }
     if (we.movable && wq.handed_over()) {
       wq.unlock();
-      note_moved();
-      uep__moved_left = deadline ? time_left(*deadline) : timespec{-1, 0};
+      note_moved(deadline ? time_left(*deadline) : timespec{-1, 0});
       return -EINTR;
     }
     wq.add_locked(&we.entry);

@@ -61,8 +61,7 @@ long KernelSink::wait_room_movable() noexcept {
     if (!moved) source_->add_locked(&we.entry);
     source_->unlock();
     if (moved) {
-      note_moved();
-      uep__moved_left = timespec{-1, 0};
+      note_moved(timespec{-1, 0});
       return -EINTR;
     }
     struct pollfd p = {fd_, POLLOUT, 0};

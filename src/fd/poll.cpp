@@ -217,8 +217,7 @@ long do_poll(struct pollfd* fds, nfds_t nfds, const timespec* deadline, bool non
     // A file handed over to the kernel: the caller polls again there, with
     // the time left.
     if (core::movable_call() && call.any_handed_over()) {
-      core::note_moved();
-      uep__moved_left = deadline ? core::time_left(*deadline) : timespec{-1, 0};
+      core::note_moved(deadline ? core::time_left(*deadline) : timespec{-1, 0});
       return -EINTR;
     }
     if (call.sleep(w, deadline, sigmask ? sigmask : &blocked->saved()) == -EINTR) return -EINTR;

@@ -38,6 +38,7 @@ void EventFd::show_fdinfo(std::string& out) noexcept {
 uint32_t EventFd::poll(int) noexcept {
   // Linux eventfd_poll: READ_ONCE(ctx->count), no lock (see eventfd.h).
   const uint64_t c = count_.load(std::memory_order_relaxed);
+  if (c == kMoved) return 0;  // the kernel eventfd answers from now on
   uint32_t events = 0;
   if (c > 0) events |= EPOLLIN;
   if (c == ULLONG_MAX) events |= EPOLLERR;
@@ -50,6 +51,7 @@ long EventFd::take(uint64_t* ucnt) noexcept {
   // is ordered by the queue lock its waker takes after this CAS.
   uint64_t c = count_.load(std::memory_order_relaxed);
   do {
+    if (c == kMoved) return moved();
     if (c == 0) return -EAGAIN;
   } while (!count_.compare_exchange_weak(c, semaphore_ ? c - 1 : 0, std::memory_order_relaxed));
   *ucnt = semaphore_ ? 1 : c;  // Linux eventfd_ctx_do_read
@@ -59,9 +61,22 @@ long EventFd::take(uint64_t* ucnt) noexcept {
 long EventFd::add(uint64_t v) noexcept {
   uint64_t c = count_.load(std::memory_order_relaxed);
   do {
+    if (c == kMoved) return moved();
     if (!(ULLONG_MAX - c > v)) return -EAGAIN;
   } while (!count_.compare_exchange_weak(c, c + v, std::memory_order_relaxed));
   return static_cast<long>(sizeof v);
+}
+
+long EventFd::moved() noexcept {
+  return core::leave_if_handed_over(true) ? -EINTR : -EBADF;
+}
+
+long EventFd::take_for_move(uint64_t* count) noexcept {
+  const uint64_t c = count_.exchange(kMoved, std::memory_order_relaxed);
+  if (c == kMoved) return -EBADF;
+  *count = c;
+  wq().wake(EPOLLIN | EPOLLOUT);  // a sleeper goes round and leaves
+  return 0;
 }
 
 bool EventFd::wake_after(uint32_t key, bool in_handler) noexcept {
@@ -85,7 +100,7 @@ ssize_t EventFd::read(void* buf, size_t count) noexcept {
   long r = take(&ucnt);
   if (r > 0) {
     wake_after(EPOLLOUT, in_handler);  // Linux: wake_up_locked_poll(&ctx->wqh, EPOLLOUT)
-  } else if (!nonblocking() && !in_handler) {
+  } else if (r == -EAGAIN && !nonblocking() && !in_handler) {
     // block_on runs the op with wq() locked.
     r = core::block_on(wq(), false, EPOLLIN, [&]() -> long {
       wq().assert_held();
@@ -113,7 +128,7 @@ ssize_t EventFd::write(const void* buf, size_t count) noexcept {
   long r = add(ucnt);
   if (r > 0) {
     wake_after(EPOLLIN, in_handler);  // Linux: wake_up_locked_poll(&ctx->wqh, EPOLLIN)
-  } else if (!nonblocking() && !in_handler) {
+  } else if (r == -EAGAIN && !nonblocking() && !in_handler) {
     r = core::block_on(wq(), false, EPOLLOUT, [&]() -> long {
       wq().assert_held();  // block_on runs the op with wq() locked
       const long x = add(ucnt);

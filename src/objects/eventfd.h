@@ -48,8 +48,17 @@ class EventFd final : public core::File {
 
   // eventfd-count (a relaxed snapshot, as Linux prints it), -id, -semaphore.
   void show_fdinfo(std::string& out) noexcept override;
-  uint64_t count_snapshot() const noexcept { return count_.load(std::memory_order_relaxed); }
+  uint64_t count_snapshot() const noexcept {
+    const uint64_t c = count_.load(std::memory_order_relaxed);
+    return c == kMoved ? 0 : c;
+  }
   bool semaphore() const noexcept { return semaphore_; }
+  // The count, taken for the kernel eventfd this one becomes (the preload
+  // hands it to a kernel interface): from here every read and write of it
+  // is made again by its caller on what the number shows (core/handover.h),
+  // or fails with EBADF where it cannot be; poll sees nothing.  -EBADF if
+  // it was taken before.
+  long take_for_move(uint64_t* count) noexcept;
 
  protected:
   void on_release() noexcept override;
@@ -58,10 +67,15 @@ class EventFd final : public core::File {
   // -EAGAIN or sizeof(uint64_t); lock-free.
   long take(uint64_t* ucnt) noexcept;
   long add(uint64_t v) noexcept;
+  // A read or write of a moved eventfd: -EINTR with uep__moved set for a
+  // caller that makes it again, else -EBADF.
+  static long moved() noexcept;
   // Wakes wq() with key now, or queues the wakeup (in a handler).
   bool wake_after(uint32_t key, bool in_handler) noexcept;
 
-  // Lock-free (compare-and-swap); poll() loads it relaxed.
+  // Lock-free (compare-and-swap); poll() loads it relaxed.  kMoved once
+  // taken for a move: a count never reaches it (writes stop below it).
+  static constexpr uint64_t kMoved = ~uint64_t{0};
   std::atomic<uint64_t> count_;
   const bool semaphore_;  // immutable
 };

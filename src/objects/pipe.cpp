@@ -264,6 +264,10 @@ ssize_t PipeReader::read(void* buf, size_t count) noexcept {
     r = core::block_on(wq(), nonblocking(), EPOLLIN | EPOLLRDNORM | EPOLLHUP, [&]() -> long {
       plan.reset();
       p.mu_.lock();
+      if (core::leave_if_handed_over(wq().handed_over())) {  // read again from the kernel pipe
+        p.mu_.unlock();
+        return -EINTR;
+      }
       if (p.held_) {
         p.mu_.unlock();
         return Pipe::kHeld;

@@ -186,6 +186,7 @@ long PipeWriter::wait_room(bool nonblock) noexcept {
   // Linux wait_for_space: no readers first, then room.
   const long r = core::block_on(wq(), nonblock, EPOLLOUT | EPOLLWRNORM, [&]() -> long {
     core::SpinGuard g(p.mu_);
+    if (core::leave_if_handed_over(wq().handed_over())) return -EINTR;  // made again on the kernel pipe
     const long res = !p.readers_ ? -EPIPE : p.full_locked() ? -EAGAIN : 0;
     return res;
   });

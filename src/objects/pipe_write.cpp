@@ -114,6 +114,11 @@ bool PipeWriter::fill_locked(Call& c) noexcept {
       c.staged = n;
     }
     pipe_->mu_.lock();
+    // A hand-over that began meanwhile: this page is not written here.
+    if (core::leave_if_handed_over(wq().handed_over())) {
+      if (!c.ret) c.ret = -EINTR;
+      return true;
+    }
     // While the lock was dropped, readers may have emptied the pipe and
     // gone to sleep: this write must then wake them as a write into an
     // empty pipe does (Linux keeps pipe->mutex across its allocation, so
@@ -166,6 +171,10 @@ ssize_t PipeWriter::write_impl(const void* buf, size_t count, bool nonblock) noe
   }
 
   pipe_->mu_.lock();
+  if (core::leave_if_handed_over(wq().handed_over())) {
+    pipe_->mu_.unlock();
+    return -EINTR;  // made again on the kernel pipe (core/handover.h)
+  }
   if (!pipe_->readers_) {
     c.sigpipe = true;
     c.ret = -EPIPE;

@@ -423,8 +423,13 @@ ssize_t UnixSocket::write_scm(const void* buf, size_t count, ScmPayload* scm) no
   UnixConn& c = *conn_;
   const int peer = 1 - me_;
   c.mu_.lock();
+  // A pair being handed over (core/handover.h): checked under the lock
+  // that its release's shutdown takes, so that a write made after the
+  // conversion closed this pair leaves rather than raise SIGPIPE.
+  const bool moving = core::leave_if_handed_over(wq().handed_over());
   const bool send_shut = (c.side_[me_].shutdown & UnixConn::kSendShutdown) != 0;
   c.mu_.unlock();
+  if (moving) return -EINTR;
   if (send_shut) {
     raise_sigpipe();
     return -EPIPE;
@@ -442,6 +447,10 @@ ssize_t UnixSocket::write_scm(const void* buf, size_t count, ScmPayload* scm) no
     const timespec* dl = core::sock_timeo_deadline(opts_.sndtimeo_ns(), &ts);
     const long room = core::block_loop<true>(wq(), nonblocking(), kWriteSpace, dl, sent == 0 && !dl, [&]() -> long {
       c.mu_.lock();
+      if (core::leave_if_handed_over(wq().handed_over(), dl)) {
+        c.mu_.unlock();
+        return -EINTR;
+      }
       UnixConn::Side& s = c.side_[me_];
       passcred = s.passcred || s.passpidfd || c.side_[peer].passcred || c.side_[peer].passpidfd;
       sndbuf = s.sndbuf;
@@ -477,6 +486,12 @@ ssize_t UnixSocket::write_scm(const void* buf, size_t count, ScmPayload* scm) no
     std::memcpy(skb->data, src + sent, size);
     c.mu_.lock();
     UnixConn::Side& other = c.side_[peer];
+    if (core::leave_if_handed_over(wq().handed_over(), dl)) {  // the rest goes to the kernel pair
+      c.mu_.unlock();
+      UnixConn::free_list(skb);
+      err = -EINTR;
+      break;
+    }
     if (other.dead || (other.shutdown & UnixConn::kRcvShutdown)) {
       c.mu_.unlock();
       UnixConn::free_list(skb);

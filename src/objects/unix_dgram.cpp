@@ -302,7 +302,9 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, 
     core::SpinGuard g(c.mu_);
     UnixDgramConn::Side& s = c.side_[me_];
     long res = 0;
-    if (s.err) {
+    if (core::leave_if_handed_over(wq().handed_over(), dl)) {
+      res = -EINTR;  // sent again through the kernel pair (core/handover.h)
+    } else if (s.err) {
       res = -s.err;
       s.err = 0;
     } else if (s.shutdown & UnixDgramConn::kSendShutdown) {
@@ -343,7 +345,9 @@ long UnixDgramSocket::send_msg(const struct iovec* iov, size_t n, size_t total, 
   c.mu_.lock();
   UnixDgramConn::Side& s = c.side_[me_];
   UnixDgramConn::Side& other = c.side_[peer];
-  if (!err && other.dead) {
+  if (!err && core::leave_if_handed_over(wq().handed_over(), dl)) {
+    err = -EINTR;  // sent again through the kernel pair (core/handover.h)
+  } else if (!err && other.dead) {
     // The peer was released: a datagram socket disconnects (ECONNREFUSED);
     // seqpacket only races with the release here: EPIPE.
     if (c.type_ == SOCK_SEQPACKET) {

@@ -11,10 +11,9 @@
  * into a kernel eventfd under the same numbers, as fork_convert.c does for
  * pipes:
  *
- *   1. the count is taken from the uepoll eventfd (a non-blocking read for
- *      a counter; a semaphore's count is copied from its fdinfo), and a
- *      kernel eventfd is made with it, EFD_SEMAPHORE and O_NONBLOCK as the
- *      uepoll one had;
+ *   1. the count is taken from the uepoll eventfd for good, and a kernel
+ *      eventfd is made with it, EFD_SEMAPHORE and O_NONBLOCK as the uepoll
+ *      one had;
  *   2. it is dup3()'d onto every number showing that eventfd (FD_CLOEXEC
  *      per number);
  *   3. each registration of the eventfd in the program's uepoll instances
@@ -39,9 +38,9 @@
  * makes its call again on the kernel eventfd once the conversion is done
  * (uep_pl_evict_sleepers, core/handover.h); one that cannot leave (its
  * thread runs a signal handler for two seconds or more) keeps waiting on
- * the former object.  Not atomic with respect to other threads
- * using the eventfd during the call: a write that lands between the
- * count's take and the dup3 is lost.  Locks:
+ * the former object.  A read or write by another thread that comes after
+ * the count's take leaves the former object too and is made again on the
+ * kernel eventfd (uep__eventfd_take_for_move).  Locks:
  * the conversions' lock (uep_pl_convert_lock), then uepoll's calls take
  * theirs.
  */
@@ -50,6 +49,7 @@
 
 #include <uepoll/uepoll.h>
 
+#include "capi/preload_support.h"
 #include "preload/interpose.h"
 
 #include <errno.h>
@@ -86,15 +86,13 @@ static unsigned long long eventfd_info(int u, unsigned long long *count, int *se
 
 static unsigned long long eventfd_key(int tfd) { return eventfd_info(tfd, NULL, NULL); }
 
-/* Step 1: the count, taken from uepoll descriptor u (a counter's by a
- * non-blocking read, which empties it; a semaphore's snapshot). */
-static unsigned long long take_count(int u, unsigned long long snapshot, int semaphore, int fl) {
-  if (semaphore || snapshot == 0) return snapshot;
-  if (!(fl & O_NONBLOCK)) uep_fcntl(u, F_SETFL, fl | O_NONBLOCK);
-  uint64_t v = 0;
-  if (uep_read(u, &v, sizeof v) != (ssize_t)sizeof v) v = 0;
-  if (!(fl & O_NONBLOCK)) uep_fcntl(u, F_SETFL, fl);
-  return v;
+/* Step 1: the count, taken from uepoll descriptor u for good: a read or
+ * write that comes after it is made again on the kernel eventfd
+ * (uep__eventfd_take_for_move), so that no count is lost. */
+static unsigned long long take_count(int u) {
+  unsigned long long v = 0;
+  int semaphore = 0;
+  return uep__eventfd_take_for_move(u, &v, &semaphore) == 0 ? v : 0;
 }
 
 /* Steps 2 to 4 for the numbers shown[0..ns) of one object (key, as key_of
@@ -160,9 +158,8 @@ int *uep_pl_numbers_showing(int kind, unsigned long long (*key_of)(int u), unsig
 
 static int convert_locked(int n) {
   const int u = uep_pl_map(n);
-  unsigned long long snapshot = 0;
   int semaphore = 0;
-  const unsigned long long key = u && uep_pl_kind(n) == UEP_PL_EVENTFD ? eventfd_info(u, &snapshot, &semaphore) : 0;
+  const unsigned long long key = u && uep_pl_kind(n) == UEP_PL_EVENTFD ? eventfd_info(u, NULL, &semaphore) : 0;
   if (!key) return -1;
   int *us = NULL, ns = 0;
   int *shown = uep_pl_numbers_showing(UEP_PL_EVENTFD, eventfd_key, key, &us, &ns);
@@ -178,7 +175,7 @@ static int convert_locked(int n) {
    * it before the count is taken, and makes its call again on the kernel
    * eventfd once this is done (core/handover.h). */
   (void)uep_pl_evict_sleepers(&u, 1);
-  const uint64_t count = take_count(u, snapshot, semaphore, fl);
+  const uint64_t count = take_count(u);
   if (count && UEP_PL_REAL(write)(k, &count, sizeof count) != (ssize_t)sizeof count)
     uep_pl_refuse("eventfd handed to the kernel: its count could not be carried to the kernel eventfd");
   uep_pl_move_to_kernel(k, shown, us, ns, key, eventfd_key, "eventfd");

@@ -44,8 +44,13 @@
  * nothing could show it in the kernel; it is dropped with a warning.
  * What differs from Linux is listed in docs/linux-deviations.md (fork).
  *
- * Not atomic with respect to other threads using the same descriptors at the
- * same moment (as nothing in user space can be); runs in the forking thread
+ * Other threads may use the same descriptors meanwhile.  Once an object
+ * is marked (uep_pl_evict_sleepers, before step 1), a read or write of it
+ * through the interposers (a pipe's read and write, a pair's send) leaves
+ * before it moves any data and is made again on the kernel object, so
+ * nothing written meanwhile is lost; a splice or tee into it, a receive
+ * from a pair after its bytes moved (EAGAIN) and a change of its flags
+ * still race with the conversion.  Runs in the forking thread
  * before the real fork, never from the fork handlers.  Two threads never
  * convert at once, and no pipe or pair is made while a fork or spawn goes
  * from its conversions to its child (convert_mu: two conversions of one
@@ -214,14 +219,17 @@ static void mark_handed_over(const int *u, int n, int on) {
  * none) leave them before they become kernel objects (core/handover.h):
  * each file is marked handed over and its sleepers woken; the movable ones
  * return to their interposers, which wait on convert_mu (held here) and
- * then make their calls again on what the number shows.  1 once no call
- * sleeps on them; 0, with the marks taken back, when one that cannot leave
- * is there, or the movable ones did not leave within two seconds. */
+ * then make their calls again on what the number shows.  From the mark on,
+ * a movable call that has not slept leaves too before it moves any data,
+ * so that the bytes the conversion moves next are all there are.  1 once
+ * no call sleeps on them; 0, with the marks taken back, when one that
+ * cannot leave is there, or the movable ones did not leave within two
+ * seconds. */
 int uep_pl_evict_sleepers(const int *u, int n) {
   int movable = 0;
   if (sleepers(u, n, &movable)) return 0;
-  if (!movable) return 1;
   mark_handed_over(u, n, 1);
+  if (!movable) return 1;
   struct timespec now, end; /* the real clock's: the sleepers leave in real time */
   UEP_PL_REAL(clock_gettime)(CLOCK_MONOTONIC, &end);
   end.tv_sec += 2;
@@ -410,11 +418,19 @@ static int convert_group(struct shown *s, int ns, int first, const struct uep_pl
   }
   struct group g = {.s = s, .ns = ns, .first = first, .conn = s[first].st.conn, .is_socket = s[first].st.is_socket,
                     .sock_type = s[first].st.sock_type};
-  if (!inspect(&g) || nactive == kMaxActive) return 0;
+  if (!inspect(&g)) return 0;
+  /* A group left as it is: its calls go on there (inspect marked it). */
+  if (nactive == kMaxActive) {
+    mark_handed_over(g.end_u, 2, 0);
+    return 0;
+  }
   active_conn[nactive++] = g.conn;
   const int made = make_kernel_object(&g);
   --nactive;
-  if (made < 0) return 0;
+  if (made < 0) {
+    mark_handed_over(g.end_u, 2, 0);
+    return 0;
+  }
   carry_state(&g);
   place_numbers(&g);
   carry_async(&g);

@@ -2,8 +2,10 @@
 // from inside the static library: sleepers whose caller can make their
 // call again (uep__movable) leave with -1/EINTR, or their partial count,
 // and uep__moved set; other sleepers sleep on and still get their data; a
-// movable call that starts after the mark leaves at once; a call with a
-// deadline (a poll's, a socket's timeout) leaves its time left.  The preload's
+// movable call that starts after the mark leaves at once, also one that
+// would not sleep (a write, or a read of data already there); an eventfd's
+// count taken for a move; a call with a deadline (a poll's, a socket's
+// timeout) leaves its time left.  The preload's
 // side (making the call again) is tests/preload/fork_program.c
 // "sleepers".
 #include "capi/preload_support.h"
@@ -16,8 +18,10 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <thread>
@@ -187,14 +191,87 @@ TEST_F(Handover, MovableCallAfterTheMarkLeavesAtOnce) {
   std::thread t = run(&o, true, &done, [&] { return static_cast<long>(uep_read(p_[0], &c, 1)); });
   t.join();
   expect_left(o);
-  // Data already there is read as usual: the mark only ends sleeps.
+  // Data already there: a movable call leaves all the same (the conversion
+  // moves that data); a call that is not movable reads it.
   ASSERT_EQ(uep_write(p_[1], "d", 1), 1);
+  uep__moved = 0;
   ++uep__movable;
-  EXPECT_EQ(uep_read(p_[0], &c, 1), 1);
+  errno = 0;
+  EXPECT_EQ(uep_read(p_[0], &c, 1), -1);
+  EXPECT_EQ(errno, EINTR);
   --uep__movable;
+  EXPECT_EQ(uep__moved, 1);
+  EXPECT_EQ(uep__moved_left.tv_sec, -1);
+  uep__moved = 0;
+  EXPECT_EQ(uep_read(p_[0], &c, 1), 1);
   EXPECT_EQ(uep__moved, 0);
   EXPECT_EQ(uep__hand_over(-1, 1), -1);
   EXPECT_EQ(errno, EBADF);
+}
+
+// A write that would not sleep leaves a marked pipe or pair before it
+// queues anything (the conversion drains what is queued after the mark);
+// one that is not movable writes.
+TEST_F(Handover, MovableWriteLeavesBeforeQueueing) {
+  int sv[2];
+  ASSERT_EQ(uep_socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  int dg[2];
+  ASSERT_EQ(uep_socketpair(AF_UNIX, SOCK_DGRAM, 0, dg), 0);
+  for (const int fd : {p_[1], sv[0], dg[0]}) {
+    ASSERT_EQ(uep__hand_over(fd, 1), 0);
+    uep__moved = 0;
+    ++uep__movable;
+    errno = 0;
+    EXPECT_EQ(uep_write(fd, "w", 1), -1) << fd;
+    EXPECT_EQ(errno, EINTR);
+    --uep__movable;
+    EXPECT_EQ(uep__moved, 1);
+    uep__moved = 0;
+    EXPECT_EQ(uep_write(fd, "w", 1), 1);
+    EXPECT_EQ(uep__moved, 0);
+  }
+  char c;
+  EXPECT_EQ(uep_read(p_[0], &c, 1), 1);
+  EXPECT_EQ(uep_read(sv[1], &c, 1), 1);
+  EXPECT_EQ(uep_read(dg[1], &c, 1), 1);
+  for (const int fd : {sv[0], sv[1], dg[0], dg[1]}) uep_close(fd);
+}
+
+// An eventfd whose count was taken for a move: a movable read or write
+// leaves, any other fails with EBADF, poll sees nothing, and the count
+// cannot be taken twice.
+TEST_F(Handover, EventfdTakenForMove) {
+  const int e = uep_eventfd(5, EFD_NONBLOCK);
+  ASSERT_GE(e, 0);
+  unsigned long long count = 0;
+  int semaphore = -1;
+  ASSERT_EQ(uep__eventfd_take_for_move(e, &count, &semaphore), 0);
+  EXPECT_EQ(count, 5u);
+  EXPECT_EQ(semaphore, 0);
+  uint64_t v = 1;
+  uep__moved = 0;
+  ++uep__movable;
+  errno = 0;
+  EXPECT_EQ(uep_write(e, &v, sizeof v), -1);
+  EXPECT_EQ(errno, EINTR);
+  EXPECT_EQ(uep__moved, 1);
+  uep__moved = 0;
+  errno = 0;
+  EXPECT_EQ(uep_read(e, &v, sizeof v), -1);
+  EXPECT_EQ(errno, EINTR);
+  EXPECT_EQ(uep__moved, 1);
+  uep__moved = 0;
+  --uep__movable;
+  errno = 0;
+  EXPECT_EQ(uep_write(e, &v, sizeof v), -1);
+  EXPECT_EQ(errno, EBADF);
+  struct pollfd p = {e, POLLIN | POLLOUT, 0};
+  EXPECT_EQ(uep_poll(&p, 1, 0), 0);
+  EXPECT_EQ(uep__eventfd_take_for_move(e, &count, &semaphore), -1);
+  EXPECT_EQ(errno, EBADF);
+  EXPECT_EQ(uep__eventfd_take_for_move(p_[0], &count, &semaphore), -1);
+  EXPECT_EQ(errno, EINVAL);
+  uep_close(e);
 }
 
 }  // namespace
