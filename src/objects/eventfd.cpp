@@ -37,11 +37,12 @@ void EventFd::show_fdinfo(std::string& out) noexcept {
 
 uint32_t EventFd::poll(int) noexcept {
   // Linux eventfd_poll: READ_ONCE(ctx->count), no lock (see eventfd.h).
+  // Linux also reports EPOLLERR at ULLONG_MAX, a count no write reaches;
+  // here that value marks an eventfd taken for a move (kMoved).
   const uint64_t c = count_.load(std::memory_order_relaxed);
   if (c == kMoved) return 0;  // the kernel eventfd answers from now on
   uint32_t events = 0;
   if (c > 0) events |= EPOLLIN;
-  if (c == ULLONG_MAX) events |= EPOLLERR;
   if (ULLONG_MAX - 1 > c) events |= EPOLLOUT;
   return events;
 }

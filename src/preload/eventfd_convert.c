@@ -36,11 +36,11 @@
  *
  * A thread asleep on it (read, write, poll, select...) first leaves it and
  * makes its call again on the kernel eventfd once the conversion is done
- * (uep_pl_evict_sleepers, core/handover.h); one that cannot leave (its
- * thread runs a signal handler for two seconds or more) keeps waiting on
- * the former object.  A read or write by another thread that comes after
- * the count's take leaves the former object too and is made again on the
- * kernel eventfd (uep__eventfd_take_for_move).  Locks:
+ * (uep_pl_evict_sleepers, core/handover.h).  A read or write that comes
+ * after the count's take, by another thread or by a sleeper whose thread
+ * ran a signal handler through the eviction, leaves the former object too
+ * and is made again on the kernel eventfd (uep__eventfd_take_for_move).
+ * Locks:
  * the conversions' lock (uep_pl_convert_lock), then uepoll's calls take
  * theirs.
  */
@@ -67,24 +67,19 @@
 /* io_uring_register(2) opcodes (Linux: include/uapi/linux/io_uring.h). */
 enum { kRegisterEventfd = 4, kRegisterEventfdAsync = 7 };
 
-/* The eventfd's id (eventfd-id in its fdinfo) + 1, its count and
- * semaphore mode; 0 if u is no uepoll eventfd. */
-static unsigned long long eventfd_info(int u, unsigned long long *count, int *semaphore) {
+/* The eventfd's id (eventfd-id in its fdinfo) + 1 and its semaphore
+ * mode; 0 if u is no uepoll eventfd. */
+static unsigned long long eventfd_info(int u, int *semaphore) {
   char text[256];
   if (uep_fdinfo(u, text, sizeof text) < 0) return 0;
-  const char *c = strstr(text, "eventfd-count:"), *i = strstr(text, "eventfd-id:"),
-             *s = strstr(text, "eventfd-semaphore:");
-  unsigned long long cnt = 0;
+  const char *i = strstr(text, "eventfd-id:"), *s = strstr(text, "eventfd-semaphore:");
   int id = 0, sem = 0;
-  if (!c || !i || !s || sscanf(c, "eventfd-count: %llx", &cnt) != 1 || sscanf(i, "eventfd-id: %d", &id) != 1 ||
-      sscanf(s, "eventfd-semaphore: %d", &sem) != 1)
-    return 0;
-  if (count) *count = cnt;
+  if (!i || !s || sscanf(i, "eventfd-id: %d", &id) != 1 || sscanf(s, "eventfd-semaphore: %d", &sem) != 1) return 0;
   if (semaphore) *semaphore = sem;
   return (unsigned long long)(unsigned)id + 1;
 }
 
-static unsigned long long eventfd_key(int tfd) { return eventfd_info(tfd, NULL, NULL); }
+static unsigned long long eventfd_key(int tfd) { return eventfd_info(tfd, NULL); }
 
 /* Step 1: the count, taken from uepoll descriptor u for good: a read or
  * write that comes after it is made again on the kernel eventfd
@@ -159,7 +154,7 @@ int *uep_pl_numbers_showing(int kind, unsigned long long (*key_of)(int u), unsig
 static int convert_locked(int n) {
   const int u = uep_pl_map(n);
   int semaphore = 0;
-  const unsigned long long key = u && uep_pl_kind(n) == UEP_PL_EVENTFD ? eventfd_info(u, NULL, &semaphore) : 0;
+  const unsigned long long key = u && uep_pl_kind(n) == UEP_PL_EVENTFD ? eventfd_info(u, &semaphore) : 0;
   if (!key) return -1;
   int *us = NULL, ns = 0;
   int *shown = uep_pl_numbers_showing(UEP_PL_EVENTFD, eventfd_key, key, &us, &ns);
