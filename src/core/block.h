@@ -47,9 +47,14 @@
 
 namespace uepoll::core {
 
-// leave_if_handed_over (handover.h) for a call with a deadline: the time
-// it had left goes with it.
-inline bool leave_if_handed_over(bool handed_over, const timespec* deadline) noexcept {
+// A call that its caller can make again on the kernel object leaves a file
+// that is handed over (handover.h) even where it would not sleep: true,
+// with the time its deadline had left noted (the caller then returns
+// -EINTR, or the count it has moved so far).  Called under the lock that
+// guards the data the call adds or takes: the converter marks the file
+// before it drains the data under that lock, so every byte is either
+// drained by it or moved by the call made again.
+inline bool leave_if_handed_over(bool handed_over, const timespec* deadline = nullptr) noexcept {
   if (!handed_over || !movable_call()) return false;
   note_moved(deadline ? time_left(*deadline) : timespec{-1, 0});
   return true;

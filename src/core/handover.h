@@ -15,10 +15,10 @@
 // on what the number shows now, or the rest of it.  A sleeper whose caller
 // cannot (any other caller: uep__movable == 0) sleeps on; the preload
 // then leaves the object as it is.  A movable call that does not sleep
-// leaves a marked file too before it moves any data (leave_if_handed_over:
-// a pipe's read and write, a pair's send, an eventfd's read and write, whose
-// count the preload takes for good instead), so that what the conversion
-// moves is all there is.
+// leaves a marked file too before it moves any data (leave_if_handed_over
+// in core/block.h: a pipe's read and write, a pair's send; an eventfd's
+// read and write find its count taken for good instead), so that what the
+// conversion moves is all there is.
 //
 // Locks: none (thread-local counters).
 #pragma once
@@ -50,17 +50,5 @@ inline void note_moved(const timespec& left) noexcept {
   uep__moved_left = left;
 }
 inline bool movable_call() noexcept { return uep__movable > 0; }
-
-// A call that its caller can make again on the kernel object leaves a file
-// that is handed over even where it would not sleep: true (the caller then
-// returns -EINTR, or the count it has moved so far).  Called under the
-// lock that guards the data the call adds or takes: the converter marks
-// the file before it drains the data under that lock, so every byte is
-// either drained by it or moved by the call made again.
-inline bool leave_if_handed_over(bool handed_over) noexcept {
-  if (!handed_over || !movable_call()) return false;
-  note_moved(timespec{-1, 0});
-  return true;
-}
 
 }  // namespace uepoll::core
