@@ -263,8 +263,13 @@ static int inspect(struct group *g) {
   return 1;
 }
 
-/* The messages queued at one side of a datagram or seqpacket group. */
+/* The messages queued at one side of a datagram or seqpacket group, read
+ * again now that inspect() has marked it: a send made since the group was
+ * listed has queued its message, and a movable one made from now on leaves
+ * (core/handover.h), so this is every message the move must carry. */
 static long queued_msgs(const struct group *g, int side) {
+  struct uep__stream_state st;
+  if (g->end_u[side] && uep__stream_state(g->end_u[side], &st) == 0) return st.msgs;
   for (int i = g->first; i < g->ns; ++i)
     if (in_group(g, i) && g->s[i].st.side == side) return g->s[i].st.msgs;
   return 0;

@@ -87,7 +87,9 @@ static int round_ok(void) {
   if (pthread_create(&t, NULL, writer, NULL) != 0) return 0;
   while (!atomic_load(&started)) {
   }
-  pause_us(200);
+  /* Briefly: a pair's queue must not be full yet when the fork lists it,
+   * so that sends keep queueing while the conversion runs. */
+  pause_us(20);
   pid_t pid = -1;
   if (kind == kEventfd) {
     char *args[] = {"true", NULL};
