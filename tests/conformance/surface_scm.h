@@ -243,6 +243,19 @@ inline void log_peercred(ST& t, int fd) {
   t.rec("getsockopt(SO_PEERCRED,len 4)", t.sa.getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len));
 }
 
+// A passing option (`opt`, named `name`: SO_PASSCRED, SO_PASSPIDFD) on
+// the sender a only: its messages carry what the option sends (Linux's
+// maybe_add_creds looks at both ends), which the receiver b reports once
+// it sets the option too.
+inline void sender_only_option(ST& t, Scm& m, int a, int b, int opt, const std::string& name) {
+  const int one = 1;
+  t.rec("setsockopt(a," + name + ",1)", t.sa.setsockopt(a, SOL_SOCKET, opt, &one, sizeof one));
+  t.send(a, 1, 0, "0", 'v');
+  m.recv(b, 8, 64, MSG_PEEK, "PEEK");
+  t.rec("setsockopt(b," + name + ",1)", t.sa.setsockopt(b, SOL_SOCKET, opt, &one, sizeof one));
+  m.recv(b, 8, 64, 0, "0");
+}
+
 // Closing a socket with unread messages releases their files; bytes a
 // sender queued before it closed stay readable with their files.  Pairs
 // from make_pair (nonblocking).

@@ -229,13 +229,7 @@ TEST(SurfacePidfd, PassPidfd) {
       for (int fd : m.last()) t.close(fd);
       t.rec("setsockopt(b,SO_PASSCRED,0)", t.sa.setsockopt(b, SOL_SOCKET, SO_PASSCRED, &zero, sizeof zero));
       t.rec("setsockopt(b,SO_PASSPIDFD,0)", t.sa.setsockopt(b, SOL_SOCKET, kSoPassPidfd, &zero, sizeof zero));
-      // SO_PASSPIDFD on the sender only: its messages carry the sender,
-      // reported once the receiver asks.
-      t.rec("setsockopt(a,SO_PASSPIDFD,1)", t.sa.setsockopt(a, SOL_SOCKET, kSoPassPidfd, &one, sizeof one));
-      t.send(a, 1, 0, "0", 'v');
-      m.recv(b, 8, 64, MSG_PEEK, "PEEK");
-      t.rec("setsockopt(b,SO_PASSPIDFD,1)", t.sa.setsockopt(b, SOL_SOCKET, kSoPassPidfd, &one, sizeof one));
-      m.recv(b, 8, 64, 0, "0");
+      sender_only_option(t, m, a, b, kSoPassPidfd, "SO_PASSPIDFD");
       kclose(t, pr);
       kclose(t, pw);
       t.close(a);
