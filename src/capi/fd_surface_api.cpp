@@ -7,13 +7,15 @@
 // what depends on the kind of file is the file's operation (core/file.h);
 // kernel descriptors go to the kernel.  (Sockets' calls: socket_api.cpp.)
 //
-// Locks: none of its own; the fd table's mutex (fd::install_at, cloexec)
-// and, inside the objects' operations, their wait-queue and leaf locks.
+// Locks: none of its own; the fd table's mutex (fd::install_at, cloexec),
+// a file's wait-queue lock to store its status flags (store_flags), and,
+// inside the objects' operations, their wait-queue and leaf locks.
 #include <uepoll/uepoll.h>
 #include <uepoll/detail/ops.hpp>
 
 #include "capi/edge.h"
 #include "capi/rw_check.h"
+#include "core/block.h"
 #include "core/user_memory.h"
 #include "fd/table.h"
 #include "fd/target.h"
@@ -52,16 +54,30 @@ constexpr int kSeekMax = 4;       // SEEK_MAX (SEEK_HOLE)
 // files with ->fasync (pipes and sockets: fasync_helper records fd, the
 // si_fd of the signals File::kill_fasync sends); O_NOATIME needs the
 // inode's owner (anonymous inodes belong to root); then the file's own hook.
+// Stores a file's new status flags (F_SETFL, FIONBIO, FIOASYNC) under its
+// wait-queue lock, the lock a hand-over to the kernel is marked under
+// (core/handover.h): a movable change made after the mark leaves (-EINTR)
+// for the preload to make again on the kernel object; one made before is
+// what the conversion reads after marking.
+long store_flags(File* f, int fd, int old, int next) {
+  if (long r = f->setfl_hook(old, next)) return r;
+  uepoll::core::WaitQueue& q = f->wq();
+  q.lock();
+  const bool moving = uepoll::core::leave_if_handed_over(q.handed_over());
+  if (!moving) {
+    if ((next ^ old) & O_ASYNC) f->set_fasync_fd((next & O_ASYNC) ? fd : -1);
+    f->set_status_flags(next);
+  }
+  q.unlock();
+  return moving ? -EINTR : 0;
+}
+
 long setfl(File* f, int fd, int arg) {
   const int old = f->status_flags();
   if ((arg & O_NOATIME) && !(old & O_NOATIME) && f->anon_inode() && geteuid() != 0) return -EPERM;
   if ((arg & O_DIRECT) && !f->direct_io()) return -EINVAL;
   if (!f->has_fasync()) arg &= ~O_ASYNC;
-  const int next = (arg & kSetflMask) | (old & ~kSetflMask);
-  if (long r = f->setfl_hook(old, next)) return r;
-  if ((next ^ old) & O_ASYNC) f->set_fasync_fd((next & O_ASYNC) ? fd : -1);
-  f->set_status_flags(next);
-  return 0;
+  return store_flags(f, fd, old, (arg & kSetflMask) | (old & ~kSetflMask));
 }
 
 // Linux f_setown: a negative pid is a process group; a pid or group that
@@ -217,11 +233,7 @@ long ioctl(int fd, unsigned long request, void* arg) noexcept {
       const int bit = request == FIONBIO ? O_NONBLOCK : O_ASYNC;
       if (request == FIOASYNC && !f->has_fasync()) return 0;  // no ->fasync: nothing to change
       const int old = f->status_flags();
-      const int next = on ? (old | bit) : (old & ~bit);
-      if (long r = f->setfl_hook(old, next)) return r;
-      if ((next ^ old) & O_ASYNC) f->set_fasync_fd((next & O_ASYNC) ? fd : -1);
-      f->set_status_flags(next);
-      return 0;
+      return store_flags(f.get(), fd, old, on ? (old | bit) : (old & ~bit));
     }
     default:
       break;

@@ -49,6 +49,14 @@ UEP_EXPORT int uep__hand_over(int fd, int on);
  * Takes its wait-queue lock (11) to wake its sleepers. */
 UEP_EXPORT int uep__eventfd_take_for_move(int fd, unsigned long long *count, int *semaphore);
 
+/* What a movable splice or sendfile into a pipe or pair being handed over
+ * had read from a source that cannot take it back (core/handover.h; the
+ * call's answer counts it): written whole to fd, the descriptor that now
+ * shows the destination (a kernel one after the conversion), waiting for
+ * room.  The bytes written, 0 when the calling thread kept none, or -1
+ * with errno (EPIPE: no reader, the rest dropped, no SIGPIPE).  No lock. */
+UEP_EXPORT long uep__put_moved_bytes(int fd);
+
 /* One registration of uepoll instance epfd: the registered descriptor
  * (uepoll's number or a kernel one), its events (a disabled
  * EPOLLONESHOT's included) and data, as uep_fdinfo's "tfd:" lines show

@@ -4,12 +4,16 @@
 // fs/read_write.c do_sendfile, copy_file_range), then the files' splice
 // operations (core::File::splice_read, splice_from_kernel, tee, vmsplice,
 // splice_sink; a kernel descriptor on the other side is a
-// core::KernelSink).  Two kernel descriptors go to the kernel.  Locks:
-// none here.
+// core::KernelSink).  Two kernel descriptors go to the kernel.  Also
+// uep__put_moved_bytes, the preload's end of a splice that left a file
+// being handed over (core/handover.h).  Locks: none here.
 #include <uepoll/uepoll.h>
 
 #include "capi/edge.h"
+#include "capi/preload_support.h"
 #include "capi/rw_check.h"
+#include "core/alloc.h"
+#include "core/handover.h"
 #include "core/splice.h"
 #include "core/user_memory.h"
 #include "fd/target.h"
@@ -18,7 +22,10 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <csignal>
+#include <ctime>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -216,6 +223,49 @@ ssize_t uep_sendfile(int out_fd, int in_fd, off_t* offset, size_t count) {
 ssize_t uep_copy_file_range(int fd_in, int64_t* off_in, int fd_out, int64_t* off_out, size_t len,
                             unsigned int flags) {
   return to_c_ssize(do_copy_file_range(fd_in, off_in, fd_out, off_out, len, flags));
+}
+
+// The source no longer has the kept bytes: they are written whole,
+// waiting for room whatever O_NONBLOCK says.  A destination without
+// readers drops them with no SIGPIPE (Linux had them in the pipe before
+// its reader left; its next write raises the signal).
+long uep__put_moved_bytes(int fd) {
+  char* buf = nullptr;
+  size_t off = 0, n = 0;
+  uepoll::core::take_moved_bytes(&buf, &off, &n);
+  if (!buf) return 0;
+  sigset_t pipe_only, saved, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigemptyset(&pending);
+  (void)sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  (void)pthread_sigmask(SIG_BLOCK, &pipe_only, &saved);
+  size_t done = 0;
+  int err = 0;
+  while (done < n) {
+    const ssize_t r = uep_write(fd, buf + off + done, n - done);
+    if (r > 0) {
+      done += static_cast<size_t>(r);
+    } else if (r < 0 && errno == EAGAIN) {
+      struct pollfd p = {fd, POLLOUT, 0};
+      (void)uep_poll(&p, 1, -1);
+    } else if (r == 0 || errno != EINTR) {
+      err = r == 0 ? EIO : errno;
+      break;
+    }
+  }
+  if (err == EPIPE && !was_pending) {
+    const struct timespec zero = {0, 0};
+    (void)sigtimedwait(&pipe_only, nullptr, &zero);
+  }
+  (void)pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  uepoll::core::raw_free(buf);
+  if (err) {
+    errno = err;
+    return -1;
+  }
+  return static_cast<long>(done);
 }
 
 }  // extern "C"

@@ -16,15 +16,17 @@
 // cannot (any other caller: uep__movable == 0) sleeps on; the preload
 // then leaves the object as it is.  A movable call that does not sleep
 // leaves a marked file too before it moves any data (leave_if_handed_over
-// in core/block.h: a pipe's read and write, a pair's send; an eventfd's
-// read and write find its count taken for good instead), so that what the
-// conversion moves is all there is.
+// in core/block.h: a pipe's read, write, splice and tee, a pair's send and
+// receive, a status flag change; an eventfd's read and write find its
+// count taken for good instead), so that what the conversion moves is all
+// there is.
 //
-// Locks: none (thread-local counters).
+// Locks: none (thread-local counters and the bytes kept for a moved call).
 #pragma once
 
 #include <uepoll/export.h>
 
+#include <cstddef>
 #include <ctime>
 
 extern "C" {
@@ -50,5 +52,20 @@ inline void note_moved(const timespec& left) noexcept {
   uep__moved_left = left;
 }
 inline bool movable_call() noexcept { return uep__movable > 0; }
+// Whether the calling thread's call has left (note_moved) and not been
+// seen by its caller yet.
+inline bool call_moved() noexcept { return uep__moved != 0; }
+
+// A movable call that had read bytes from a source that cannot take them
+// back (a kernel pipe or socket spliced into a pipe or pair) and found its
+// destination handed over keeps them here, buf[off, off + n) (buf from
+// core::raw_alloc, now owned here), and counts them in its answer; its
+// caller writes them to the kernel object once the conversion is done
+// (uep__put_moved_bytes, capi/preload_support.h).  One set per thread: a
+// set not yet put is replaced (freed).
+void keep_moved_bytes(char* buf, size_t off, size_t n) noexcept;
+// Hands over what keep_moved_bytes kept (*buf nullptr when nothing is);
+// the caller frees *buf with core::raw_free.
+void take_moved_bytes(char** buf, size_t* off, size_t* n) noexcept;
 
 }  // namespace uepoll::core

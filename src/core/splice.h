@@ -83,6 +83,12 @@ class SpliceBounce {
   SpliceBounce(const SpliceBounce&) = delete;
   SpliceBounce& operator=(const SpliceBounce&) = delete;
   char* data() const noexcept { return buf_; }
+  // The buffer, now the caller's to raw_free (data() is nullptr after).
+  char* release() noexcept {
+    char* b = buf_;
+    buf_ = nullptr;
+    return b;
+  }
 
  private:
   char* buf_;

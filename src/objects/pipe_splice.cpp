@@ -18,6 +18,7 @@
 #include "core/backoff.h"
 #include "core/block.h"
 #include "core/deferred.h"
+#include "core/handover.h"
 #include "core/user_memory.h"
 
 #include <cerrno>
@@ -128,6 +129,10 @@ long PipeReader::splice_read(core::SpliceSink& to, size_t len, bool nonblock) no
     }
     const size_t want = len - moved < core::kSpliceChunk ? len - moved : core::kSpliceChunk;
     p.mu_.lock();
+    if (core::leave_if_handed_over(wq().handed_over())) {  // the rest from the kernel pipe
+      p.mu_.unlock();
+      return moved ? moved : -EINTR;
+    }
     if (p.held_) {
       p.mu_.unlock();
       backoff.pause();
@@ -169,6 +174,10 @@ long PipeReader::tee(core::SpliceSink& to, size_t len, bool nonblock) noexcept {
   if (!bounce.data()) return -ENOMEM;
   const size_t want = len < core::kSpliceChunk ? len : core::kSpliceChunk;
   p.mu_.lock();
+  if (core::leave_if_handed_over(wq().handed_over())) {  // made again on the kernel pipe
+    p.mu_.unlock();
+    return -EINTR;
+  }
   const size_t n = p.peek_locked(bounce.data(), want);
   p.mu_.unlock();
   return n ? to.push(bounce.data(), n) : 0;
@@ -238,8 +247,16 @@ long PipeWriter::splice_from_kernel(int in_fd, long long* pos, size_t len, bool 
       break;
     }
     // A seekable source keeps what the pipe did not take; any other must
-    // have every byte it gave written.
+    // have every byte it gave written: those the write left for a pipe
+    // handed over meanwhile go with the call to its caller
+    // (core::keep_moved_bytes), which puts them into the kernel pipe.
     const ssize_t put = write_impl(bounce.data(), static_cast<size_t>(n), seekable);
+    if (!seekable && put < n && core::call_moved()) {
+      const size_t at = put > 0 ? static_cast<size_t>(put) : 0;
+      core::keep_moved_bytes(bounce.release(), at, static_cast<size_t>(n) - at);
+      moved += n;
+      break;
+    }
     if (put > 0) moved += put;
     if (put < 0) {
       if (!moved) err = put;

@@ -210,10 +210,17 @@ long UnixSocket::peek_locked(UnixConn::Side& s, size_t count, size_t skip, bool 
 }
 
 long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes, ScmRecv* scm,
-                      bool* stop, bool use_off) noexcept {
+                      bool* stop, TakeMode mode) noexcept {
   UnixConn& c = *conn_;
   long copied = 0;
   c.mu_.lock();
+  // Under the lock the conversion's drain takes: what this call would take
+  // is either taken before the drain or drained into the kernel pair.
+  if (mode.may_leave && core::leave_if_handed_over(wq().handed_over(), mode.deadline)) {
+    c.mu_.unlock();
+    return -EINTR;
+  }
+  const bool use_off = mode.use_off;
   UnixConn::Side& s = c.side_[me_];
   UnixConn::Side& w = c.side_[1 - me_];  // the writer of our queue
   bool reached = peek && s.head;  // an skb was taken from (bytes or not: a count of 0 takes files)
@@ -318,7 +325,7 @@ long UnixSocket::recv_scm(char* dst, size_t count, bool peek, ScmRecv* scm, bool
       // Linux u->iolock: one reader at a time, held across the copy (which
       // runs with no SpinLock held), never while sleeping.
       core::MutexLock io(iolock_);
-      r = take(count, fault, peek, &plan, &write_space_wakes, scm, stop);
+      r = take(count, fault, peek, &plan, &write_space_wakes, scm, stop, TakeMode{true, true, deadline});
       if (r > 0) {
         core::lockdep_assert_no_spin("a copy to user memory");
         plan.copy_out(dst);
@@ -395,12 +402,14 @@ long UnixSocket::splice_read(core::SpliceSink& to, size_t len, bool nonblock) no
     bool peek_stop = false, stop = false;
     {
       core::MutexLock io(iolock_);
-      r = take(want, false, true, &plan, &write_space_wakes, &peek_scm, &peek_stop, false);
+      r = take(want, false, true, &plan, &write_space_wakes, &peek_scm, &peek_stop, TakeMode{false, true, dl});
       if (r > 0) {
         peeked = true;
         plan.copy_out(bounce.data());
         r = to.push(bounce.data(), static_cast<size_t>(r));
-        if (r > 0) (void)take(static_cast<size_t>(r), false, false, &done, &write_space_wakes, &scm, &stop);
+        if (r > 0)  // what the push took is consumed, hand-over or not
+          (void)take(static_cast<size_t>(r), false, false, &done, &write_space_wakes, &scm, &stop,
+                     TakeMode{true, false, nullptr});
       }
     }
     for (int i = 0; i < write_space_wakes; ++i) c.wake(1 - me_, kWriteSpace);

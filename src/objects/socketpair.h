@@ -182,14 +182,17 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   // nonblock), then, holding iolock_, copies up to len bytes (one bounce
   // buffer) and consumes what the pipe took.  splice_from_kernel
   // (socketpair_splice.cpp): sendfile from a file at *pos or its position
-  // (each chunk written with write()), or a splice from a kernel pipe or
-  // socket (one read of at most one skb's bytes, written with write()).
+  // (each chunk written with write()), a splice from a kernel pipe (at
+  // most one skb's bytes looked at with tee, written with write(), and as
+  // many consumed as it took), or from another kernel file (one read of at
+  // most one skb's bytes, written with write()).
   core::SpliceSink* splice_sink() noexcept override { return this; }
   long wait_room(bool) noexcept override { return 0; }
   ssize_t push(const char* buf, size_t n) noexcept override { return write(buf, n); }
   const void* pipe_id() const noexcept override { return nullptr; }
   long splice_read(core::SpliceSink& to, size_t len, bool nonblock) noexcept override;
   long splice_from_kernel(int fd, long long* pos, size_t len, bool nonblock) noexcept override;
+  long splice_from_kernel_pipe(int fd, size_t len, bool nonblock, char* bounce) noexcept;
   // getsockopt(SO_ERROR): the pending error, consumed (sock_error()).
   int take_error() noexcept;
   // ioctl SIOCINQ (FIONREAD): unread bytes queued; SIOCOUTQ (TIOCOUTQ):
@@ -222,8 +225,16 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   // A MSG_PEEK take starts SO_PEEK_OFF bytes in and moves it on; a splice's
   // internal peek (use_off false) does neither.  A take that finds
   // nothing names the queue's tail in plan->last (what a wait compares).
+  // A movable call (core/handover.h) on a pair being handed over takes
+  // nothing: -EINTR, with the deadline's time left noted, unless
+  // `may_leave` is off (the second half of a splice, whose first half ran).
+  struct TakeMode {
+    bool use_off = true;
+    bool may_leave = true;
+    const timespec* deadline = nullptr;
+  };
   long take(size_t count, bool fault, bool peek, ReadPlan* plan, int* write_space_wakes, ScmRecv* scm,
-            bool* stop, bool use_off = true) noexcept;
+            bool* stop, TakeMode mode) noexcept;
   // take()'s MSG_PEEK walk over side s (ours), with conn_->mu_ held.
   // -EAGAIN when `skip` (the peek offset) passes every queued byte.
   long peek_locked(UnixConn::Side& s, size_t count, size_t skip, bool fault, ReadPlan* plan, ScmRecv* scm,

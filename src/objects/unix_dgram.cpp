@@ -158,13 +158,16 @@ UnixDgramConn::Msg* UnixDgramSocket::peek_at(UnixDgramConn::Msg* head, int peek_
   return nullptr;
 }
 
-long UnixDgramSocket::take(bool peek, Taken* out, int* wakes) noexcept {
+long UnixDgramSocket::take(bool peek, Taken* out, int* wakes, const timespec* deadline) noexcept {
   UnixDgramConn& c = *conn_;
   core::SpinGuard g(c.mu_);
   UnixDgramConn::Side& s = c.side_[me_];
   UnixDgramConn::Side& w = c.side_[1 - me_];
   long r;
-  if (s.err) {  // __skb_try_recv_datagram: sock_error() before the queue
+  // Under the lock the conversion's drain takes (as a send's queueing).
+  if (core::leave_if_handed_over(wq().handed_over(), deadline)) {
+    r = -EINTR;
+  } else if (s.err) {  // __skb_try_recv_datagram: sock_error() before the queue
     r = -s.err;
     s.err = 0;
   } else if (UnixDgramConn::Msg* m = peek ? peek_at(s.head, s.peek_off, &out->skip) : s.head) {
@@ -204,7 +207,7 @@ long UnixDgramSocket::recv_msg(const struct iovec* iov, size_t n, int flags, int
     long r;
     {
       core::MutexLock io(iolock_);
-      r = take(peek, &t, &wakes);
+      r = take(peek, &t, &wakes, dl);
       if (r == 1) {
         const UnixDgramConn::Msg* m = t.msg;
         const uint32_t skip = t.skip;

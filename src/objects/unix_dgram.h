@@ -181,7 +181,9 @@ class UnixDgramSocket final : public core::File, public UnixGcNode {
   // Takes (or with `peek` finds, past SO_PEEK_OFF's bytes) the first
   // message under mu_: 1, or a pending error, 0 (seqpacket after
   // RCV_SHUTDOWN), -EAGAIN (the queue's tail, for a wait, in out->last).
-  long take(bool peek, Taken* out, int* wakes) noexcept;
+  // A movable call on a pair being handed over (core/handover.h) takes
+  // nothing: -EINTR, with the deadline's time left noted.
+  long take(bool peek, Taken* out, int* wakes, const timespec* deadline) noexcept;
   // __skb_try_recv_from_queue's MSG_PEEK walk (mu_ held): with an offset in
   // use, whole messages it covers are passed over (a zero-length one once
   // peeked at); the message found and the offset left into it, or null.

@@ -170,6 +170,9 @@ static int convert_locked(int n) {
    * it before the count is taken, and makes its call again on the kernel
    * eventfd once this is done (core/handover.h). */
   (void)uep_pl_evict_sleepers(&u, 1);
+  /* Read again after the mark: a change made since has left (core/handover.h). */
+  const int fl_now = uep_fcntl(u, F_GETFL);
+  if (fl_now >= 0 && ((fl_now ^ fl) & O_NONBLOCK)) UEP_PL_REAL(fcntl)(k, F_SETFL, fl_now & O_NONBLOCK);
   const uint64_t count = take_count(u);
   if (count && UEP_PL_REAL(write)(k, &count, sizeof count) != (ssize_t)sizeof count)
     uep_pl_refuse("eventfd handed to the kernel: its count could not be carried to the kernel eventfd");

@@ -555,11 +555,21 @@ static int do_fcntl(int fd, int cmd, unsigned long arg, int (*real)(int, int, ..
     /* The number is the kernel's (>= arg); the uepoll side only copies. */
     r = show_dup(fd, uep_fcntl(u, cmd, 0UL), (int)arg);
   } else {
+    /* A flag change that finds the file being handed over to the kernel
+     * (core/handover.h) leaves it, and is made again on the kernel object. */
+    const int movable = cmd == F_SETFL;
+    uep__movable += movable;
     r = uep_fcntl(u, cmd, arg);
+    uep__movable -= movable;
     if (r == 0 && cmd == F_SETFL && (arg & O_ASYNC)) uep__set_fasync_fd(u, fd); /* si_fd: the program's number */
   }
   UEP_PL_LEAVE();
   uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
+  if (cmd == F_SETFL && uep__moved) {
+    struct timespec end;
+    (void)uep_pl_after_move(fd, &end);
+    return do_fcntl(fd, cmd, arg, real);
+  }
   return r;
 }
 
@@ -595,9 +605,16 @@ int ioctl(int fd, unsigned long request, ...) {
   if (!uep_pl_inside() && !uep_pl_map(fd)) uep_pl_kernel_signals_ioctl(request, arg);
   if (request == FIOASYNC && uep_pl_map(fd)) {
     UEP_PL_ENTER();
+    ++uep__movable;
     const int u = uep_pl_map(fd), r = uep_ioctl(u, request, arg);
+    --uep__movable;
     if (r == 0) uep__set_fasync_fd(u, fd); /* si_fd: the program's number */
     UEP_PL_LEAVE();
+    if (uep__moved) { /* handed over to the kernel meanwhile: made again there */
+      struct timespec end;
+      (void)uep_pl_after_move(fd, &end);
+      return ioctl(fd, request, arg);
+    }
     return r;
   }
   UEP_PL_FORWARD2(fd, ioctl, (u, request, arg), ioctl, (fd, request, arg));

@@ -59,10 +59,12 @@ static int convert_locked(int n) {
   /* A thread asleep reading it through the interposers leaves it, and
    * reads the kernel timer once this is done (core/handover.h). */
   (void)uep_pl_evict_sleepers(&u, 1);
+  /* Read again after the mark: a change made since has left (core/handover.h). */
+  const int fl_now = uep_fcntl(u, F_GETFL);
   uep_pl_move_to_kernel(k, shown, us, ns, key, timer_key, "timerfd");
   /* The timer's own reads were non-blocking whatever the program's flags:
    * the kernel file now takes the program's. */
-  UEP_PL_REAL(fcntl)(k, F_SETFL, fl & O_NONBLOCK);
+  UEP_PL_REAL(fcntl)(k, F_SETFL, (fl_now >= 0 ? fl_now : fl) & O_NONBLOCK);
   UEP_PL_REAL(close)(k);
   free(shown);
   free(us);

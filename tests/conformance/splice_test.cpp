@@ -3,9 +3,13 @@
 // Linux's checks and their order (EINVAL for flags, EBADF, ESPIPE, EFAULT,
 // the wrong direction), the counts (at most what the pipe's free buffers
 // hold, one page each, from a file offset inside a page), offsets and file
-// positions, EAGAIN on a full pipe, EPIPE without readers.  Runs on Linux
-// and uepoll (uep_splice...); the traces must match.
+// positions, EAGAIN on a full pipe, EPIPE without readers; a kernel pipe
+// into a socket that cannot take its bytes keeps them.  Runs on Linux and
+// uepoll (uep_splice...); the traces must match.
 #include "splice_calls.h"
+
+#include <sys/ioctl.h>
+#include <sys/time.h>
 
 namespace {
 
@@ -79,6 +83,62 @@ TEST(Splice, IntoPipesAndSockets) {
                        "splice(kernel pipe,pipe,100) = 10", "splice(kernel socket,pipe,100) = 6",
                        "sendfile(pipe,file,&7,5000) = 5000", "copy_file_range(pipe,file) = -1 EINVAL",
                        "splice(file,pipe without readers) = -1 EPIPE"});
+}
+
+// A kernel pipe into a socket that cannot take its bytes (full, with
+// O_NONBLOCK or after SO_SNDTIMEO): EAGAIN, and the pipe keeps them, as
+// splice_to_socket takes from the pipe only what the socket took.
+TEST(Splice, KernelPipeIntoFullSocketKeepsItsBytes) {
+  auto r = conf::differential([](T& t) {
+    const Calls c{t.is_linux()};
+    auto log = [&](const std::string& what, ssize_t n) { t.log(what + " = " + t.res(n)); };
+    int kp[2];
+    if (::pipe2(kp, O_CLOEXEC | O_NONBLOCK) < 0) return;
+    auto held = [&] {
+      int n = -1;
+      (void)::ioctl(kp[0], FIONREAD, &n);
+      t.log("kernel pipe holds " + std::to_string(n));
+    };
+    const auto socks = t.unix_stream(SOCK_NONBLOCK);
+    const int s0 = socks.first, s1 = socks.second;
+    std::string big(65536, 'f');
+    long queued = 0;
+    for (ssize_t w; (w = t.api.write(s0, big.data(), big.size())) > 0;) queued += w;
+    t.log("socket full after " + std::to_string(queued));
+    if (::write(kp[1], "kept", 4) != 4) return;
+    log("splice(kernel pipe,full socket,100)", c.splice(kp[0], nullptr, s0, nullptr, 100, 0));
+    held();
+    log("splice(kernel pipe,full socket,NONBLOCK)", c.splice(kp[0], nullptr, s0, nullptr, 100, SPLICE_F_NONBLOCK));
+    held();
+    // Blocking, with a send timeout: the wait ends with EAGAIN, the bytes stay.
+    const int fl = t.is_linux() ? ::fcntl(s0, F_GETFL) : ::uep_fcntl(s0, F_GETFL);
+    log("fcntl(F_SETFL, blocking)", t.is_linux() ? ::fcntl(s0, F_SETFL, fl & ~O_NONBLOCK)
+                                                 : ::uep_fcntl(s0, F_SETFL, fl & ~O_NONBLOCK));
+    const struct timeval tv = {0, 20000};
+    const int set = t.is_linux() ? ::setsockopt(s0, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv)
+                                 : ::uep_setsockopt(s0, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    log("setsockopt(SO_SNDTIMEO)", set);
+    log("splice(kernel pipe,full blocking socket,100)", c.splice(kp[0], nullptr, s0, nullptr, 100, 0));
+    held();
+    // Room again: all four move, the pipe is empty.
+    std::string buf(65536, 0);
+    long drained = 0;
+    while (drained < queued) {
+      const ssize_t n = t.api.read(s1, buf.data(), buf.size());
+      if (n <= 0) break;
+      drained += n;
+    }
+    t.log("drained " + std::to_string(drained));
+    log("splice(kernel pipe,socket,100)", c.splice(kp[0], nullptr, s0, nullptr, 100, 0));
+    held();
+    t.read(s1, 64);
+    ::close(kp[0]);
+    ::close(kp[1]);
+  });
+  EXPECT_LINUX_SEQ(r, {"splice(kernel pipe,full socket,100) = -1 EAGAIN", "kernel pipe holds 4",
+                       "splice(kernel pipe,full socket,NONBLOCK) = -1 EAGAIN", "kernel pipe holds 4",
+                       "splice(kernel pipe,full blocking socket,100) = -1 EAGAIN", "kernel pipe holds 4",
+                       "splice(kernel pipe,socket,100) = 4", "kernel pipe holds 0"});
 }
 
 }  // namespace

@@ -3,9 +3,10 @@
 // call again (uep__movable) leave with -1/EINTR, or their partial count,
 // and uep__moved set; other sleepers sleep on and still get their data; a
 // movable call that starts after the mark leaves at once, also one that
-// would not sleep (a write, or a read of data already there); an eventfd's
-// count taken for a move; a call with a deadline (a poll's, a socket's
-// timeout) leaves its time left.  The preload's
+// would not sleep (a write, or a read or receive of data already there);
+// a splice keeps what it read from a kernel source for its caller; a flag
+// change leaves unmade; an eventfd's count taken for a move; a call with a deadline (a poll's, a
+// socket's timeout) leaves its time left.  The preload's
 // side (making the call again) is tests/preload/fork_program.c
 // "sleepers".
 #include "capi/preload_support.h"
@@ -19,12 +20,18 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <fcntl.h>
+#include <functional>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <string>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -235,6 +242,203 @@ TEST_F(Handover, MovableWriteLeavesBeforeQueueing) {
   EXPECT_EQ(uep_read(sv[1], &c, 1), 1);
   EXPECT_EQ(uep_read(dg[1], &c, 1), 1);
   for (const int fd : {sv[0], sv[1], dg[0], dg[1]}) uep_close(fd);
+}
+
+// A receive, a peek or a splice out of a marked pair leaves with the data
+// still queued (the conversion drains it into the kernel pair); a call that
+// is not movable takes it.
+TEST(HandoverSocket, MovableReceiveLeavesWithDataQueued) {
+  int kp[2];
+  ASSERT_EQ(::pipe2(kp, O_CLOEXEC | O_NONBLOCK), 0);
+  for (const int type : {SOCK_STREAM, SOCK_DGRAM, SOCK_SEQPACKET}) {
+    int sv[2];
+    ASSERT_EQ(uep_socketpair(AF_UNIX, type | SOCK_NONBLOCK, 0, sv), 0);  // a taken byte fails, not hangs
+    ASSERT_EQ(uep_write(sv[1], "d", 1), 1);
+    ASSERT_EQ(uep__hand_over(sv[0], 1), 0);
+    char c = 0;
+    struct iovec v = {&c, 1};
+    struct msghdr m = {};
+    m.msg_iov = &v;
+    m.msg_iovlen = 1;
+    ++uep__movable;
+    const std::vector<std::function<long()>> calls = {
+        [&] { return static_cast<long>(uep_read(sv[0], &c, 1)); },
+        [&] { return static_cast<long>(uep_recv(sv[0], &c, 1, MSG_PEEK)); },
+        [&] { return static_cast<long>(uep_recvmsg(sv[0], &m, MSG_DONTWAIT)); },
+        [&] { return static_cast<long>(uep_splice(sv[0], nullptr, kp[1], nullptr, 1, 0)); },
+    };
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (type != SOCK_STREAM && i == 3) continue;  // splice out of a stream only
+      uep__moved = 0;
+      errno = 0;
+      EXPECT_EQ(calls[i](), -1) << type << " call " << i;
+      EXPECT_EQ(errno, EINTR) << type << " call " << i;
+      EXPECT_EQ(uep__moved, 1) << type << " call " << i;
+      EXPECT_EQ(uep__moved_left.tv_sec, -1);
+    }
+    --uep__movable;
+    uep__moved = 0;
+    EXPECT_EQ(uep_read(sv[0], &c, 1), 1) << type;
+    EXPECT_EQ(c, 'd');
+    EXPECT_EQ(uep__moved, 0);
+    uep_close(sv[0]);
+    uep_close(sv[1]);
+  }
+  char c;
+  EXPECT_EQ(::read(kp[0], &c, 1), -1);  // the splice moved nothing
+  ::close(kp[0]);
+  ::close(kp[1]);
+}
+
+// A splice or tee out of a marked pipe leaves with the data still queued;
+// a call that is not movable moves it.
+TEST_F(Handover, MovableSpliceOutOfAPipeLeaves) {
+  int kp[2];
+  ASSERT_EQ(::pipe2(kp, O_CLOEXEC | O_NONBLOCK), 0);
+  ASSERT_EQ(uep_write(p_[1], "d", 1), 1);
+  ASSERT_EQ(uep__hand_over(p_[0], 1), 0);
+  ++uep__movable;
+  for (const bool tee : {false, true}) {
+    uep__moved = 0;
+    errno = 0;
+    EXPECT_EQ(tee ? uep_tee(p_[0], kp[1], 1, 0) : uep_splice(p_[0], nullptr, kp[1], nullptr, 1, 0), -1) << tee;
+    EXPECT_EQ(errno, EINTR) << tee;
+    EXPECT_EQ(uep__moved, 1) << tee;
+  }
+  --uep__movable;
+  uep__moved = 0;
+  EXPECT_EQ(uep_splice(p_[0], nullptr, kp[1], nullptr, 1, 0), 1);
+  EXPECT_EQ(uep__moved, 0);
+  char c = 0;
+  EXPECT_EQ(::read(kp[0], &c, 1), 1);
+  EXPECT_EQ(c, 'd');
+  ::close(kp[0]);
+  ::close(kp[1]);
+}
+
+// A receive with SO_RCVTIMEO that leaves a marked pair notes the time its
+// timeout had left, as one that slept does.
+TEST(HandoverSocket, MovableReceiveNotesItsTimeoutsTimeLeft) {
+  for (const int type : {SOCK_STREAM, SOCK_DGRAM}) {
+    int sv[2];
+    ASSERT_EQ(uep_socketpair(AF_UNIX, type, 0, sv), 0);
+    struct timeval tv = {5, 0};
+    ASSERT_EQ(uep_setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    ASSERT_EQ(uep__hand_over(sv[0], 1), 0);
+    char c;
+    uep__moved = 0;
+    ++uep__movable;
+    EXPECT_EQ(uep_recv(sv[0], &c, 1, 0), -1);
+    --uep__movable;
+    EXPECT_EQ(uep__moved, 1);
+    EXPECT_GE(uep__moved_left.tv_sec, 4) << type;
+    EXPECT_LE(uep__moved_left.tv_sec, 5) << type;
+    uep__moved = 0;
+    uep_close(sv[0]);
+    uep_close(sv[1]);
+  }
+}
+
+// Waits until thread tid is inside the system call nr (its
+// /proc/self/task/TID/syscall names it), for at most 5 s.
+bool wait_in_syscall(pid_t tid, long nr) {
+  const std::string path = "/proc/self/task/" + std::to_string(tid) + "/syscall";
+  for (int i = 0; i < 5000; ++i) {
+    std::FILE* f = std::fopen(path.c_str(), "r");
+    long at = -1;
+    if (f) {
+      if (std::fscanf(f, "%ld", &at) != 1) at = -1;
+      std::fclose(f);
+    }
+    if (at == nr) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+// A splice from a kernel pipe into a pipe handed over while it read its
+// source: the bytes it read, which the source cannot take back, are kept
+// and counted in its answer, and uep__put_moved_bytes writes them to the
+// descriptor that shows the destination now (here a kernel pipe standing
+// for the converted one); the uepoll destination gets nothing.  Into a
+// pair, the splice only looked at the source (tee): it leaves having moved
+// nothing, and the source keeps its bytes for the call made again.
+TEST_F(Handover, MovableSpliceKeepsWhatItRead) {
+  int sv[2];
+  ASSERT_EQ(uep_socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  ASSERT_EQ(uep_fcntl(p_[0], F_SETFL, O_NONBLOCK), 0);
+  for (const int dest : {p_[1], sv[0]}) {
+    const bool pipe = dest == p_[1];
+    const int reader = pipe ? p_[0] : sv[1];
+    int src[2], now[2];
+    ASSERT_EQ(::pipe2(src, O_CLOEXEC), 0);
+    ASSERT_EQ(::pipe2(now, O_CLOEXEC | O_NONBLOCK), 0);  // nothing put fails, not hangs
+    std::atomic<pid_t> tid{0};
+    long put = 0;
+    Outcome o;
+    std::atomic<bool> done{false};
+    std::thread t = run(&o, true, &done, [&] {
+      tid.store(static_cast<pid_t>(::syscall(SYS_gettid)));
+      const long r = static_cast<long>(uep_splice(src[0], nullptr, dest, nullptr, 64, 0));
+      put = uep__put_moved_bytes(now[1]);  // the caller's part, on the same thread
+      return r;
+    });
+    while (!tid.load()) std::this_thread::yield();
+    EXPECT_TRUE(wait_in_syscall(tid.load(), pipe ? SYS_read : SYS_tee));
+    ASSERT_EQ(uep__hand_over(dest, 1), 0);
+    ASSERT_EQ(::write(src[1], "hello", 5), 5);
+    t.join();
+    EXPECT_EQ(o.moved, 1) << pipe;
+    char got[8] = {};
+    if (pipe) {
+      EXPECT_EQ(o.r, 5);
+      EXPECT_EQ(put, 5);
+      EXPECT_EQ(::read(now[0], got, sizeof got), 5);
+    } else {
+      EXPECT_EQ(o.r, -1);
+      EXPECT_EQ(o.err, EINTR);
+      EXPECT_EQ(put, 0);
+      ASSERT_EQ(::fcntl(src[0], F_SETFL, O_NONBLOCK), 0);  // nothing left fails, not hangs
+      EXPECT_EQ(::read(src[0], got, sizeof got), 5);
+    }
+    EXPECT_STREQ(got, "hello");
+    EXPECT_EQ(uep_read(reader, got, sizeof got), -1);
+    EXPECT_EQ(errno, EAGAIN);
+    EXPECT_EQ(uep__put_moved_bytes(now[1]), 0);  // nothing kept any more
+    ASSERT_EQ(uep__hand_over(dest, 0), 0);
+    for (const int fd : {src[0], src[1], now[0], now[1]}) ::close(fd);
+  }
+  uep_close(sv[0]);
+  uep_close(sv[1]);
+}
+
+// A status flag change (F_SETFL, FIONBIO, FIOASYNC) on a marked file
+// leaves unmade, as the conversion has read the flags it carries; one that
+// is not movable is made.
+TEST_F(Handover, MovableFlagChangeLeaves) {
+  const int before = uep_fcntl(p_[0], F_GETFL);
+  ASSERT_EQ(before & O_NONBLOCK, 0);
+  ASSERT_EQ(uep__hand_over(p_[0], 1), 0);
+  int on = 1;
+  const std::vector<std::function<int()>> calls = {
+      [&] { return uep_fcntl(p_[0], F_SETFL, O_NONBLOCK); },
+      [&] { return uep_ioctl(p_[0], FIONBIO, &on); },
+      [&] { return uep_ioctl(p_[0], FIOASYNC, &on); },
+  };
+  for (size_t i = 0; i < calls.size(); ++i) {
+    uep__moved = 0;
+    ++uep__movable;
+    errno = 0;
+    EXPECT_EQ(calls[i](), -1) << i;
+    EXPECT_EQ(errno, EINTR) << i;
+    --uep__movable;
+    EXPECT_EQ(uep__moved, 1) << i;
+    EXPECT_EQ(uep_fcntl(p_[0], F_GETFL), before) << i;
+  }
+  uep__moved = 0;
+  EXPECT_EQ(uep_fcntl(p_[0], F_SETFL, O_NONBLOCK), 0);
+  EXPECT_EQ(uep__moved, 0);
+  EXPECT_EQ(uep_fcntl(p_[0], F_GETFL), before | O_NONBLOCK);
 }
 
 // An eventfd whose count was taken for a move: a movable read or write
