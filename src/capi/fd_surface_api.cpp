@@ -49,16 +49,12 @@ using uepoll::core::user_readable;
 constexpr int kSetflMask = O_APPEND | O_NONBLOCK | O_DIRECT | O_NOATIME | O_ASYNC;
 constexpr int kSeekMax = 4;       // SEEK_MAX (SEEK_HOLE)
 
-// Linux setfl(): the bits of SETFL_MASK change, the rest stay.  O_DIRECT
-// needs ->direct_IO or a pipe (EINVAL otherwise); O_ASYNC is kept only by
-// files with ->fasync (pipes and sockets: fasync_helper records fd, the
-// si_fd of the signals File::kill_fasync sends); O_NOATIME needs the
-// inode's owner (anonymous inodes belong to root); then the file's own hook.
-// Stores a file's new status flags (F_SETFL, FIONBIO, FIOASYNC) under its
-// wait-queue lock, the lock a hand-over to the kernel is marked under
-// (core/handover.h): a movable change made after the mark leaves (-EINTR)
-// for the preload to make again on the kernel object; one made before is
-// what the conversion reads after marking.
+// Stores a file's new status flags (F_SETFL, FIONBIO, FIOASYNC), after
+// the file's own hook, under its wait-queue lock, the lock a hand-over to
+// the kernel is marked under (core/handover.h): a movable change made
+// after the mark leaves (-EINTR) for the preload to make again on the
+// kernel object; one made before is what the conversion reads after
+// marking.
 long store_flags(File* f, int fd, int old, int next) {
   if (long r = f->setfl_hook(old, next)) return r;
   uepoll::core::WaitQueue& q = f->wq();
@@ -72,6 +68,11 @@ long store_flags(File* f, int fd, int old, int next) {
   return moving ? -EINTR : 0;
 }
 
+// Linux setfl(): the bits of SETFL_MASK change, the rest stay.  O_DIRECT
+// needs ->direct_IO or a pipe (EINVAL otherwise); O_ASYNC is kept only by
+// files with ->fasync (pipes and sockets: fasync_helper records fd, the
+// si_fd of the signals File::kill_fasync sends); O_NOATIME needs the
+// inode's owner (anonymous inodes belong to root); then the file's own hook.
 long setfl(File* f, int fd, int arg) {
   const int old = f->status_flags();
   if ((arg & O_NOATIME) && !(old & O_NOATIME) && f->anon_inode() && geteuid() != 0) return -EPERM;
