@@ -18,7 +18,7 @@ run=$1 src=$2
 source "$(dirname "$0")/wire_common.sh"
 wire_require memcached memcslap memcaslap memcping python3
 wire_setup
-port=$((20000 + ($$ + 7) % 20000))
+port=$(free_port)
 user=()
 [[ $(id -u) == 0 ]] && user=(-u root)  # memcached refuses root without -u
 

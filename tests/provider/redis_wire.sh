@@ -12,9 +12,9 @@
 set -euo pipefail
 run=$1
 source "$(dirname "$0")/wire_common.sh"
-wire_require redis-server redis-cli redis-benchmark
+wire_require redis-server redis-cli redis-benchmark python3
 wire_setup
-port=$((20000 + $$ % 20000))
+port=$(free_port)
 
 commands() {
   printf '%s\n' "SET a 1" "INCR a" "INCRBY a 41" "GET a" "RPUSH l x y z" "LRANGE l 0 -1" "LPOP l" \

@@ -7,6 +7,8 @@
 # the launch prefixes of each mode, and the checks after both runs.  The
 # sourcing script sets run (the uepoll-run path) and set -euo pipefail.
 
+. "$(dirname "${BASH_SOURCE[0]}")/../support/ports.sh"  # free_port
+
 # wire_require PROGRAM...: exit 77 when one is not installed.
 wire_require() {
   local p

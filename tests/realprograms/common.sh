@@ -8,7 +8,7 @@
 
 LAUNCH_PREFIX=()
 say() { printf 'realprograms: %s\n' "$*"; }
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "${BASH_SOURCE[0]}")/../support/ports.sh"  # free_port
 wait_port() {  # wait_port PORT PID: until PORT accepts, or PID died, or 10 s
   for _ in $(seq 100); do
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0

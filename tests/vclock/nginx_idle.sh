@@ -14,7 +14,8 @@ run=$1
 command -v nginx >/dev/null 2>&1 || { echo "SKIP: no nginx"; exit 77; }
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: no python3"; exit 77; }
 tmp=$(mktemp -d) || exit 1  # mode 0700: the control socket's directory
-port=$((20000 + ($$ + 7) % 20000))
+. "$(dirname "$0")/../support/ports.sh"
+port=$(free_port)
 cat >"$tmp/nginx.conf" <<END
 daemon off;
 master_process off;

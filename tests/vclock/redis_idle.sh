@@ -11,7 +11,8 @@ run=$1
 command -v redis-server >/dev/null 2>&1 || { echo "SKIP: no redis-server"; exit 77; }
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: no python3"; exit 77; }
 tmp=$(mktemp -d) || exit 1
-port=$((20000 + $$ % 20000))
+. "$(dirname "$0")/../support/ports.sh"
+port=$(free_port)
 TZ=UTC "$run" --virtual-time redis-server --port "$port" --bind 127.0.0.1 --timeout 3600 --save '' \
   --appendonly no --loglevel verbose --logfile "$tmp/log" --dir "$tmp" &
 pid=$!
