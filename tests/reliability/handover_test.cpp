@@ -316,14 +316,16 @@ TEST_F(Handover, MovableSpliceOutOfAPipeLeaves) {
   ::close(kp[1]);
 }
 
-// A receive with SO_RCVTIMEO that leaves a marked pair notes the time its
-// timeout had left, as one that slept does.
+// A receive with SO_RCVTIMEO that leaves a marked pair with data queued
+// (so without sleeping) notes the time its timeout had left, as one that
+// slept does.
 TEST(HandoverSocket, MovableReceiveNotesItsTimeoutsTimeLeft) {
   for (const int type : {SOCK_STREAM, SOCK_DGRAM}) {
     int sv[2];
     ASSERT_EQ(uep_socketpair(AF_UNIX, type, 0, sv), 0);
     struct timeval tv = {5, 0};
     ASSERT_EQ(uep_setsockopt(sv[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    ASSERT_EQ(uep_write(sv[1], "d", 1), 1);
     ASSERT_EQ(uep__hand_over(sv[0], 1), 0);
     char c;
     uep__moved = 0;
