@@ -22,6 +22,14 @@ namespace uepoll::core {
 SpliceBounce::SpliceBounce() noexcept : buf_(static_cast<char*>(raw_alloc(kSpliceChunk))) {}
 SpliceBounce::~SpliceBounce() { raw_free(buf_); }
 
+bool SpliceBounce::keep_unwritten(ssize_t put, size_t n) noexcept {
+  if ((put >= 0 && static_cast<size_t>(put) >= n) || !call_moved()) return false;
+  const size_t at = put > 0 ? static_cast<size_t>(put) : 0;
+  keep_moved_bytes(buf_, at, n - at);
+  buf_ = nullptr;
+  return true;
+}
+
 // Linux wait_for_space: -ERESTARTSYS after a handler, so the call restarts
 // after SA_RESTART handlers.  poll() cannot say which handler ran: EINTR
 // if any handler the thread's mask lets through lacks SA_RESTART, as
@@ -96,23 +104,40 @@ ssize_t KernelSink::push(const char* buf, size_t n) noexcept {
   return r;
 }
 
-long tee_kernel_pipe(int fd, SpliceSink& to, size_t len, bool nonblock) noexcept {
+long peek_kernel_pipe(int fd, char* buf, size_t len, bool nonblock) noexcept {
   int scratch[2];
   if (::pipe2(scratch, O_CLOEXEC) < 0) return -errno;
   long r = ::tee(fd, scratch[1], len < kSpliceChunk ? len : kSpliceChunk, nonblock ? SPLICE_F_NONBLOCK : 0);
   if (r < 0) r = -errno;
   if (r > 0) {
-    const long e = to.wait_room(nonblock);
-    if (e) r = e;
-  }
-  if (r > 0) {
-    SpliceBounce bounce;
-    const ssize_t n = bounce.data() ? ::read(scratch[0], bounce.data(), static_cast<size_t>(r)) : -1;
-    r = !bounce.data() ? -ENOMEM : n < 0 ? -errno : n ? to.push(bounce.data(), static_cast<size_t>(n)) : 0;
+    const ssize_t n = ::read(scratch[0], buf, static_cast<size_t>(r));
+    r = n < 0 ? -errno : n;
   }
   ::close(scratch[0]);
   ::close(scratch[1]);
   return r;
+}
+
+void consume_kernel_pipe(int fd, size_t n, char* buf) noexcept {
+  for (size_t eaten = 0; eaten < n;) {
+    int queued = 0;  // FIONREAD first: a read of an emptied pipe would wait
+    if (::ioctl(fd, FIONREAD, &queued) < 0 || queued <= 0) return;
+    size_t want = n - eaten < static_cast<size_t>(queued) ? n - eaten : static_cast<size_t>(queued);
+    if (want > kSpliceChunk) want = kSpliceChunk;
+    const ssize_t got = ::read(fd, buf, want);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return;
+    eaten += static_cast<size_t>(got);
+  }
+}
+
+long tee_kernel_pipe(int fd, SpliceSink& to, size_t len, bool nonblock) noexcept {
+  SpliceBounce bounce;
+  if (!bounce.data()) return -ENOMEM;
+  const long r = peek_kernel_pipe(fd, bounce.data(), len, nonblock);
+  if (r < 0) return r;
+  if (const long e = to.wait_room(nonblock)) return e;
+  return r ? to.push(bounce.data(), static_cast<size_t>(r)) : 0;
 }
 
 }  // namespace uepoll::core

@@ -68,10 +68,24 @@ class KernelSink final : public SpliceSink {
   WaitQueue* source_;
 };
 
-// tee from a kernel pipe into `to` (a uepoll pipe's write end): the
-// kernel's tee into a scratch kernel pipe (waiting for data unless
-// nonblock), then to.wait_room, then what the scratch holds is put; the
-// kernel pipe keeps everything.  Returns the bytes put or -errno.
+// Copies up to len bytes (at most kSpliceChunk) from the front of kernel
+// pipe fd into buf (kSpliceChunk bytes) and leaves them in the pipe: the
+// kernel's tee into a scratch kernel pipe, which waits for data unless
+// nonblock (Linux ipipe_prep: -EAGAIN, -EINTR, 0 when empty without
+// writers), then a read of the scratch.  Returns the bytes copied, 0, or
+// -errno.
+long peek_kernel_pipe(int fd, char* buf, size_t len, bool nonblock) noexcept;
+
+// Takes n bytes that peek_kernel_pipe copied off the front of kernel pipe
+// fd, with reads that never wait (another reader of the pipe may have
+// taken them meanwhile: then fewer); buf is kSpliceChunk bytes of scratch.
+void consume_kernel_pipe(int fd, size_t n, char* buf) noexcept;
+
+// tee from a kernel pipe into `to` (a uepoll pipe's write end), in Linux's
+// order: the source waited for (peek_kernel_pipe), then to.wait_room (also
+// at the source's end of file: -EPIPE without readers, -EAGAIN when full),
+// then what was copied is put; the kernel pipe keeps everything.  Returns
+// the bytes put, 0, or -errno.
 long tee_kernel_pipe(int fd, SpliceSink& to, size_t len, bool nonblock) noexcept;
 
 // A bounce buffer of kSpliceChunk bytes from core::raw_alloc, freed by the
@@ -83,12 +97,14 @@ class SpliceBounce {
   SpliceBounce(const SpliceBounce&) = delete;
   SpliceBounce& operator=(const SpliceBounce&) = delete;
   char* data() const noexcept { return buf_; }
-  // The buffer, now the caller's to raw_free (data() is nullptr after).
-  char* release() noexcept {
-    char* b = buf_;
-    buf_ = nullptr;
-    return b;
-  }
+  // For a source that cannot give back what it gave (a datagram socket, a
+  // device): when the write of the n bytes read into this buffer took only
+  // `put` (< 0: none) because the destination was handed over to the
+  // kernel meanwhile (core::call_moved), the buffer goes with the call,
+  // the rest kept by core::keep_moved_bytes for the caller to put where
+  // the number shows now.  Returns whether it kept them (data() is nullptr
+  // after).
+  bool keep_unwritten(ssize_t put, size_t n) noexcept;
 
  private:
   char* buf_;

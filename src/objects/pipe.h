@@ -272,10 +272,15 @@ class PipeWriter final : public core::File, public core::SpliceSink {
   // buffers hold, as the page cache fills them (a regular file at position
   // p: free * 4096 - p % 4096 bytes), in chunks through the bounce buffer.
   // A seekable fd is read with pread at *pos (nullptr: at its file
-  // position, then advanced by the bytes moved), so nothing read is lost;
-  // any other is read with read() and what it gave is written (waiting for
-  // room if a writer raced in).  Returns the bytes moved (0 at end of file)
-  // or the first error.  vmsplice: waits for room, then takes what fits.
+  // position, then advanced by the bytes moved) and a stream socket with
+  // MSG_PEEK, so what the pipe did not take stays in the source; a kernel
+  // pipe goes to splice_from_kernel_pipe (splice_pipe_to_pipe: the source
+  // waited for first, only what was written consumed); any other is read
+  // with read() and what it gave is written whole (waiting for room if a
+  // writer raced in; a signal does not end that wait).  A blocking call
+  // that finds the pipe filled by another writer before anything moved
+  // waits again.  Returns the bytes moved (0 at end of file) or the first
+  // error.  vmsplice: waits for room, then takes what fits.
   bool is_pipe() const noexcept override { return true; }
   const void* pipe_id() const noexcept override { return pipe_; }
   core::SpliceSink* splice_sink() noexcept override { return this; }
@@ -299,6 +304,16 @@ class PipeWriter final : public core::File, public core::SpliceSink {
   // A write from a signal handler that interrupted its own thread in uepoll.
   ssize_t write_from_handler(const void* buf, size_t count) noexcept;
   static void deferred_write(core::File* f, uint32_t, const char* data, uint32_t len) noexcept;
+  // The rounds of splice_from_kernel (pipe_splice.cpp).
+  struct KernelSource {
+    int fd;
+    bool seekable;   // a regular file or block device
+    bool stream;     // a stream socket
+    int peek_flags;  // MSG_DONTWAIT or 0, for a stream socket's MSG_PEEK
+  };
+  long splice_from_kernel_pipe(int fd, size_t len, bool nonblock) noexcept;
+  long splice_from_kernel_file(KernelSource src, long long* pos, size_t len, core::SpliceBounce& bounce,
+                               bool* raced) noexcept;
 
   Pipe* const pipe_;
 };

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -33,6 +34,17 @@ namespace uepoll::objects {
 namespace {
 
 constexpr int kMaxFreed = core::kSpliceChunk / kPipePage + 2;
+
+// Receives the n bytes a MSG_PEEK of stream socket fd saw, never waiting
+// (another reader may have taken them: then fewer).
+void take_peeked(int fd, size_t n, char* buf) {
+  while (n) {
+    const ssize_t got = ::recv(fd, buf, n, MSG_DONTWAIT);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return;
+    n -= static_cast<size_t>(got);
+  }
+}
 
 // vmsplice_to_user's sink: the caller's vector (pipe_to_user).
 class IovSink final : public core::SpliceSink {
@@ -216,59 +228,130 @@ long PipeWriter::vmsplice(const struct iovec* iov, int iovcnt, size_t, bool nonb
   return moved;
 }
 
+// splice_pipe_to_pipe with a kernel pipe as the source: the source is
+// waited for first (ipipe_prep, inside peek_kernel_pipe), then room here
+// (opipe_prep); what this pipe took is then consumed from the kernel pipe,
+// and the rest stays there.  So a pipe filled by another writer meanwhile,
+// or handed over to the kernel (core/handover.h), loses nothing; a
+// blocking call that found it filled goes round again, as Linux's retry
+// does.  Later rounds, up to len, never wait.
+long PipeWriter::splice_from_kernel_pipe(int in_fd, size_t len, bool nonblock) noexcept {
+  core::SpliceBounce bounce;
+  if (!bounce.data()) return -ENOMEM;
+  long moved = 0;
+  while (static_cast<size_t>(moved) < len) {
+    const long n = core::peek_kernel_pipe(in_fd, bounce.data(), len - static_cast<size_t>(moved), nonblock || moved);
+    if (n < 0) return moved ? moved : n;
+    if (!moved)
+      if (const long e = wait_room(nonblock)) return e;
+    if (n == 0) break;
+    const ssize_t put = write_impl(bounce.data(), static_cast<size_t>(n), true);
+    if (put == -EAGAIN && !moved && !nonblock) continue;
+    if (put < 0) return moved ? moved : put;
+    core::consume_kernel_pipe(in_fd, static_cast<size_t>(put), bounce.data());
+    moved += put;
+    if (put < n) break;
+  }
+  return moved;
+}
+
 long PipeWriter::splice_from_kernel(int in_fd, long long* pos, size_t len, bool nonblock) noexcept {
-  Pipe& p = *pipe_;
-  if (const long room = wait_room(nonblock)) return room;
-  if (len == 0) return 0;  // do_splice_read: "if (unlikely(!len)) return 0"
   struct stat st;
   if (::fstat(in_fd, &st) < 0) return -errno;
+  if (S_ISFIFO(st.st_mode)) return splice_from_kernel_pipe(in_fd, len, nonblock);
+  KernelSource src{in_fd, S_ISREG(st.st_mode) || S_ISBLK(st.st_mode), false, 0};
+  if (S_ISSOCK(st.st_mode)) {
+    int type = 0, domain = 0;
+    socklen_t tl = sizeof type, dl = sizeof domain;
+    src.stream = ::getsockopt(in_fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 && type == SOCK_STREAM;
+    // unix_stream_splice_read honours SPLICE_F_NONBLOCK (tcp_splice_read
+    // waits as the socket's own O_NONBLOCK says).
+    if (src.stream && nonblock && ::getsockopt(in_fd, SOL_SOCKET, SO_DOMAIN, &domain, &dl) == 0 && domain == AF_UNIX)
+      src.peek_flags = MSG_DONTWAIT;
+  }
+  core::SpliceBounce bounce;
+  if (!bounce.data()) return -ENOMEM;
+  for (;;) {
+    if (const long room = wait_room(nonblock)) return room;
+    if (len == 0) return 0;  // do_splice_read: "if (unlikely(!len)) return 0"
+    bool raced = false;
+    const long r = splice_from_kernel_file(src, pos, len, bounce, &raced);
+    // Another writer filled the pipe after the wait for room, before
+    // anything moved: a blocking call waits again (Linux holds the pipe's
+    // lock across both).
+    if (!raced || nonblock) return r;
+  }
+}
+
+// One round of splice_from_kernel for any source but a pipe.  A regular
+// file or block device is read with pread (nothing read is lost: it is
+// read again), a stream socket is looked at with MSG_PEEK and only what
+// the pipe took is received; both write what fits.  Any other source
+// (a datagram socket, a device) is read with read() and what it gave is
+// written whole, waiting for room.  *raced: the pipe was full before
+// anything moved (-EAGAIN).
+long PipeWriter::splice_from_kernel_file(KernelSource src, long long* pos, size_t len, core::SpliceBounce& bounce,
+                                         bool* raced) noexcept {
+  Pipe& p = *pipe_;
   long long at = 0;
-  bool seekable = S_ISREG(st.st_mode) || S_ISBLK(st.st_mode);
-  if (seekable) {
-    at = pos ? *pos : static_cast<long long>(::lseek(in_fd, 0, SEEK_CUR));
-    if (at < 0) seekable = false;
+  if (src.seekable) {
+    at = pos ? *pos : static_cast<long long>(::lseek(src.fd, 0, SEEK_CUR));
+    if (at < 0) src.seekable = false;
   }
   p.mu_.lock();
   const size_t free_slots = p.ring_size_ - (p.head_ - p.tail_);
   p.mu_.unlock();
+  if (!free_slots) {
+    *raced = true;
+    return -EAGAIN;
+  }
   // One buffer per page of the file (a buffer ends at a page boundary).
-  size_t limit = free_slots * kPipePage;
-  if (seekable) limit -= static_cast<size_t>(at % kPipePage);
+  const size_t limit = free_slots * kPipePage - (src.seekable ? static_cast<size_t>(at % kPipePage) : 0);
   if (len > limit) len = limit;
-  core::SpliceBounce bounce;
-  if (!bounce.data()) return -ENOMEM;
+  const bool keeps = src.seekable || src.stream;  // what the pipe did not take stays in the source
   long moved = 0;
   long err = 0;
   while (static_cast<size_t>(moved) < len) {
     const size_t want = len - moved < core::kSpliceChunk ? len - moved : core::kSpliceChunk;
-    const ssize_t n = seekable ? ::pread(in_fd, bounce.data(), want, at + moved) : ::read(in_fd, bounce.data(), want);
+    const ssize_t n = src.seekable ? ::pread(src.fd, bounce.data(), want, at + moved)
+                      : src.stream ? ::recv(src.fd, bounce.data(), want, MSG_PEEK | src.peek_flags)
+                                   : ::read(src.fd, bounce.data(), want);
     if (n <= 0) {
       if (n < 0) err = -errno;
       break;
     }
-    // A seekable source keeps what the pipe did not take; any other must
-    // have every byte it gave written: those the write left for a pipe
-    // handed over meanwhile go with the call to its caller
-    // (core::keep_moved_bytes), which puts them into the kernel pipe.
-    const ssize_t put = write_impl(bounce.data(), static_cast<size_t>(n), seekable);
-    if (!seekable && put < n && core::call_moved()) {
-      const size_t at = put > 0 ? static_cast<size_t>(put) : 0;
-      core::keep_moved_bytes(bounce.release(), at, static_cast<size_t>(n) - at);
+    ssize_t put = write_impl(bounce.data(), static_cast<size_t>(n), keeps);
+    // A source that cannot give back must have every byte it gave
+    // written: a signal only ends the wait for room once they are all in,
+    // and those the write left for a pipe handed over meanwhile go with
+    // the call to its caller (SpliceBounce::keep_unwritten), which puts
+    // them into the kernel pipe.
+    if (!keeps) {
+      ssize_t in = put > 0 ? put : 0;
+      while (in < n && (put > 0 || put == -EINTR) && !core::call_moved()) {
+        put = write_impl(bounce.data() + in, static_cast<size_t>(n - in), false);
+        if (put > 0) in += put;
+      }
+      if (in) put = in;
+    }
+    if (!keeps && bounce.keep_unwritten(put, static_cast<size_t>(n))) {
       moved += n;
       break;
     }
+    if (src.stream && put > 0) take_peeked(src.fd, static_cast<size_t>(put), bounce.data());
     if (put > 0) moved += put;
     if (put < 0) {
       if (!moved) err = put;
+      *raced = !moved && put == -EAGAIN;
       break;
     }
     if (put < n || static_cast<size_t>(n) < want) break;
   }
-  if (seekable && moved > 0) {
+  if (src.seekable && moved > 0) {
     if (pos)
       *pos = at + moved;
     else
-      (void)::lseek(in_fd, at + moved, SEEK_SET);
+      (void)::lseek(src.fd, at + moved, SEEK_SET);
   }
   return moved > 0 ? moved : err;
 }

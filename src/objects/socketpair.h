@@ -181,11 +181,11 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   // splice_read into a pipe: waits as a MSG_PEEK receive (MSG_DONTWAIT for
   // nonblock), then, holding iolock_, copies up to len bytes (one bounce
   // buffer) and consumes what the pipe took.  splice_from_kernel
-  // (socketpair_splice.cpp): sendfile from a file at *pos or its position
-  // (each chunk written with write()), a splice from a kernel pipe (at
-  // most one skb's bytes looked at with tee, written with write(), and as
-  // many consumed as it took), or from another kernel file (one read of at
-  // most one skb's bytes, written with write()).
+  // (socketpair_splice.cpp): sendfile from a regular file or block device
+  // at *pos or its position (each chunk written with write()), or a splice
+  // from a kernel pipe (at most one skb's bytes looked at with tee,
+  // written with write(), and as many consumed as it took); no other
+  // kernel file reaches a socket.
   core::SpliceSink* splice_sink() noexcept override { return this; }
   long wait_room(bool) noexcept override { return 0; }
   ssize_t push(const char* buf, size_t n) noexcept override { return write(buf, n); }

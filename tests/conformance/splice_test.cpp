@@ -4,12 +4,20 @@
 // the wrong direction), the counts (at most what the pipe's free buffers
 // hold, one page each, from a file offset inside a page), offsets and file
 // positions, EAGAIN on a full pipe, EPIPE without readers; a kernel pipe
-// into a socket that cannot take its bytes keeps them.  Runs on Linux and
+// into a socket that cannot take its bytes keeps them; a kernel pipe into a
+// pipe waits for the source before the room, and a kernel pipe or socket
+// into a pipe loses nothing to a racing writer and signals.  Runs on Linux and
 // uepoll (uep_splice...); the traces must match.
 #include "splice_calls.h"
 
 #include <sys/ioctl.h>
 #include <sys/time.h>
+
+#include <atomic>
+#include <csignal>
+#include <pthread.h>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -139,6 +147,193 @@ TEST(Splice, KernelPipeIntoFullSocketKeepsItsBytes) {
                        "splice(kernel pipe,full socket,NONBLOCK) = -1 EAGAIN", "kernel pipe holds 4",
                        "splice(kernel pipe,full blocking socket,100) = -1 EAGAIN", "kernel pipe holds 4",
                        "splice(kernel pipe,socket,100) = 4", "kernel pipe holds 0"});
+}
+
+// A kernel pipe into a pipe is Linux's splice_pipe_to_pipe (tee's
+// do_tee the same): the source is waited for first (at once EAGAIN with
+// SPLICE_F_NONBLOCK, 0 at its end of file), then room here (EPIPE without
+// readers, also at the source's end of file; EAGAIN when full); what the
+// pipe did not take stays in the source.
+TEST(Splice, KernelPipeIntoPipeWaitsForTheSourceFirst) {
+  auto r = conf::differential([](T& t) {
+    const Calls c{t.is_linux()};
+    auto log = [&](const std::string& what, ssize_t n) { t.log(what + " = " + t.res(n)); };
+    int kp[2];
+    if (::pipe2(kp, O_CLOEXEC) < 0) return;
+    auto held = [&] {
+      int n = -1;
+      (void)::ioctl(kp[0], FIONREAD, &n);
+      t.log("kernel pipe holds " + std::to_string(n));
+    };
+    char sink[65536];
+    auto drain = [&] {  // never waits
+      int n = 0;
+      if (::ioctl(kp[0], FIONREAD, &n) == 0 && n > 0) (void)!::read(kp[0], sink, sizeof sink);
+    };
+    // A late write into the source: a call that returns after it waited
+    // for the source.
+    std::atomic<bool> wrote{false};
+    auto late = [&](int fd, int ms) {
+      return std::thread([&wrote, fd, ms] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        wrote = true;
+        (void)!::write(fd, "late", 4);
+      });
+    };
+    auto [rd, wr] = t.pipe();
+    std::thread w = late(kp[1], 500);
+    log("splice(empty kernel pipe,pipe,NONBLOCK)", c.splice(kp[0], nullptr, wr, nullptr, 100, SPLICE_F_NONBLOCK));
+    t.log(std::string("returned after the late write: ") + (wrote ? "yes" : "no"));
+    w.join();
+    held();
+    drain();
+    auto [rd2, wr2] = t.pipe();
+    t.close(rd2);
+    wrote = false;
+    w = late(kp[1], 50);
+    log("splice(empty kernel pipe,pipe without readers)", c.splice(kp[0], nullptr, wr2, nullptr, 100, 0));
+    t.log(std::string("returned after the late write: ") + (wrote ? "yes" : "no"));
+    w.join();
+    held();
+    log("tee(kernel pipe,pipe without readers)", c.tee(kp[0], wr2, 100, 0));
+    held();
+    // The source at its end of file.
+    drain();
+    ::close(kp[1]);
+    auto [rd3, wr3] = t.pipe2(O_NONBLOCK);
+    long queued = 0;
+    const std::string big(65536, 'f');
+    for (ssize_t n; (n = t.api.write(wr3, big.data(), big.size())) > 0;) queued += n;
+    t.log("pipe full after " + std::to_string(queued));
+    log("splice(ended kernel pipe,pipe)", c.splice(kp[0], nullptr, wr, nullptr, 100, 0));
+    log("splice(ended kernel pipe,full pipe)", c.splice(kp[0], nullptr, wr3, nullptr, 100, 0));
+    log("splice(ended kernel pipe,pipe without readers)", c.splice(kp[0], nullptr, wr2, nullptr, 100, 0));
+    log("tee(ended kernel pipe,pipe)", c.tee(kp[0], wr, 100, 0));
+    log("tee(ended kernel pipe,full pipe)", c.tee(kp[0], wr3, 100, 0));
+    log("tee(ended kernel pipe,pipe without readers)", c.tee(kp[0], wr2, 100, 0));
+    ::close(kp[0]);
+    // Two pages into a pipe with one buffer free: one moves, one stays.
+    if (::pipe2(kp, O_CLOEXEC) < 0) return;
+    const std::string page(4096, 'p');
+    (void)!::write(kp[1], page.data(), page.size());
+    (void)!::write(kp[1], page.data(), page.size());
+    t.read(rd3, 4096);
+    log("splice(kernel pipe,pipe with one buffer free,8192)", c.splice(kp[0], nullptr, wr3, nullptr, 8192, 0));
+    held();
+    log("splice(kernel pipe,full pipe,8192)", c.splice(kp[0], nullptr, wr3, nullptr, 8192, 0));
+    held();
+    ::close(kp[0]);
+    ::close(kp[1]);
+    // A stream socket keeps what the pipe did not take too; an AF_UNIX one
+    // honours SPLICE_F_NONBLOCK.
+    int ks[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ks) < 0) return;
+    wrote = false;
+    w = late(ks[1], 500);
+    log("splice(empty socket,pipe,NONBLOCK)", c.splice(ks[0], nullptr, wr, nullptr, 100, SPLICE_F_NONBLOCK));
+    t.log(std::string("returned after the late write: ") + (wrote ? "yes" : "no"));
+    w.join();
+    (void)!::recv(ks[0], sink, sizeof sink, MSG_DONTWAIT);
+    const std::string two(8192, 's');
+    (void)!::write(ks[1], two.data(), two.size());
+    t.read(rd3, 4096);
+    log("splice(kernel socket,pipe with one buffer free,8192)", c.splice(ks[0], nullptr, wr3, nullptr, 8192, 0));
+    int left = -1;
+    (void)::ioctl(ks[0], FIONREAD, &left);
+    t.log("kernel socket holds " + std::to_string(left));
+    ::close(ks[0]);
+    ::close(ks[1]);
+  });
+  EXPECT_LINUX_SEQ(r, {"splice(empty kernel pipe,pipe,NONBLOCK) = -1 EAGAIN", "returned after the late write: no",
+                       "kernel pipe holds 4", "splice(empty kernel pipe,pipe without readers) = -1 EPIPE",
+                       "returned after the late write: yes", "tee(kernel pipe,pipe without readers) = -1 EPIPE",
+                       "splice(ended kernel pipe,pipe) = 0", "splice(ended kernel pipe,full pipe) = -1 EAGAIN",
+                       "splice(ended kernel pipe,pipe without readers) = -1 EPIPE",
+                       "tee(ended kernel pipe,pipe without readers) = -1 EPIPE",
+                       "splice(kernel pipe,pipe with one buffer free,8192) = 4096", "kernel pipe holds 4096",
+                       "splice(empty socket,pipe,NONBLOCK) = -1 EAGAIN", "returned after the late write: no",
+                       "splice(kernel socket,pipe with one buffer free,8192) = 4096", "kernel socket holds 4096"});
+}
+
+// A blocking splice from a kernel pipe, stream socket or datagram socket
+// into a pipe that another writer keeps full, interrupted by a handler
+// without SA_RESTART over and over: each call moves what fits or nothing
+// (EINTR), and every byte of both writers arrives once.
+TEST(Splice, KernelSourcesIntoRacedPipeLoseNothing) {
+  auto r = conf::differential([](T& t) {
+    const Calls c{t.is_linux()};
+    const uepoll_test::Api& api = t.api;
+    struct sigaction sa {}, old {};
+    sa.sa_handler = [](int) {};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, &old);  // no SA_RESTART
+    for (const int kind : {0, int{SOCK_STREAM}, int{SOCK_DGRAM}}) {
+      const std::string what = kind == SOCK_STREAM ? "stream" : kind == SOCK_DGRAM ? "dgram" : "pipe";
+      auto [rd, wr] = t.pipe();
+      int src[2];
+      if ((kind ? ::socketpair(AF_UNIX, kind | SOCK_CLOEXEC, 0, src) : ::pipe2(src, O_CLOEXEC)) < 0) return;
+      const size_t each = kind == SOCK_DGRAM ? 1000 * 1024 : 1 << 20;
+      std::thread feeder([&] {
+        std::vector<char> chunk(kind == SOCK_DGRAM ? 1000 : 7000, 'k');
+        for (size_t sent = 0; sent < each;) {
+          const size_t n = each - sent < chunk.size() ? each - sent : chunk.size();
+          const ssize_t w = ::write(src[1], chunk.data(), n);
+          if (w <= 0) break;
+          sent += static_cast<size_t>(w);
+        }
+        if (kind == SOCK_DGRAM) (void)!::write(src[1], "", 0);  // the end: a read of 0
+        ::close(src[1]);
+      });
+      std::thread writer([&, wr = wr] {
+        std::vector<char> chunk(5000, 'w');
+        for (size_t sent = 0; sent < each;) {
+          const size_t n = each - sent < chunk.size() ? each - sent : chunk.size();
+          const ssize_t w = api.write(wr, chunk.data(), n);
+          if (w > 0) sent += static_cast<size_t>(w);
+          else if (w < 0 && errno != EINTR) break;
+        }
+      });
+      std::atomic<size_t> arrived{0};
+      std::thread reader([&, rd = rd] {
+        std::vector<char> buf(3000);
+        for (;;) {
+          const ssize_t n = api.read(rd, buf.data(), buf.size());
+          if (n == 0 || (n < 0 && errno != EINTR)) break;
+          if (n > 0) arrived += static_cast<size_t>(n);
+        }
+      });
+      std::atomic<bool> splicing{true};
+      const pthread_t self = pthread_self();
+      std::thread ticker([&] {
+        while (splicing) {
+          pthread_kill(self, SIGUSR1);
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        }
+      });
+      size_t spliced = 0;
+      ssize_t last = 0;
+      for (;;) {
+        last = c.splice(src[0], nullptr, wr, nullptr, 10000, 0);
+        if (last == 0) break;
+        if (last > 0) spliced += static_cast<size_t>(last);
+        else if (errno != EINTR) break;
+      }
+      t.log(what + ": the last splice = " + t.res(last));
+      splicing = false;
+      ticker.join();
+      ::close(src[0]);  // a feeder left waiting ends with EPIPE
+      feeder.join();
+      writer.join();
+      t.close(wr);
+      reader.join();
+      t.close(rd);
+      t.log(what + ": spliced " + std::to_string(spliced) + ", bytes arrived " + std::to_string(arrived));
+    }
+    sigaction(SIGUSR1, &old, nullptr);
+  });
+  EXPECT_LINUX_SEQ(r, {"pipe: the last splice = 0", "pipe: spliced 1048576, bytes arrived 2097152",
+                       "stream: the last splice = 0", "stream: spliced 1048576, bytes arrived 2097152",
+                       "dgram: the last splice = 0", "dgram: spliced 1024000, bytes arrived 2048000"});
 }
 
 }  // namespace

@@ -358,22 +358,32 @@ bool wait_in_syscall(pid_t tid, long nr) {
   return false;
 }
 
-// A splice from a kernel pipe into a pipe handed over while it read its
-// source: the bytes it read, which the source cannot take back, are kept
-// and counted in its answer, and uep__put_moved_bytes writes them to the
-// descriptor that shows the destination now (here a kernel pipe standing
-// for the converted one); the uepoll destination gets nothing.  Into a
-// pair, the splice only looked at the source (tee): it leaves having moved
+// A splice from a kernel datagram socket into a pipe handed over while it
+// read its source: the bytes it read, which the socket cannot take back,
+// are kept and counted in its answer, and uep__put_moved_bytes writes them
+// to the descriptor that shows the destination now (here a kernel pipe
+// standing for the converted one); the uepoll destination gets nothing.
+// From a stream socket (MSG_PEEK) or a kernel pipe (tee), into a pipe or a
+// pair, the splice only looked at the source: it leaves having moved
 // nothing, and the source keeps its bytes for the call made again.
 TEST_F(Handover, MovableSpliceKeepsWhatItRead) {
   int sv[2];
   ASSERT_EQ(uep_socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
   ASSERT_EQ(uep_fcntl(p_[0], F_SETFL, O_NONBLOCK), 0);
-  for (const int dest : {p_[1], sv[0]}) {
-    const bool pipe = dest == p_[1];
-    const int reader = pipe ? p_[0] : sv[1];
+  struct Case {
+    int dest;
+    int source;  // SOCK_DGRAM, SOCK_STREAM, or 0 for a pipe
+  };
+  for (const Case c : {Case{p_[1], SOCK_DGRAM}, Case{p_[1], SOCK_STREAM}, Case{p_[1], 0}, Case{sv[0], 0}}) {
+    const int reader = c.dest == p_[1] ? p_[0] : sv[1];
+    const bool keeps = c.source == SOCK_DGRAM;
+    const std::string what = std::string(c.dest == p_[1] ? "pipe" : "pair") + " from " +
+                             (c.source == SOCK_DGRAM ? "dgram" : c.source ? "stream" : "pipe");
     int src[2], now[2];
-    ASSERT_EQ(::pipe2(src, O_CLOEXEC), 0);
+    if (c.source)
+      ASSERT_EQ(::socketpair(AF_UNIX, c.source | SOCK_CLOEXEC, 0, src), 0);
+    else
+      ASSERT_EQ(::pipe2(src, O_CLOEXEC), 0);
     ASSERT_EQ(::pipe2(now, O_CLOEXEC | O_NONBLOCK), 0);  // nothing put fails, not hangs
     std::atomic<pid_t> tid{0};
     long put = 0;
@@ -381,33 +391,34 @@ TEST_F(Handover, MovableSpliceKeepsWhatItRead) {
     std::atomic<bool> done{false};
     std::thread t = run(&o, true, &done, [&] {
       tid.store(static_cast<pid_t>(::syscall(SYS_gettid)));
-      const long r = static_cast<long>(uep_splice(src[0], nullptr, dest, nullptr, 64, 0));
+      const long r = static_cast<long>(uep_splice(src[0], nullptr, c.dest, nullptr, 64, 0));
       put = uep__put_moved_bytes(now[1]);  // the caller's part, on the same thread
       return r;
     });
     while (!tid.load()) std::this_thread::yield();
-    EXPECT_TRUE(wait_in_syscall(tid.load(), pipe ? SYS_read : SYS_tee));
-    ASSERT_EQ(uep__hand_over(dest, 1), 0);
+    const long nr = c.source == SOCK_DGRAM ? SYS_read : c.source ? SYS_recvfrom : SYS_tee;
+    EXPECT_TRUE(wait_in_syscall(tid.load(), nr)) << what;
+    ASSERT_EQ(uep__hand_over(c.dest, 1), 0);
     ASSERT_EQ(::write(src[1], "hello", 5), 5);
     t.join();
-    EXPECT_EQ(o.moved, 1) << pipe;
+    EXPECT_EQ(o.moved, 1) << what;
     char got[8] = {};
-    if (pipe) {
-      EXPECT_EQ(o.r, 5);
-      EXPECT_EQ(put, 5);
-      EXPECT_EQ(::read(now[0], got, sizeof got), 5);
+    if (keeps) {
+      EXPECT_EQ(o.r, 5) << what;
+      EXPECT_EQ(put, 5) << what;
+      EXPECT_EQ(::read(now[0], got, sizeof got), 5) << what;
     } else {
-      EXPECT_EQ(o.r, -1);
-      EXPECT_EQ(o.err, EINTR);
-      EXPECT_EQ(put, 0);
+      EXPECT_EQ(o.r, -1) << what;
+      EXPECT_EQ(o.err, EINTR) << what;
+      EXPECT_EQ(put, 0) << what;
       ASSERT_EQ(::fcntl(src[0], F_SETFL, O_NONBLOCK), 0);  // nothing left fails, not hangs
-      EXPECT_EQ(::read(src[0], got, sizeof got), 5);
+      EXPECT_EQ(::read(src[0], got, sizeof got), 5) << what;
     }
-    EXPECT_STREQ(got, "hello");
-    EXPECT_EQ(uep_read(reader, got, sizeof got), -1);
-    EXPECT_EQ(errno, EAGAIN);
-    EXPECT_EQ(uep__put_moved_bytes(now[1]), 0);  // nothing kept any more
-    ASSERT_EQ(uep__hand_over(dest, 0), 0);
+    EXPECT_STREQ(got, "hello") << what;
+    EXPECT_EQ(uep_read(reader, got, sizeof got), -1) << what;
+    EXPECT_EQ(errno, EAGAIN) << what;
+    EXPECT_EQ(uep__put_moved_bytes(now[1]), 0) << what;  // nothing kept any more
+    ASSERT_EQ(uep__hand_over(c.dest, 0), 0);
     for (const int fd : {src[0], src[1], now[0], now[1]}) ::close(fd);
   }
   uep_close(sv[0]);
