@@ -565,9 +565,9 @@ static int do_fcntl(int fd, int cmd, unsigned long arg, int (*real)(int, int, ..
   }
   UEP_PL_LEAVE();
   uep_pl_count(UEP_PL_UEPOLL_CALL, 1);
-  if (cmd == F_SETFL && uep__moved) {
-    struct timespec end;
-    (void)uep_pl_after_move(fd, &end);
+  if (cmd == F_SETFL && uep__moved) { /* handed over to the kernel meanwhile: made again there */
+    uep__moved = 0;
+    uep_pl_await_conversion();
     return do_fcntl(fd, cmd, arg, real);
   }
   return r;
@@ -611,8 +611,8 @@ int ioctl(int fd, unsigned long request, ...) {
     if (r == 0) uep__set_fasync_fd(u, fd); /* si_fd: the program's number */
     UEP_PL_LEAVE();
     if (uep__moved) { /* handed over to the kernel meanwhile: made again there */
-      struct timespec end;
-      (void)uep_pl_after_move(fd, &end);
+      uep__moved = 0;
+      uep_pl_await_conversion();
       return ioctl(fd, request, arg);
     }
     return r;
