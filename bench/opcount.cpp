@@ -3,9 +3,11 @@
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null uepoll-opcount OP 0
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null uepoll-opcount OP 100000
 // and (Ir(N) - Ir(0)) / N is the cost of one operation (bench/opcount.sh does
-// exactly that for every OP).  OPs: ctl-pair, ctl-pair-nested, wait0,
-// wait0-nested, eventfd-rw, pipe-rw, ctl-mod64 and ctl-batch64 (64 MODs as
-// single calls or one batch: divide by 64 for one command).  Takes no lock
+// exactly that for every OP).  OPs: ctl-pair, ctl-pair-nested, ctl-pair-kfd
+// and ctl-pair-kfd-linux (a kernel eventfd in a uepoll or a kernel epoll
+// instance: user-space instructions only), wait0, wait0-nested,
+// eventfd-rw, pipe-rw, ctl-mod64 and ctl-batch64 (64 MODs as single calls
+// or one batch: divide by 64 for one command).  Takes no lock
 // of its own.
 #include <uepoll/uepoll.h>
 
@@ -40,7 +42,7 @@ void add(int ep, int fd) {
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: uepoll-opcount ctl-pair|ctl-pair-nested|wait0|wait0-nested|eventfd-rw|pipe-rw|ctl-mod64|ctl-batch64 N\n");
+    std::fprintf(stderr, "usage: uepoll-opcount ctl-pair|ctl-pair-nested|ctl-pair-kfd|ctl-pair-kfd-linux|wait0|wait0-nested|eventfd-rw|pipe-rw|ctl-mod64|ctl-batch64 N\n");
     return 2;
   }
   const char* op = argv[1];
@@ -62,6 +64,24 @@ int main(int argc, char** argv) {
     for (long i = 0; i < n; ++i) {
       must(uep_epoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev), "ADD");
       must(uep_epoll_ctl(ep, EPOLL_CTL_DEL, efd, nullptr), "DEL");
+    }
+  } else if (std::strcmp(op, "ctl-pair-kfd") == 0 || std::strcmp(op, "ctl-pair-kfd-linux") == 0) {
+    // The kernel-fds scenario's ctl row: ADD and DEL of a kernel eventfd in
+    // a uepoll instance (its shadow epoll's epoll_ctl), or in a kernel
+    // epoll instance: the difference is uepoll's own work per pair.
+    const bool linux_side = op[12] == '-';
+    const int kfd = must(eventfd(0, EFD_NONBLOCK), "eventfd");
+    const int kep = must(epoll_create1(0), "epoll_create1");
+    struct epoll_event ev {};
+    ev.events = EPOLLIN;
+    for (long i = 0; i < n; ++i) {
+      if (linux_side) {
+        must(epoll_ctl(kep, EPOLL_CTL_ADD, kfd, &ev), "ADD");
+        must(epoll_ctl(kep, EPOLL_CTL_DEL, kfd, nullptr), "DEL");
+      } else {
+        must(uep_epoll_ctl(ep, EPOLL_CTL_ADD, kfd, &ev), "ADD");
+        must(uep_epoll_ctl(ep, EPOLL_CTL_DEL, kfd, nullptr), "DEL");
+      }
     }
   } else if (std::strcmp(op, "wait0") == 0 || std::strcmp(op, "wait0-nested") == 0) {
     add(ep, ready);

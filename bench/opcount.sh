@@ -11,7 +11,7 @@ ir() {
     sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
 }
 printf '| operation | instructions per op |\n|---|---:|\n'
-for op in ctl-pair ctl-pair-nested wait0 wait0-nested eventfd-rw pipe-rw; do
+for op in ctl-pair ctl-pair-nested ctl-pair-kfd ctl-pair-kfd-linux wait0 wait0-nested eventfd-rw pipe-rw; do
   a=$(ir "$op" 0)
   b=$(ir "$op" "$n")
   printf '| %s | %s |\n' "$op" "$(( (b - a) / n ))"

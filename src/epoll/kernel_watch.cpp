@@ -292,15 +292,25 @@ int KernelWatch::on_nest(Instance* parent, Instance* child) noexcept {
 
 int KernelWatch::ctl(Instance* ep, int op, int kfd, struct epoll_event* ev) noexcept {
   KernelWatch* kw = ep->kernel_watch();
-  if (!kw || (op == EPOLL_CTL_ADD && !kw->linked_.load(std::memory_order_acquire))) {
-    if (!kw) {
-      // Refused calls and MOD/DEL of a descriptor never added create nothing.
-      const int r = probe(op, kfd, ev);
-      if (r != 0 || op != EPOLL_CTL_ADD) return r;
-    }
-    // The first kernel descriptor (or the first since linking failed):
-    // parents of ep must wake on it.  On failure the descriptor is not
-    // added, and the next ADD links again.
+  if (!kw || (op == EPOLL_CTL_ADD && !kw->linked_.load(std::memory_order_acquire))) [[unlikely]]
+    return ctl_first(ep, op, kfd, ev);
+  core::OwnSlot::Use sh(kw->shadow_);
+  return ::epoll_ctl(sh.fd(), op, kfd, ev) < 0 ? -errno : 0;
+}
+
+// ctl before ep has a KernelWatch, or an ADD before it is linked to ep's
+// parents: out of line, so that every other call keeps a small frame.
+[[gnu::noinline]] int KernelWatch::ctl_first(Instance* ep, int op, int kfd, struct epoll_event* ev) noexcept {
+  KernelWatch* kw = ep->kernel_watch();
+  if (!kw) {
+    // Refused calls and MOD/DEL of a descriptor never added create nothing.
+    const int r = probe(op, kfd, ev);
+    if (r != 0 || op != EPOLL_CTL_ADD) return r;
+  }
+  // An ADD: the first kernel descriptor (or the first since linking
+  // failed): parents of ep must wake on it.  On failure the descriptor is
+  // not added, and the next ADD links again.
+  {
     topology::Guard tg(topology::Mode::kExclusive, nullptr);
     bool created = false;
     int err = 0;

@@ -156,6 +156,7 @@ class KernelWatch {
   int sleep_fds(struct pollfd out[2]) const noexcept;
 
  private:
+  static int ctl_first(Instance* ep, int op, int kfd, struct epoll_event* ev) noexcept;
   KernelWatch(Instance* ep, int shadow) noexcept;
 
   // The signal's entry on Instance::wq(), or (ring) the direct sleepers'
