@@ -81,15 +81,44 @@ bool copy_off(const loff_t* user, long long* out) {
   return true;
 }
 
+// A pipe as one splice's destination, noting a push that found it full.
+// Linux holds the pipe's lock from its wait for room to the move
+// (splice_file_to_pipe), or goes round again (splice_pipe_to_pipe), so a
+// blocking splice never fails for want of room; uepoll waits for room and
+// pushes later, and another writer may fill the pipe in between.
+class FullNotingSink final : public SpliceSink {
+ public:
+  explicit FullNotingSink(SpliceSink& to) noexcept : to_(to) {}
+  long wait_room(bool nonblock) noexcept override { return to_.wait_room(nonblock); }
+  ssize_t push(const char* buf, size_t n) noexcept override {
+    const ssize_t r = to_.push(buf, n);
+    full_ |= r == -EAGAIN;
+    return r;
+  }
+  const void* pipe_id() const noexcept override { return to_.pipe_id(); }
+  bool found_full() const noexcept { return full_; }
+
+ private:
+  SpliceSink& to_;
+  bool full_ = false;
+};
+
 // Moves up to len bytes from `in` (at *in_pos when set) to `out` (at
 // *out_pos when set): the source file's splice_read into the destination,
-// or a kernel source into the destination file.
+// or a kernel source into the destination file.  A blocking splice into a
+// pipe that moved nothing because the pipe was full at the push (it had
+// room at the wait) is made again: a splice_read consumes only what its
+// sink took, and waits for room first.
 long move(Side& in, long long* in_pos, Side& out, long long* out_pos, size_t len, bool nonblock) {
   if (in.core_file()) {
     KernelSink ks(out.t.fd(), out_pos, out.is_pipe, nullptr, &in.core_file()->wq());
     SpliceSink* sink = out.core_file() ? out.core_file()->splice_sink() : &ks;
     if (!sink || (!out.core_file() && !out.kernel_spliceable())) return -EINVAL;  // no ->splice_write
-    return in.core_file()->splice_read(*sink, len, nonblock);
+    for (;;) {
+      FullNotingSink to(*sink);
+      const long r = in.core_file()->splice_read(to, len, nonblock);
+      if (r != -EAGAIN || nonblock || !to.found_full() || !to.pipe_id()) return r;
+    }
   }
   if (!in.kernel_spliceable()) return -EINVAL;  // no ->splice_read
   return out.core_file()->splice_from_kernel(in.t.fd(), in_pos, len, nonblock);

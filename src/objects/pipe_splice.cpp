@@ -215,12 +215,19 @@ long PipeWriter::wait_room(bool nonblock) noexcept {
   return r;
 }
 
+// vmsplice_to_pipe: waits for room, then takes what fits.  Linux holds
+// the pipe's lock across both; a blocking call that finds the pipe filled
+// by another writer before anything moved waits again.
 long PipeWriter::vmsplice(const struct iovec* iov, int iovcnt, size_t, bool nonblock) noexcept {
   if (const long e = wait_room(nonblock)) return e;
   long moved = 0;
   for (int i = 0; i < iovcnt; ++i) {
     if (!iov[i].iov_len) continue;
-    const ssize_t put = write_impl(iov[i].iov_base, iov[i].iov_len, true);
+    ssize_t put = write_impl(iov[i].iov_base, iov[i].iov_len, true);
+    while (put == -EAGAIN && !moved && !nonblock) {
+      if (const long e = wait_room(false)) return e;
+      put = write_impl(iov[i].iov_base, iov[i].iov_len, true);
+    }
     if (put < 0) return moved ? moved : put;
     moved += put;
     if (static_cast<size_t>(put) < iov[i].iov_len) break;

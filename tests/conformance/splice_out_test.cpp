@@ -1,6 +1,6 @@
 // splice_out_test.cpp - splice out of a pipe or socket pair into kernel
 // files, pipes and sockets and between two of them, tee, vmsplice, and
-// sendfile's sources: each scenario once, run with kernel pipes and socket
+// sendfile's sources, and into a pipe another writer keeps full: each scenario once, run with kernel pipes and socket
 // pairs (Linux) and with uepoll's (uep_splice...), comparing return
 // values, errno, the bytes moved, what stays queued, and readiness.
 #include "splice_calls.h"
@@ -335,6 +335,85 @@ TEST(SpliceOut, RacingReaderLosesNothing) {
           (spliced == drained ? "yes" : "no"));
   });
   EXPECT_LINUX_SEQ(r, {"bytes arrived 2097152, spliced = drained yes"});
+}
+
+// A blocking splice out of a pipe or socket pair, and a blocking vmsplice,
+// into a pipe that another writer keeps full: a call that finds no room
+// after its wait for room waits again (Linux holds the destination's lock
+// across both, or goes round again), never EAGAIN, and every byte of both
+// writers arrives once.
+TEST(SpliceOut, IntoRacedPipeWaitsForRoom) {
+  auto r = conf::differential([](T& t) {
+    const Calls c{t.is_linux()};
+    const uepoll_test::Api& api = t.api;
+    for (const std::string what : {"pipe", "pair", "vmsplice"}) {
+      auto [rd, wr] = t.pipe();
+      const auto src = what == "pair" ? t.unix_stream() : t.pipe();
+      const int from = src.first, into = src.second;  // a pipe: (read end, write end)
+      constexpr size_t kEach = 1 << 20;
+      std::thread feeder([&] {
+        if (what == "vmsplice") return;
+        std::vector<char> chunk(7000, 'k');
+        for (size_t sent = 0; sent < kEach;) {
+          const size_t n = kEach - sent < chunk.size() ? kEach - sent : chunk.size();
+          const ssize_t w = api.write(into, chunk.data(), n);
+          if (w <= 0) break;
+          sent += static_cast<size_t>(w);
+        }
+        if (what == "pair")
+          (void)api.shutdown(into, SHUT_WR);
+        else
+          (void)api.close(into);  // forgotten by the trace below
+      });
+      std::thread writer([&, wr = wr] {
+        std::vector<char> chunk(5000, 'w');
+        for (size_t sent = 0; sent < kEach;) {
+          const size_t n = kEach - sent < chunk.size() ? kEach - sent : chunk.size();
+          const ssize_t w = api.write(wr, chunk.data(), n);
+          if (w <= 0) break;
+          sent += static_cast<size_t>(w);
+        }
+      });
+      std::atomic<size_t> arrived{0};
+      std::thread reader([&, rd = rd] {
+        std::vector<char> buf(3000);
+        for (;;) {
+          const ssize_t n = api.read(rd, buf.data(), buf.size());
+          if (n <= 0) break;
+          arrived += static_cast<size_t>(n);
+        }
+      });
+      size_t moved = 0;
+      ssize_t last = 0;
+      std::vector<char> mine(6000, 'v');
+      for (;;) {
+        if (what == "vmsplice") {
+          if (moved == kEach) break;
+          struct iovec v = {mine.data(), kEach - moved < mine.size() ? kEach - moved : mine.size()};
+          last = c.vmsplice(wr, &v, 1, 0);
+        } else {
+          last = c.splice(from, nullptr, wr, nullptr, 10000, 0);
+        }
+        if (last <= 0) break;
+        moved += static_cast<size_t>(last);
+      }
+      if (last <= 0) t.log(what + ": the last call = " + t.res(last));
+      t.close(from);  // a feeder left waiting ends (EPIPE)
+      feeder.join();
+      if (what == "pipe")
+        t.forget(into);
+      else
+        t.close(into);
+      writer.join();
+      t.close(wr);
+      reader.join();
+      t.close(rd);
+      t.log(what + ": moved " + std::to_string(moved) + ", bytes arrived " + std::to_string(arrived));
+    }
+  });
+  EXPECT_LINUX_SEQ(r, {"pipe: the last call = 0", "pipe: moved 1048576, bytes arrived 2097152",
+                       "pair: the last call = 0", "pair: moved 1048576, bytes arrived 2097152",
+                       "vmsplice: moved 1048576, bytes arrived 2097152"});
 }
 
 }  // namespace
