@@ -81,7 +81,8 @@ bool copy_off(const loff_t* user, long long* out) {
   return true;
 }
 
-// A pipe as one splice's destination, noting a push that found it full.
+// A pipe (uepoll's or the kernel's) as one splice's destination, noting a
+// push that found it full.
 // Linux holds the pipe's lock from its wait for room to the move
 // (splice_file_to_pipe), or goes round again (splice_pipe_to_pipe), so a
 // blocking splice never fails for want of room; uepoll waits for room and
@@ -117,7 +118,7 @@ long move(Side& in, long long* in_pos, Side& out, long long* out_pos, size_t len
     for (;;) {
       FullNotingSink to(*sink);
       const long r = in.core_file()->splice_read(to, len, nonblock);
-      if (r != -EAGAIN || nonblock || !to.found_full() || !to.pipe_id()) return r;
+      if (r != -EAGAIN || nonblock || !to.found_full() || !out.is_pipe) return r;
     }
   }
   if (!in.kernel_spliceable()) return -EINVAL;  // no ->splice_read

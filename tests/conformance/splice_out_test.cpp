@@ -346,8 +346,15 @@ TEST(SpliceOut, IntoRacedPipeWaitsForRoom) {
   auto r = conf::differential([](T& t) {
     const Calls c{t.is_linux()};
     const uepoll_test::Api& api = t.api;
-    for (const std::string what : {"pipe", "pair", "vmsplice"}) {
-      auto [rd, wr] = t.pipe();
+    for (const std::string what : {"pipe", "pair", "vmsplice", "pipe into a kernel pipe"}) {
+      // The destination: the scenario's pipe, or a kernel pipe on both sides.
+      const bool kernel_dest = what == "pipe into a kernel pipe";
+      int kp[2] = {-1, -1};
+      if (kernel_dest && ::pipe2(kp, O_CLOEXEC) < 0) return;
+      const auto dest = kernel_dest ? std::pair<int, int>(kp[0], kp[1]) : t.pipe();
+      const int rd = dest.first, wr = dest.second;
+      const auto dwrite = kernel_dest ? ::write : api.write;
+      const auto dread = kernel_dest ? ::read : api.read;
       const auto src = what == "pair" ? t.unix_stream() : t.pipe();
       const int from = src.first, into = src.second;  // a pipe: (read end, write end)
       constexpr size_t kEach = 1 << 20;
@@ -365,20 +372,20 @@ TEST(SpliceOut, IntoRacedPipeWaitsForRoom) {
         else
           (void)api.close(into);  // forgotten by the trace below
       });
-      std::thread writer([&, wr = wr] {
+      std::thread writer([&] {
         std::vector<char> chunk(5000, 'w');
         for (size_t sent = 0; sent < kEach;) {
           const size_t n = kEach - sent < chunk.size() ? kEach - sent : chunk.size();
-          const ssize_t w = api.write(wr, chunk.data(), n);
+          const ssize_t w = dwrite(wr, chunk.data(), n);
           if (w <= 0) break;
           sent += static_cast<size_t>(w);
         }
       });
       std::atomic<size_t> arrived{0};
-      std::thread reader([&, rd = rd] {
+      std::thread reader([&] {
         std::vector<char> buf(3000);
         for (;;) {
-          const ssize_t n = api.read(rd, buf.data(), buf.size());
+          const ssize_t n = dread(rd, buf.data(), buf.size());
           if (n <= 0) break;
           arrived += static_cast<size_t>(n);
         }
@@ -400,20 +407,22 @@ TEST(SpliceOut, IntoRacedPipeWaitsForRoom) {
       if (last <= 0) t.log(what + ": the last call = " + t.res(last));
       t.close(from);  // a feeder left waiting ends (EPIPE)
       feeder.join();
-      if (what == "pipe")
+      if (what == "pipe" || kernel_dest)
         t.forget(into);
       else
         t.close(into);
       writer.join();
-      t.close(wr);
+      kernel_dest ? ::close(wr) : t.close(wr);
       reader.join();
-      t.close(rd);
+      kernel_dest ? ::close(rd) : t.close(rd);
       t.log(what + ": moved " + std::to_string(moved) + ", bytes arrived " + std::to_string(arrived));
     }
   });
   EXPECT_LINUX_SEQ(r, {"pipe: the last call = 0", "pipe: moved 1048576, bytes arrived 2097152",
                        "pair: the last call = 0", "pair: moved 1048576, bytes arrived 2097152",
-                       "vmsplice: moved 1048576, bytes arrived 2097152"});
+                       "vmsplice: moved 1048576, bytes arrived 2097152",
+                       "pipe into a kernel pipe: the last call = 0",
+                       "pipe into a kernel pipe: moved 1048576, bytes arrived 2097152"});
 }
 
 }  // namespace
