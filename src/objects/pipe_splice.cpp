@@ -329,7 +329,7 @@ long PipeWriter::splice_from_kernel_file(KernelSource src, long long* pos, size_
     }
     ssize_t put = write_impl(bounce.data(), static_cast<size_t>(n), keeps);
     // A source that cannot give back must have every byte it gave
-    // written: a signal only ends the wait for room once they are all in,
+    // written: a signal does not end the wait for room (its handler runs),
     // and those the write left for a pipe handed over meanwhile go with
     // the call to its caller (SpliceBounce::keep_unwritten), which puts
     // them into the kernel pipe.
@@ -349,7 +349,7 @@ long PipeWriter::splice_from_kernel_file(KernelSource src, long long* pos, size_
     if (put > 0) moved += put;
     if (put < 0) {
       if (!moved) err = put;
-      *raced = !moved && put == -EAGAIN;
+      *raced = keeps && !moved && put == -EAGAIN;  // nothing taken from the source
       break;
     }
     if (put < n || static_cast<size_t>(n) < want) break;
