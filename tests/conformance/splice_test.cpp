@@ -307,7 +307,7 @@ TEST(Splice, KernelSourcesIntoRacedPipeLoseNothing) {
       std::thread ticker([&] {
         while (splicing) {
           pthread_kill(self, SIGUSR1);
-          std::this_thread::sleep_for(std::chrono::microseconds(200));
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
         }
       });
       size_t spliced = 0;
