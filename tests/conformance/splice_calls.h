@@ -1,6 +1,7 @@
 // splice_calls.h - what the splice scenarios share (splice_test.cpp,
 // splice_out_test.cpp): the calls on Linux or uepoll, a temporary file,
-// and a read that logs the bytes it got.  Owned by the conformance suite.
+// a writer and a reader racing a splice into a pipe, and a read that logs
+// the bytes it got.  Owned by the conformance suite.
 #pragma once
 
 #include "harness.h"
@@ -9,8 +10,11 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace splice_conf {
 
@@ -47,6 +51,42 @@ struct Calls {
   ssize_t copy_file_range(int a, int64_t* oa, int b, int64_t* ob, size_t n, unsigned f) const {
     return linux ? ::copy_file_range(a, oa, b, ob, n, f) : ::uep_copy_file_range(a, oa, b, ob, n, f);
   }
+};
+
+// Traffic around a splice into a pipe: another writer of `total` bytes
+// into the pipe's write end wr (5000 at a time), and a reader that counts
+// what comes out of rd until end of file, each on its own thread, through
+// the given calls (the scenario's API, or the kernel's).
+class PipeTraffic {
+ public:
+  using WriteFn = ssize_t (*)(int, const void*, size_t);
+  using ReadFn = ssize_t (*)(int, void*, size_t);
+  PipeTraffic(WriteFn write, ReadFn read, int rd, int wr, size_t total)
+      : writer_([write, wr, total] {
+          std::vector<char> chunk(5000, 'w');
+          for (size_t sent = 0; sent < total;) {
+            const size_t n = total - sent < chunk.size() ? total - sent : chunk.size();
+            const ssize_t w = write(wr, chunk.data(), n);
+            if (w <= 0) break;
+            sent += static_cast<size_t>(w);
+          }
+        }),
+        reader_([this, read, rd] {
+          std::vector<char> buf(3000);
+          for (ssize_t n; (n = read(rd, buf.data(), buf.size())) > 0;) arrived_ += static_cast<size_t>(n);
+        }) {}
+  PipeTraffic(const PipeTraffic&) = delete;
+  PipeTraffic& operator=(const PipeTraffic&) = delete;
+  void join_writer() { writer_.join(); }
+  // Once every write end is closed: the bytes that came out.
+  size_t join_reader() {
+    reader_.join();
+    return arrived_;
+  }
+
+ private:
+  std::atomic<size_t> arrived_{0};  // before the threads that use it
+  std::thread writer_, reader_;
 };
 
 // Reads up to n bytes from fd through the scenario's API (a uepoll or a

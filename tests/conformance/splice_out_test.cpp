@@ -353,8 +353,6 @@ TEST(SpliceOut, IntoRacedPipeWaitsForRoom) {
       if (kernel_dest && ::pipe2(kp, O_CLOEXEC) < 0) return;
       const auto dest = kernel_dest ? std::pair<int, int>(kp[0], kp[1]) : t.pipe();
       const int rd = dest.first, wr = dest.second;
-      const auto dwrite = kernel_dest ? ::write : api.write;
-      const auto dread = kernel_dest ? ::read : api.read;
       const auto src = what == "pair" ? t.unix_stream() : t.pipe();
       const int from = src.first, into = src.second;  // a pipe: (read end, write end)
       constexpr size_t kEach = 1 << 20;
@@ -372,24 +370,8 @@ TEST(SpliceOut, IntoRacedPipeWaitsForRoom) {
         else
           (void)api.close(into);  // forgotten by the trace below
       });
-      std::thread writer([&] {
-        std::vector<char> chunk(5000, 'w');
-        for (size_t sent = 0; sent < kEach;) {
-          const size_t n = kEach - sent < chunk.size() ? kEach - sent : chunk.size();
-          const ssize_t w = dwrite(wr, chunk.data(), n);
-          if (w <= 0) break;
-          sent += static_cast<size_t>(w);
-        }
-      });
-      std::atomic<size_t> arrived{0};
-      std::thread reader([&] {
-        std::vector<char> buf(3000);
-        for (;;) {
-          const ssize_t n = dread(rd, buf.data(), buf.size());
-          if (n <= 0) break;
-          arrived += static_cast<size_t>(n);
-        }
-      });
+      splice_conf::PipeTraffic traffic(kernel_dest ? ::write : api.write, kernel_dest ? ::read : api.read, rd, wr,
+                                       kEach);
       size_t moved = 0;
       ssize_t last = 0;
       std::vector<char> mine(6000, 'v');
@@ -411,9 +393,9 @@ TEST(SpliceOut, IntoRacedPipeWaitsForRoom) {
         t.forget(into);
       else
         t.close(into);
-      writer.join();
+      traffic.join_writer();
       kernel_dest ? ::close(wr) : t.close(wr);
-      reader.join();
+      const size_t arrived = traffic.join_reader();
       kernel_dest ? ::close(rd) : t.close(rd);
       t.log(what + ": moved " + std::to_string(moved) + ", bytes arrived " + std::to_string(arrived));
     }

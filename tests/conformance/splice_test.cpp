@@ -284,24 +284,7 @@ TEST(Splice, KernelSourcesIntoRacedPipeLoseNothing) {
         if (kind == SOCK_DGRAM) (void)!::write(src[1], "", 0);  // the end: a read of 0
         ::close(src[1]);
       });
-      std::thread writer([&, wr = wr] {
-        std::vector<char> chunk(5000, 'w');
-        for (size_t sent = 0; sent < each;) {
-          const size_t n = each - sent < chunk.size() ? each - sent : chunk.size();
-          const ssize_t w = api.write(wr, chunk.data(), n);
-          if (w > 0) sent += static_cast<size_t>(w);
-          else if (w < 0 && errno != EINTR) break;
-        }
-      });
-      std::atomic<size_t> arrived{0};
-      std::thread reader([&, rd = rd] {
-        std::vector<char> buf(3000);
-        for (;;) {
-          const ssize_t n = api.read(rd, buf.data(), buf.size());
-          if (n == 0 || (n < 0 && errno != EINTR)) break;
-          if (n > 0) arrived += static_cast<size_t>(n);
-        }
-      });
+      splice_conf::PipeTraffic traffic(api.write, api.read, rd, wr, each);
       std::atomic<bool> splicing{true};
       const pthread_t self = pthread_self();
       std::thread ticker([&] {
@@ -323,9 +306,9 @@ TEST(Splice, KernelSourcesIntoRacedPipeLoseNothing) {
       ticker.join();
       ::close(src[0]);  // a feeder left waiting ends with EPIPE
       feeder.join();
-      writer.join();
+      traffic.join_writer();
       t.close(wr);
-      reader.join();
+      const size_t arrived = traffic.join_reader();
       t.close(rd);
       t.log(what + ": spliced " + std::to_string(spliced) + ", bytes arrived " + std::to_string(arrived));
     }
