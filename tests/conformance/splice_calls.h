@@ -53,6 +53,22 @@ struct Calls {
   }
 };
 
+// Writes `total` bytes of `fill` to fd, `chunk` at a time, through
+// `write` (the scenario's API, or the kernel's), until done or a write
+// fails.  Returns the bytes written.
+inline size_t write_total(ssize_t (*write)(int, const void*, size_t), int fd, size_t total, size_t chunk,
+                          char fill) {
+  std::vector<char> buf(chunk, fill);
+  size_t sent = 0;
+  while (sent < total) {
+    const size_t n = total - sent < chunk ? total - sent : chunk;
+    const ssize_t w = write(fd, buf.data(), n);
+    if (w <= 0) break;
+    sent += static_cast<size_t>(w);
+  }
+  return sent;
+}
+
 // Traffic around a splice into a pipe: another writer of `total` bytes
 // into the pipe's write end wr (5000 at a time), and a reader that counts
 // what comes out of rd until end of file, each on its own thread, through
@@ -62,15 +78,7 @@ class PipeTraffic {
   using WriteFn = ssize_t (*)(int, const void*, size_t);
   using ReadFn = ssize_t (*)(int, void*, size_t);
   PipeTraffic(WriteFn write, ReadFn read, int rd, int wr, size_t total)
-      : writer_([write, wr, total] {
-          std::vector<char> chunk(5000, 'w');
-          for (size_t sent = 0; sent < total;) {
-            const size_t n = total - sent < chunk.size() ? total - sent : chunk.size();
-            const ssize_t w = write(wr, chunk.data(), n);
-            if (w <= 0) break;
-            sent += static_cast<size_t>(w);
-          }
-        }),
+      : writer_([write, wr, total] { (void)write_total(write, wr, total, 5000, 'w'); }),
         reader_([this, read, rd] {
           std::vector<char> buf(3000);
           for (ssize_t n; (n = read(rd, buf.data(), buf.size())) > 0;) arrived_ += static_cast<size_t>(n);

@@ -291,13 +291,7 @@ TEST(SpliceOut, RacingReaderLosesNothing) {
     if (::pipe(kp) < 0) return;
     constexpr size_t kTotal = 2 << 20;
     std::thread writer([&, wr = wr] {
-      std::vector<char> chunk(5000, 'w');
-      for (size_t sent = 0; sent < kTotal;) {
-        const size_t n = kTotal - sent < chunk.size() ? kTotal - sent : chunk.size();
-        const ssize_t w = api.write(wr, chunk.data(), n);
-        if (w <= 0) break;
-        sent += static_cast<size_t>(w);
-      }
+      (void)splice_conf::write_total(api.write, wr, kTotal, 5000, 'w');
       api.close(wr);
     });
     std::atomic<size_t> read_bytes{0}, drained{0};
@@ -358,13 +352,7 @@ TEST(SpliceOut, IntoRacedPipeWaitsForRoom) {
       constexpr size_t kEach = 1 << 20;
       std::thread feeder([&] {
         if (what == "vmsplice") return;
-        std::vector<char> chunk(7000, 'k');
-        for (size_t sent = 0; sent < kEach;) {
-          const size_t n = kEach - sent < chunk.size() ? kEach - sent : chunk.size();
-          const ssize_t w = api.write(into, chunk.data(), n);
-          if (w <= 0) break;
-          sent += static_cast<size_t>(w);
-        }
+        (void)splice_conf::write_total(api.write, into, kEach, 7000, 'k');
         if (what == "pair")
           (void)api.shutdown(into, SHUT_WR);
         else

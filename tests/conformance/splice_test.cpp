@@ -274,13 +274,7 @@ TEST(Splice, KernelSourcesIntoRacedPipeLoseNothing) {
       if ((kind ? ::socketpair(AF_UNIX, kind | SOCK_CLOEXEC, 0, src) : ::pipe2(src, O_CLOEXEC)) < 0) return;
       const size_t each = kind == SOCK_DGRAM ? 1000 * 1024 : 1 << 20;
       std::thread feeder([&] {
-        std::vector<char> chunk(kind == SOCK_DGRAM ? 1000 : 7000, 'k');
-        for (size_t sent = 0; sent < each;) {
-          const size_t n = each - sent < chunk.size() ? each - sent : chunk.size();
-          const ssize_t w = ::write(src[1], chunk.data(), n);
-          if (w <= 0) break;
-          sent += static_cast<size_t>(w);
-        }
+        (void)splice_conf::write_total(::write, src[1], each, kind == SOCK_DGRAM ? 1000 : 7000, 'k');
         if (kind == SOCK_DGRAM) (void)!::write(src[1], "", 0);  // the end: a read of 0
         ::close(src[1]);
       });
