@@ -1,11 +1,12 @@
 // splice_calls.h - what the splice scenarios share (splice_test.cpp,
 // splice_out_test.cpp): the calls on Linux or uepoll, a temporary file,
-// a writer and a reader racing a splice into a pipe, and a read that logs
-// the bytes it got.  Owned by the conformance suite.
+// a writer and a reader racing a splice into a pipe, and logs of what a
+// kernel descriptor holds and of a read's bytes.  Owned by the conformance suite.
 #pragma once
 
 #include "harness.h"
 
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -96,6 +97,14 @@ class PipeTraffic {
   std::atomic<size_t> arrived_{0};  // before the threads that use it
   std::thread writer_, reader_;
 };
+
+// Logs "<what> holds N": the bytes queued in kernel pipe or socket fd
+// (FIONREAD).
+inline void log_queued(conf::T& t, int fd, const std::string& what) {
+  int n = -1;
+  (void)::ioctl(fd, FIONREAD, &n);
+  t.log(what + " holds " + std::to_string(n));
+}
 
 // Reads up to n bytes from fd through the scenario's API (a uepoll or a
 // kernel descriptor) and logs the count and the bytes.

@@ -102,11 +102,7 @@ TEST(Splice, KernelPipeIntoFullSocketKeepsItsBytes) {
     auto log = [&](const std::string& what, ssize_t n) { t.log(what + " = " + t.res(n)); };
     int kp[2];
     if (::pipe2(kp, O_CLOEXEC | O_NONBLOCK) < 0) return;
-    auto held = [&] {
-      int n = -1;
-      (void)::ioctl(kp[0], FIONREAD, &n);
-      t.log("kernel pipe holds " + std::to_string(n));
-    };
+    auto held = [&] { splice_conf::log_queued(t, kp[0], "kernel pipe"); };
     const auto socks = t.unix_stream(SOCK_NONBLOCK);
     const int s0 = socks.first, s1 = socks.second;
     std::string big(65536, 'f');
@@ -160,11 +156,7 @@ TEST(Splice, KernelPipeIntoPipeWaitsForTheSourceFirst) {
     auto log = [&](const std::string& what, ssize_t n) { t.log(what + " = " + t.res(n)); };
     int kp[2];
     if (::pipe2(kp, O_CLOEXEC) < 0) return;
-    auto held = [&] {
-      int n = -1;
-      (void)::ioctl(kp[0], FIONREAD, &n);
-      t.log("kernel pipe holds " + std::to_string(n));
-    };
+    auto held = [&] { splice_conf::log_queued(t, kp[0], "kernel pipe"); };
     char sink[65536];
     auto drain = [&] {  // never waits
       int n = 0;
@@ -238,9 +230,7 @@ TEST(Splice, KernelPipeIntoPipeWaitsForTheSourceFirst) {
     (void)!::write(ks[1], two.data(), two.size());
     t.read(rd3, 4096);
     log("splice(kernel socket,pipe with one buffer free,8192)", c.splice(ks[0], nullptr, wr3, nullptr, 8192, 0));
-    int left = -1;
-    (void)::ioctl(ks[0], FIONREAD, &left);
-    t.log("kernel socket holds " + std::to_string(left));
+    splice_conf::log_queued(t, ks[0], "kernel socket");
     ::close(ks[0]);
     ::close(ks[1]);
   });
