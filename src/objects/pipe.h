@@ -304,6 +304,9 @@ class PipeWriter final : public core::File, public core::SpliceSink {
   // A write from a signal handler that interrupted its own thread in uepoll.
   ssize_t write_from_handler(const void* buf, size_t count) noexcept;
   static void deferred_write(core::File* f, uint32_t, const char* data, uint32_t len) noexcept;
+  // Takes what fits without sleeping; with wait_again, a pipe that another
+  // writer filled since wait_room is waited for again (pipe_splice.cpp).
+  ssize_t take_what_fits(const void* buf, size_t n, bool wait_again) noexcept;
   // The rounds of splice_from_kernel (pipe_splice.cpp).
   struct KernelSource {
     int fd;

@@ -215,19 +215,26 @@ long PipeWriter::wait_room(bool nonblock) noexcept {
   return r;
 }
 
-// vmsplice_to_pipe: waits for room, then takes what fits.  Linux holds
-// the pipe's lock across both; a blocking call that finds the pipe filled
-// by another writer before anything moved waits again.
+// The take after wait_room.  Linux holds the pipe's lock from its wait for
+// room to the move; here another writer can fill the pipe in between, and
+// a call that must not give -EAGAIN (blocking, nothing moved yet) waits
+// for room again.
+ssize_t PipeWriter::take_what_fits(const void* buf, size_t n, bool wait_again) noexcept {
+  ssize_t put = write_impl(buf, n, true);
+  while (put == -EAGAIN && wait_again) {
+    if (const long e = wait_room(false)) return e;
+    put = write_impl(buf, n, true);
+  }
+  return put;
+}
+
+// vmsplice_to_pipe: waits for room, then takes what fits.
 long PipeWriter::vmsplice(const struct iovec* iov, int iovcnt, size_t, bool nonblock) noexcept {
   if (const long e = wait_room(nonblock)) return e;
   long moved = 0;
   for (int i = 0; i < iovcnt; ++i) {
     if (!iov[i].iov_len) continue;
-    ssize_t put = write_impl(iov[i].iov_base, iov[i].iov_len, true);
-    while (put == -EAGAIN && !moved && !nonblock) {
-      if (const long e = wait_room(false)) return e;
-      put = write_impl(iov[i].iov_base, iov[i].iov_len, true);
-    }
+    const ssize_t put = take_what_fits(iov[i].iov_base, iov[i].iov_len, !moved && !nonblock);
     if (put < 0) return moved ? moved : put;
     moved += put;
     if (static_cast<size_t>(put) < iov[i].iov_len) break;
@@ -240,8 +247,8 @@ long PipeWriter::vmsplice(const struct iovec* iov, int iovcnt, size_t, bool nonb
 // (opipe_prep); what this pipe took is then consumed from the kernel pipe,
 // and the rest stays there.  So a pipe filled by another writer meanwhile,
 // or handed over to the kernel (core/handover.h), loses nothing; a
-// blocking call that found it filled goes round again, as Linux's retry
-// does.  Later rounds, up to len, never wait.
+// blocking call that found it filled waits for room again, as Linux's
+// retry does.  Later rounds, up to len, never wait.
 long PipeWriter::splice_from_kernel_pipe(int in_fd, size_t len, bool nonblock) noexcept {
   core::SpliceBounce bounce;
   if (!bounce.data()) return -ENOMEM;
@@ -252,8 +259,7 @@ long PipeWriter::splice_from_kernel_pipe(int in_fd, size_t len, bool nonblock) n
     if (!moved)
       if (const long e = wait_room(nonblock)) return e;
     if (n == 0) break;
-    const ssize_t put = write_impl(bounce.data(), static_cast<size_t>(n), true);
-    if (put == -EAGAIN && !moved && !nonblock) continue;
+    const ssize_t put = take_what_fits(bounce.data(), static_cast<size_t>(n), !moved && !nonblock);
     if (put < 0) return moved ? moved : put;
     core::consume_kernel_pipe(in_fd, static_cast<size_t>(put), bounce.data());
     moved += put;
