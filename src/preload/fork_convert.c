@@ -536,15 +536,12 @@ pid_t fork(void) {
  * under the preload vfork is fork (which POSIX allows). */
 pid_t vfork(void) { return fork(); }
 
-/* popen() and system() spawn their child inside libc (posix_spawn's
- * internal entry): the child inherits what fork would show it, so the same
- * conversions come first.  Each spawn holds uepoll's descriptor-limit
- * window (core/own_fds.h), so that the child gets the program's limit;
- * system() holds it until the command ends.  popen() holds convert_mu from
- * its conversions until its child exists, as posix_spawn does; system()
- * does not (it would hold it until the command ends): a pipe another
- * thread makes during its spawn reaches the shell as a close-on-exec
- * placeholder. */
+/* popen() spawns its child inside libc (posix_spawn's internal entry): the
+ * child inherits what fork would show it, so the same conversions come
+ * first, and convert_mu is held from them until the child exists, as
+ * posix_spawn holds it.  Each spawn holds uepoll's descriptor-limit window
+ * (core/own_fds.h), so that the child gets the program's limit.  system()
+ * is made through the interposed posix_spawn (spawn_system.c). */
 FILE *popen(const char *command, const char *mode) {
   const int outside = !uep_pl_inside();
   if (outside) {
@@ -559,17 +556,6 @@ FILE *popen(const char *command, const char *mode) {
   if (outside) uep_pl_convert_unlock();
   errno = e;
   return f;
-}
-
-int system(const char *command) {
-  if (!uep_pl_inside() && command) {
-    convert_streams();
-    uep_pl_convert_inherited();
-  }
-  uep__own_fds_hold();
-  const int r = UEP_PL_REAL(system)(command);
-  uep__own_fds_release();
-  return r;
 }
 
 int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,

@@ -449,8 +449,8 @@ void closefrom(int lowfd) {
 /* ---- fork ---------------------------------------------------------------------------- */
 /* fork(), vfork() and posix_spawn[p]() turn uepoll pipes and socket pairs
  * into kernel ones first (fork_convert.c).  What is left after that (an
- * object a thread was blocked on, or a fork libc made internally, as
- * system() does) is a copy in the child.  A copy an exec would pass on
+ * object a thread was blocked on, or a fork libc makes internally, as
+ * daemon() does) is a copy in the child.  A copy an exec would pass on
  * (not close-on-exec) is said at once in the child.  A close-on-exec one
  * differs from Linux only once the child uses it (a thread of a
  * multithreaded parent reading its own pipe while another spawns: the
