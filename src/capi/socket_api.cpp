@@ -58,7 +58,9 @@ long check_addr(const struct sockaddr* addr, socklen_t len) {
 // shortcut: a zero-length receive waits for data (or EAGAIN) without
 // taking any, so it peeks one byte into a scratch buffer.
 long recv_into(uepoll::core::File* f, void* buf, size_t len, int flags, struct msghdr* m) {
-  if (!len && f->zero_recv_takes_message()) {
+  // A receive of 0 bytes takes a datagram, or an out-of-band byte; on a
+  // stream it only waits for data (a peek of one byte).
+  if (!len && (f->zero_recv_takes_message() || (flags & MSG_OOB))) {
     struct iovec iov = {buf, 0};
     m->msg_iov = &iov;
     m->msg_iovlen = 1;

@@ -107,6 +107,11 @@ class alignas(64) File {
   // si_code = reason (POLL_IN, POLL_OUT, POLL_HUP, ...), si_band and si_fd
   // (core/sigio.cpp).  Makes a system call: no uepoll lock may be held.
   void kill_fasync(int reason) noexcept;
+  // Linux sk_send_sigurg for a socket's file: send_sigurg (SIGURG, as
+  // SEND_SIG_PRIV, to an owner if one is set, O_ASYNC or not), then, when
+  // there was one, kill_fasync(SIGURG, POLL_PRI), which sends only an
+  // F_SETSIG signal (with O_ASYNC).  Makes system calls: no uepoll lock.
+  void send_sigurg() noexcept;
 
   // True for kinds whose poll() reads only state that stays valid until the
   // memory itself is freed (an epoll instance, an eventfd): inside a

@@ -1,6 +1,6 @@
 // sigio.cpp - File::kill_fasync: the SIGIO (or F_SETSIG signal) that
 // Linux's kill_fasync -> send_sigio sends a file's owner when its
-// readiness changes.
+// readiness changes; File::send_sigurg, the SIGURG of out-of-band data.
 //
 // Linux (fs/fcntl.c send_sigio_to_task): with no F_SETSIG signal, SIGIO
 // with SEND_SIG_PRIV (si_code SI_KERNEL); with one, that signal with
@@ -46,23 +46,25 @@ long queue_to_self(int tid, int sig, siginfo_t* si) noexcept {
   return ::syscall(SYS_rt_sigqueueinfo, self, sig, si);
 }
 
-// SIGIO as SEND_SIG_PRIV sends it, to the owner.
-void plain_sigio(int owner, bool thread) noexcept {
+// `sig` (SIGIO, SIGURG) as SEND_SIG_PRIV sends it, to the owner.
+void plain_signal(int sig, int owner, bool thread) noexcept {
   const pid_t self = ::getpid();
   const pid_t me = static_cast<pid_t>(::syscall(SYS_gettid));
   siginfo_t si;
   std::memset(&si, 0, sizeof si);
-  si.si_signo = SIGIO;
+  si.si_signo = sig;
   si.si_code = SI_KERNEL;
   if (thread) {
-    if (owner == me) (void)queue_to_self(me, SIGIO, &si);
-    else (void)::syscall(SYS_tgkill, self, owner, SIGIO);
+    if (owner == me) (void)queue_to_self(me, sig, &si);
+    else (void)::syscall(SYS_tgkill, self, owner, sig);
   } else if (owner == self) {
-    (void)queue_to_self(0, SIGIO, &si);
+    (void)queue_to_self(0, sig, &si);
   } else {
-    (void)::kill(owner, SIGIO);  // another process, or (negative) a process group
+    (void)::kill(owner, sig);  // another process, or (negative) a process group
   }
 }
+
+void plain_sigio(int owner, bool thread) noexcept { plain_signal(SIGIO, owner, thread); }
 
 }  // namespace
 
@@ -97,6 +99,15 @@ void File::kill_fasync(int reason) noexcept {
   // Linux: a real-time signal that cannot be queued falls back to SIGIO.
   if (r < 0 && errno == EAGAIN) plain_sigio(owner, thread);
   errno = saved;
+}
+
+void File::send_sigurg() noexcept {
+  const int owner = owner_.load(std::memory_order_relaxed);
+  if (!owner) return;
+  const int saved = errno;
+  plain_signal(SIGURG, owner, owner_tid_.load(std::memory_order_relaxed));
+  errno = saved;
+  if (sigio_sig_.load(std::memory_order_relaxed) != 0) kill_fasync(POLL_PRI);
 }
 
 }  // namespace uepoll::core

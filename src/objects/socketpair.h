@@ -5,9 +5,10 @@
 // sock_def_wakeup).
 //
 // What it owns.  UnixConn holds both sockets' state, indexed 0/1: each side's
-// receive queue of skbs (the bytes its peer wrote), sk_shutdown bits, sk_err
-// and sk_wmem_alloc (the truesize of this side's skbs still queued at the
-// peer).  Flow control is Linux's, byte for byte: a write is cut into skbs of
+// receive queue of skbs (the bytes its peer wrote), its out-of-band skb
+// (MSG_OOB, socketpair_oob.cpp), sk_shutdown bits, sk_err and
+// sk_wmem_alloc (the truesize of this side's skbs still queued at the
+// peer).  The read side is socketpair_read.cpp.  Flow control is Linux's, byte for byte: a write is cut into skbs of
 // at most (sk_sndbuf >> 1) - 64 bytes, capped at SKB_MAX_HEAD(0) +
 // UNIX_SKB_FRAGS_SZ (36544), each skb is charged the truesize Linux charges
 // on x86-64 (sk_buff 256 + kmalloc'd head + page-aligned frags), a new skb
@@ -85,6 +86,12 @@ class UnixConn {
     bool dead = false;     // released
     bool passcred = false; // SO_PASSCRED
     bool passpidfd = false; // SO_PASSPIDFD
+    bool urginline = false; // SO_OOBINLINE
+    // u->oob_skb: the skb of the out-of-band byte not yet read (queued),
+    // or nullptr.  A byte read with MSG_OOB leaves its skb queued with
+    // nothing left in it, as Linux does: a read stops there, SIOCATMARK
+    // counts it, poll says EPOLLIN while it is at the head.
+    Skb* oob = nullptr;
     int peek_off = -1;     // sk_peek_off (SO_PEEK_OFF; -1: off)
     long sndbuf = kUnixSndBuf;  // sk_sndbuf (SO_SNDBUF, through the socket's UnixOpts)
     long rcvbuf = kUnixSndBuf;  // sk_rcvbuf: read back only
@@ -102,6 +109,14 @@ class UnixConn {
   void fasync(int i, WakeHow how, int reason) noexcept;
   // Frees a list of skbs and releases the files they carry (no lock held).
   static void free_list(Skb* s) noexcept;
+  // Takes skb (after prev; nullptr: skb is the head) off side s's queue
+  // and charges its truesize back to w, the side that wrote it.  Returns
+  // true if that leaves w writable (unix_write_space).  mu_ held.
+  static bool unlink(Side& s, Side& w, Skb* prev, Skb* skb) noexcept;
+  // Linux sk_send_sigurg(sk_i): SIGURG to socket i's owner, and with
+  // O_ASYNC and F_SETSIG that signal for POLL_PRI (File::send_sigurg).  No
+  // lock held.
+  void sigurg(int i) noexcept;
 
   core::SpinLock mu_{core::lock_class::kUnixConn};  // leaf (14); guards side_
   Side side_[2] UEP_GUARDED_BY(mu_);
@@ -141,7 +156,11 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   // write() with the credentials and files of scm (nullable): the files go
   // with the first skb, explicit credentials with each (unix_scm_to_skb),
   // the sender's when SO_PASSCRED is on at either end (maybe_add_creds).
-  ssize_t write_scm(const void* buf, size_t count, ScmPayload* scm) noexcept;
+  // With `oob` (MSG_OOB; count >= 1) the last byte goes alone in an skb
+  // of its own that becomes the peer's out-of-band byte (queue_oob: a
+  // peer gone or shut for reading is -EPIPE there without SIGPIPE, and
+  // the peer's owner gets SIGURG).
+  ssize_t write_scm(const void* buf, size_t count, ScmPayload* scm, bool oob = false) noexcept;
   // how outside SHUT_RD..SHUT_RDWR: -EINVAL.
   int shutdown(int how) noexcept override;
 
@@ -205,8 +224,9 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   bool passcred() noexcept;
   // SO_PASSCRED and SO_PASSPIDFD, as a receive asks for them.
   ScmWants scm_wants() noexcept;
-  // After a set of either option (`name`), from the option store.
-  void take_pass_option(int name) noexcept;
+  // After a set of SO_PASSCRED, SO_PASSPIDFD or SO_OOBINLINE (`name`),
+  // from the option store into this side's state.
+  void take_side_option(int name) noexcept;
   const UnixOpts& opts() const noexcept { return opts_; }
   // The most bytes one skb of a write carries at the current SO_SNDBUF.
   uint32_t skb_size_cap() noexcept;
@@ -255,6 +275,22 @@ class UnixSocket final : public core::File, public core::SpliceSink, public Unix
   // stream receive (unix_stream_recvmsg).
   long send_iov(const struct iovec* iov, size_t n, int flags, ScmPayload* scm) noexcept;
   long recv_buf(char* buf, size_t len, int flags, ScmRecv* scm) noexcept;
+  // Out-of-band data (socketpair_oob.cpp; Linux CONFIG_AF_UNIX_OOB).
+  // recv_urg: a receive with MSG_OOB (unix_stream_recv_urg): the pending
+  // out-of-band byte, without waiting; -EINVAL with none or SO_OOBINLINE.
+  // at_mark: SIOCATMARK.  manage_oob_locked: Linux manage_oob for the
+  // skb at the head of our queue s (w: the writer's side), before a read
+  // takes from it (`copied`: bytes this read took already); drops a
+  // spent out-of-band skb, or the unread byte a read passes (not
+  // SO_OOBINLINE), into plan; called with conn_->mu_ held.
+  long recv_urg(struct msghdr* msg, int flags) noexcept;
+  int at_mark() noexcept;
+  enum class OobStep { kRead, kSkipped, kStop };
+  OobStep manage_oob_locked(UnixConn::Side& s, UnixConn::Side& w, UnixConn::Skb* skb, bool copied,
+                            ReadPlan* plan, int* write_space_wakes) noexcept;
+  // The first skb a MSG_PEEK read looks at from the head (spent
+  // out-of-band skbs and an unread out-of-band byte passed over).
+  static UnixConn::Skb* oob_peek_start(const UnixConn::Side& s) noexcept;
 
   UnixConn* const conn_;
   const int me_;  // 0 or 1; the peer is 1 - me_

@@ -29,10 +29,12 @@ long put_unnamed_addr(struct sockaddr* addr, socklen_t* len) { return unix_put_u
 
 }  // namespace
 
+// MSG_OOB: the last byte is out-of-band data (socketpair_oob.cpp; a send
+// of no bytes with it is refused by sendmsg first).
 long UnixSocket::send_iov(const struct iovec* iov, size_t n, int flags, ScmPayload* scm) noexcept {
-  if (flags & MSG_OOB) return -EOPNOTSUPP;  // a kernel without CONFIG_AF_UNIX_OOB
   size_t total = 0;
   for (size_t i = 0; i < n; ++i) total += iov[i].iov_len;
+  const bool oob = (flags & MSG_OOB) != 0 && total > 0;
   std::vector<char> buf;
   try {
     buf.resize(total ? total : 1);
@@ -47,15 +49,14 @@ long UnixSocket::send_iov(const struct iovec* iov, size_t n, int flags, ScmPaylo
   }
   core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, (flags & MSG_NOSIGNAL) != 0);
   if (total == 0) return 0;  // no skb: files sent with no bytes are dropped, as Linux drops them
-  return write_scm(buf.data(), total, scm);
+  return write_scm(buf.data(), total, scm, oob);
 }
 
 // MSG_PEEK, MSG_DONTWAIT, MSG_WAITALL (a blocking call returns only with
 // `len` bytes, or SO_RCVLOWAT's without it, at EOF, on an error, when a
-// signal or SO_RCVTIMEO ends it after some data, or where the control data
-// stops a receive).
+// signal or SO_RCVTIMEO ends it after some data, where the control data
+// stops a receive, or at out-of-band data).
 long UnixSocket::recv_buf(char* buf, size_t len, int flags, ScmRecv* scm) noexcept {
-  if (flags & MSG_OOB) return -EINVAL;       // no out-of-band byte pending
   if (flags & MSG_ERRQUEUE) return -EAGAIN;  // unix sockets queue no errors
   core::CallFlagsScope scope((flags & MSG_DONTWAIT) != 0, false);
   return recv_target(buf, len, (flags & MSG_PEEK) != 0, (flags & MSG_WAITALL) != 0, scm);
@@ -69,10 +70,16 @@ long UnixSocket::accept4(struct sockaddr*, socklen_t*, int) noexcept { return -E
 long UnixSocket::connect(const struct sockaddr*, socklen_t) noexcept { return -EISCONN; }
 
 long UnixSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
-  // unix_stream_sendmsg: scm_send first, then the name.
+  // unix_stream_sendmsg: scm_send first, then MSG_OOB without bytes, then
+  // the name.
   ScmPayload scm;
   if (long r = scm_send(msg, &scm)) return r;
   if (scm.has_files()) unix_gc_before_send();  // wait_for_unix_gc
+  if (flags & MSG_OOB) {
+    size_t total = 0;
+    for (size_t i = 0; i < msg->msg_iovlen; ++i) total += msg->msg_iov[i].iov_len;
+    if (total == 0) return -EOPNOTSUPP;
+  }
   if (msg->msg_namelen) return -EISCONN;  // a connected socket
   // unix_scm_to_skb -> unix_attach_fds: too_many_unix_fds
   if (scm.has_files() && unix_too_many_fds(scm.nfiles())) return -ETOOMANYREFS;
@@ -80,6 +87,7 @@ long UnixSocket::sendmsg(const struct msghdr* msg, int flags) noexcept {
 }
 
 long UnixSocket::recvmsg(struct msghdr* msg, int flags) noexcept {
+  if (flags & MSG_OOB) return recv_urg(msg, flags);
   size_t total = 0;
   for (size_t i = 0; i < msg->msg_iovlen; ++i) total += msg->msg_iov[i].iov_len;
   ScmRecv scm(msg, flags);
@@ -150,7 +158,7 @@ long UnixSocket::setsockopt(int level, int optname, const void* optval, socklen_
     return UnixSideOpts<UnixConn>::set_peek_off(*conn_, me_, optval, optlen);
   if (const long e = opts_.set(SOCK_STREAM, level, optname, optval, optlen)) return e;
   if (level != SOL_SOCKET) return 0;
-  take_pass_option(optname);
+  take_side_option(optname);
   if (UnixSideOpts<UnixConn>::take(*conn_, me_, opts_, optname)) {  // sk_write_space: unix_write_space
     conn_->wake(me_, kUnixWriteSpace);
     conn_->fasync(me_, UnixConn::kWakeSpace, POLL_OUT);
@@ -167,6 +175,8 @@ long UnixSocket::ioctl(unsigned long request, void* arg) noexcept {
     value = static_cast<int>(inq());
   else if (request == TIOCOUTQ)  // SIOCOUTQ
     value = static_cast<int>(outq());
+  else if (request == SIOCATMARK)
+    value = at_mark();
   else
     return -ENOTTY;  // sock_ioctl: ENOIOCTLCMD
   if (!user_readable(arg, sizeof(int))) return -EFAULT;  // put_user

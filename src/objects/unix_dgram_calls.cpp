@@ -212,6 +212,9 @@ long UnixDgramSocket::ioctl(unsigned long request, void* arg) noexcept {
     }
   } else if (request == TIOCOUTQ) {  // SIOCOUTQ: sk_wmem_alloc
     value = s.wmem;
+  } else if (request == SIOCATMARK) {  // out-of-band data is the stream pair's
+    conn_->mu_.unlock();
+    return -EOPNOTSUPP;
   } else {
     conn_->mu_.unlock();
     return -ENOTTY;  // sock_ioctl: ENOIOCTLCMD

@@ -133,6 +133,9 @@ class TableFile final : public core::File {
   // count (recvmsg's helpers).
   long recv_all(struct msghdr* msg, size_t total, const timespec* dl, const uep_file_call& c) noexcept;
   long recv_peek_all(struct msghdr* msg, size_t total, const timespec* dl, const uep_file_call& c) noexcept;
+  // The provider's SIOCATMARK says the stream is at out-of-band data (a
+  // provider without it: never).
+  bool at_oob_mark() noexcept;
   // The whole of a stream write: op(iov, n) until every byte is taken.
   template <class Op>
   long write_all(const struct iovec* iov, size_t n, bool nonblock, Op&& op) noexcept;

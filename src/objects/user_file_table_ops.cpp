@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <cstring>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <vector>
 
 namespace uepoll::objects {
@@ -214,8 +216,16 @@ long TableFile::recv_all(struct msghdr* msg, size_t total, const timespec* dl, c
     // A receive that brought control data ends here (Linux's AF_UNIX stream
     // read stops after bytes that carried files), so the buffer holds it.
     if (m.msg_controllen || (m.msg_flags & MSG_CTRUNC)) break;
+    // So does out-of-band data: Linux's stream reads (AF_UNIX, TCP) stop
+    // at the mark once they have taken bytes.
+    if (at_oob_mark()) break;
   }
   return static_cast<long>(done);
+}
+
+bool TableFile::at_oob_mark() noexcept {
+  int at = 0;
+  return ioctl(SIOCATMARK, &at) == 0 && at;
 }
 
 // MSG_PEEK|MSG_WAITALL: peeks the whole buffer until it fills, or the

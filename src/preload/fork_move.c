@@ -119,8 +119,11 @@ static void put_rights(struct msghdr *w, union rights_buf *ctl, const int *fds, 
 }
 
 /* move_queued for a socket: each receive ends where Linux's does (after
- * bytes that carried files), and its files go with those bytes through the
- * kernel peer k. */
+ * bytes that carried files, or at out-of-band data), and its files go
+ * with those bytes through the kernel peer k.  An out-of-band byte not yet
+ * read is sent with MSG_OOB where it stood, so the kernel socket has the
+ * same mark (a byte already read with MSG_OOB is not made again: a kernel
+ * read no longer stops where it was). */
 int uep_pl_move_queued_socket(int u, int k) {
   enum { kChunk = 65536 };
   char *buf = malloc(kChunk);
@@ -129,7 +132,15 @@ int uep_pl_move_queued_socket(int u, int k) {
   if (!buf) return -1;
   int rc = 0;
   for (;;) {
-    int avail = 0;
+    int avail = 0, at_mark = 0;
+    char oob;
+    if (uep_ioctl(u, SIOCATMARK, &at_mark) == 0 && at_mark && uep_recv(u, &oob, 1, MSG_OOB | MSG_DONTWAIT) == 1) {
+      if (UEP_PL_REAL(send)(k, &oob, 1, MSG_OOB | MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
+        rc = -1;
+        break;
+      }
+      continue;
+    }
     if (uep_ioctl(u, FIONREAD, &avail) < 0 || avail <= 0) break;
     struct iovec iov = {buf, avail < kChunk ? (size_t)avail : kChunk};
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.b, .msg_controllen = sizeof ctl.b};

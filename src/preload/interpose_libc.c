@@ -147,12 +147,11 @@ char *ttyname(int fd) {
   return NULL;
 }
 
-/* sockatmark: glibc's ioctl(SIOCATMARK).  Linux's unix_ioctl answers 1 only
- * at an out-of-band byte, which uepoll pairs never hold: 0; the other
- * objects answer the ioctl (ENOTTY, EINVAL). */
+/* sockatmark: glibc's ioctl(SIOCATMARK), answered by the object (a stream
+ * pair at its out-of-band mark: 1; a datagram or seqpacket pair:
+ * EOPNOTSUPP; the other objects ENOTTY, EINVAL). */
 int sockatmark(int fd) {
   if (!uep_pl_map(fd)) return UEP_PL_REAL(sockatmark)(fd);
-  if (uep_pl_kind(fd) == UEP_PL_SOCKET) return 0;
   int at = 0;
   return tty_ioctl(fd, SIOCATMARK, &at) < 0 ? -1 : at;
 }
