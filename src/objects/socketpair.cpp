@@ -66,6 +66,14 @@ void UnixConn::free_list(Skb* s) noexcept {
   }
 }
 
+bool UnixConn::unlink(Side& s, Side& w, Skb* prev, Skb* skb) noexcept {
+  (prev ? prev->next : s.head) = skb->next;
+  if (s.tail == skb) s.tail = prev;
+  skb->next = nullptr;
+  w.wmem -= skb->truesize;
+  return !w.dead && unix_writable_after_free(w.wmem, w.sndbuf);
+}
+
 void UnixConn::put() noexcept {
   if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) core::destroy(this);
 }

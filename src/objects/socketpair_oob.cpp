@@ -22,14 +22,6 @@
 
 namespace uepoll::objects {
 
-bool UnixConn::unlink(Side& s, Side& w, Skb* prev, Skb* skb) noexcept {
-  (prev ? prev->next : s.head) = skb->next;
-  if (s.tail == skb) s.tail = prev;
-  skb->next = nullptr;
-  w.wmem -= skb->truesize;
-  return !w.dead && unix_writable_after_free(w.wmem, w.sndbuf);
-}
-
 UnixConn::Skb* UnixSocket::oob_peek_start(const UnixConn::Side& s) noexcept {
   UnixConn::Skb* skb = s.head;
   if (skb && skb->consumed == skb->len) skb = skb->next;  // a spent out-of-band skb

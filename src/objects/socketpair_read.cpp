@@ -127,11 +127,8 @@ long UnixSocket::take(size_t count, bool fault, bool peek, ReadPlan* plan, int* 
       plan->part_len = static_cast<uint32_t>(chunk);
       break;
     }
-    s.head = skb->next;
-    if (!s.head) s.tail = nullptr;
     // consume_skb -> sock_wfree -> unix_write_space on the writer.
-    w.wmem -= skb->truesize;
-    if (!w.dead && unix_writable_after_free(w.wmem, w.sndbuf)) ++*write_space_wakes;
+    if (UnixConn::unlink(s, w, nullptr, skb)) ++*write_space_wakes;
     plan->add_done(skb, start);
     if (files || static_cast<size_t>(copied) == count) break;
   }
