@@ -447,11 +447,13 @@ static int lw_shutdown(void *ctx, int how) {
 static int lw_ioctl(void *ctx, unsigned long req, void *arg, const struct uep_file_call *call) {
   (void)call;
   struct lw_sock *s = ctx;
-  if (req != FIONREAD && req != TIOCOUTQ) return -ENOTTY;
+  if (req != FIONREAD && req != TIOCOUTQ && req != SIOCATMARK) return -ENOTTY;
   if (lw_stack_dead()) return -ENETDOWN;
   int v = 0;
   if (lw_state_of(s) == LW_LISTEN) return -EINVAL; /* Linux tcp_ioctl */
-  if (req == FIONREAD) {
+  if (req == SIOCATMARK) {
+    v = 0; /* no urgent data is ever taken in (recvmsg: MSG_OOB is EINVAL) */
+  } else if (req == FIONREAD) {
     pthread_mutex_lock(&s->rx_mu);
     int avail = __atomic_load_n(&s->conn->recv_avail, __ATOMIC_RELAXED);
     v = (avail > 0 ? avail : 0) + (s->left ? s->left->tot_len - s->left_off : 0);

@@ -6,7 +6,7 @@
  * One thread: a level-triggered listener, a non-blocking client connect,
  * the accepted connection edge-triggered, an eventfd and a timerfd in the
  * same epoll instance; poll() and select() over the sockets beside an
- * eventfd; messages of growing size echoed and checked; FIONREAD,
+ * eventfd; messages of growing size echoed and checked; FIONREAD, sockatmark,
  * TCP_NODELAY, SO_ERROR, getsockname/getpeername, shutdown and EOF; a
  * refused connect.  Prints what it saw, never addresses or ports.
  * Bounded: every wait has a timeout, the program stops after 10 s.
@@ -166,6 +166,7 @@ int main(void) {
   int avail = -1;
   CHECK(ioctl(ss, FIONREAD, &avail) == 0);
   printf("FIONREAD: %d\n", avail);
+  printf("sockatmark: %d\n", sockatmark(ss));
   char buf[16];
   CHECK(recv(ss, buf, sizeof buf, 0) == 4);
 
