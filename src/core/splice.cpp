@@ -137,7 +137,12 @@ long tee_kernel_pipe(int fd, SpliceSink& to, size_t len, bool nonblock) noexcept
   const long r = peek_kernel_pipe(fd, bounce.data(), len, nonblock);
   if (r < 0) return r;
   if (const long e = to.wait_room(nonblock)) return e;
-  return r ? to.push(bounce.data(), static_cast<size_t>(r)) : 0;
+  return r ? tee_push(to, bounce.data(), static_cast<size_t>(r)) : 0;
+}
+
+long tee_push(SpliceSink& to, const char* buf, size_t n) noexcept {
+  const long put = to.push(buf, n);
+  return put == -EAGAIN ? 0 : put;
 }
 
 }  // namespace uepoll::core

@@ -88,6 +88,11 @@ void consume_kernel_pipe(int fd, size_t n, char* buf) noexcept;
 // the bytes put, 0, or -errno.
 long tee_kernel_pipe(int fd, SpliceSink& to, size_t len, bool nonblock) noexcept;
 
+// A tee's put after its wait for room (Linux link_pipe): a pipe that
+// another writer filled in between ends the tee with 0, what link_pipe
+// linked, not -EAGAIN.
+long tee_push(SpliceSink& to, const char* buf, size_t n) noexcept;
+
 // A bounce buffer of kSpliceChunk bytes from core::raw_alloc, freed by the
 // destructor; data() is nullptr when out of memory.
 class SpliceBounce {

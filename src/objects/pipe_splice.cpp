@@ -192,7 +192,7 @@ long PipeReader::tee(core::SpliceSink& to, size_t len, bool nonblock) noexcept {
   }
   const size_t n = p.peek_locked(bounce.data(), want);
   p.mu_.unlock();
-  return n ? to.push(bounce.data(), n) : 0;
+  return n ? core::tee_push(to, bounce.data(), n) : 0;
 }
 
 long PipeReader::vmsplice(const struct iovec* iov, int iovcnt, size_t total, bool nonblock) noexcept {

@@ -395,4 +395,50 @@ TEST(SpliceOut, IntoRacedPipeWaitsForRoom) {
                        "pipe into a kernel pipe: moved 1048576, bytes arrived 2097152"});
 }
 
+// A blocking tee into a pipe that another writer keeps filling: Linux's
+// link_pipe ends the call with what it linked, 0 when the pipe filled up
+// after opipe_prep found room, never EAGAIN.  From a uepoll pipe and from a
+// kernel pipe, into the scenario's pipe.
+TEST(SpliceOut, TeeIntoRacedPipeGivesNoEagain) {
+  auto r = conf::differential([](T& t) {
+    const Calls c{t.is_linux()};
+    const uepoll_test::Api& api = t.api;
+    for (const std::string what : {"pipe", "kernel pipe"}) {
+      int kp[2] = {-1, -1};
+      if (what == "kernel pipe" && ::pipe2(kp, O_CLOEXEC) < 0) return;
+      const auto src = what == "kernel pipe" ? std::pair<int, int>(kp[0], kp[1]) : t.pipe();
+      std::vector<char> data(9000, 's');
+      if ((what == "kernel pipe" ? ::write(src.second, data.data(), data.size())
+                                 : api.write(src.second, data.data(), data.size())) != 9000)
+        return;
+      auto [rd, wr] = t.pipe();
+      splice_conf::PipeTraffic traffic(api.write, api.read, rd, wr, 1 << 20);
+      int linked = 0, zero = 0, again = 0, other = 0;
+      for (int i = 0; i < 3000; ++i) {
+        const ssize_t n = c.tee(src.first, wr, 9000, 0);
+        if (n > 0) ++linked;
+        else if (n == 0) ++zero;
+        else if (errno == EAGAIN) ++again;
+        else ++other;
+      }
+      traffic.join_writer();
+      t.close(wr);
+      (void)traffic.join_reader();
+      t.close(rd);
+      if (what == "kernel pipe") {
+        ::close(kp[0]);
+        ::close(kp[1]);
+      } else {
+        t.close(src.first);
+        t.close(src.second);
+      }
+      t.log(what + ": tees that linked bytes " + (linked ? "some" : "none") + ", EAGAIN " +
+            std::to_string(again) + ", other errors " + std::to_string(other));
+      (void)zero;
+    }
+  });
+  EXPECT_LINUX_SEQ(r, {"pipe: tees that linked bytes some, EAGAIN 0, other errors 0",
+                       "kernel pipe: tees that linked bytes some, EAGAIN 0, other errors 0"});
+}
+
 }  // namespace
