@@ -203,11 +203,17 @@ class ST : public T {
     const int r = sa.ppoll(p.data(), p.size(), ts, nullptr);
     const int e = errno;
     std::string s = "ppoll(";
-    for (size_t i = 0; i < p.size(); ++i) s += (i ? " " : "") + n(p[i].fd);
+    for (size_t i = 0; i < p.size(); ++i) {
+      if (i) s += " ";
+      s += n(p[i].fd);
+    }
     s += "," + std::string(tsdesc) + ") = " + (errno = e, res(r));
     if (r >= 0) {
       s += " [";
-      for (size_t i = 0; i < p.size(); ++i) s += (i ? " " : "") + mask_str(static_cast<uint16_t>(p[i].revents));
+      for (size_t i = 0; i < p.size(); ++i) {
+        if (i) s += " ";
+        s += mask_str(static_cast<uint16_t>(p[i].revents));
+      }
       s += "]";
     }
     log(s);
