@@ -8,7 +8,9 @@
 // stops before it when it has taken bytes already and otherwise drops it
 // (with SO_OOBINLINE it is read as ordinary data instead).  A spent skb
 // ends a read that has taken bytes, unless another out-of-band byte is
-// pending, and is dropped by the next read that reaches it first.
+// pending, and is dropped by the next read that reaches it first.  Also
+// UnixConn::sigurg, the SIGURG a send of out-of-band data gives the
+// receiver's owner.
 //
 // Locks: the socket's iolock_ (10) around recv_urg and at_mark, as
 // Linux's u->iolock; UnixConn::mu_ (leaf, 14) inside it.
