@@ -80,6 +80,11 @@ void UnixConn::put() noexcept {
 
 void UnixConn::wake(int i, uint32_t key, int nr_exclusive) noexcept { unix_wake(file_[i], key, nr_exclusive); }
 
+void UnixConn::write_space(int i) noexcept {
+  wake(i, kWriteSpace);
+  fasync(i, kWakeSpace, POLL_OUT);
+}
+
 void UnixConn::fasync(int i, WakeHow how, int reason) noexcept {
   core::File* f;
   {
@@ -299,10 +304,7 @@ void UnixSocket::on_release() noexcept {
   c.mu_.unlock();
   c.wake(peer, 0, 0);  // skpair->sk_state_change(skpair)
   c.fasync(peer, UnixConn::kWakeWaitd, POLL_HUP);
-  for (int i = 0; i < write_space_wakes; ++i) {
-    c.wake(peer, kWriteSpace);
-    c.fasync(peer, UnixConn::kWakeSpace, POLL_OUT);
-  }
+  for (int i = 0; i < write_space_wakes; ++i) c.write_space(peer);
   UnixConn::free_list(purge);
   opts_.release();
   c.put();

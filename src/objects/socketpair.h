@@ -107,6 +107,10 @@ class UnixConn {
   // lock held (a system call).
   enum WakeHow { kWakeWaitd, kWakeSpace };
   void fasync(int i, WakeHow how, int reason) noexcept;
+  // Linux unix_write_space for socket i, once room came back: the wakeup
+  // with the write-space key, then fasync(kWakeSpace, POLL_OUT).  No lock
+  // held.
+  void write_space(int i) noexcept;
   // Frees a list of skbs and releases the files they carry (no lock held).
   static void free_list(Skb* s) noexcept;
   // Takes skb (after prev; nullptr: skb is the head) off side s's queue

@@ -12,7 +12,6 @@
 #include "objects/socketpair.h"
 
 #include <cerrno>
-#include <csignal>
 #include <cstring>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -159,10 +158,7 @@ long UnixSocket::setsockopt(int level, int optname, const void* optval, socklen_
   if (const long e = opts_.set(SOCK_STREAM, level, optname, optval, optlen)) return e;
   if (level != SOL_SOCKET) return 0;
   take_side_option(optname);
-  if (UnixSideOpts<UnixConn>::take(*conn_, me_, opts_, optname)) {  // sk_write_space: unix_write_space
-    conn_->wake(me_, kUnixWriteSpace);
-    conn_->fasync(me_, UnixConn::kWakeSpace, POLL_OUT);
-  }
+  if (UnixSideOpts<UnixConn>::take(*conn_, me_, opts_, optname)) conn_->write_space(me_);  // sk_write_space
   return 0;
 }
 

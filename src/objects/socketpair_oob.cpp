@@ -19,7 +19,6 @@
 #include "objects/socketpair_plan.h"
 
 #include <cerrno>
-#include <csignal>
 #include <sys/socket.h>
 
 namespace uepoll::objects {
@@ -85,10 +84,7 @@ long UnixSocket::recv_urg(struct msghdr* msg, int flags) noexcept {
     }
     c.mu_.unlock();
   }
-  if (space) {
-    c.wake(1 - me_, kUnixWriteSpace);
-    c.fasync(1 - me_, UnixConn::kWakeSpace, POLL_OUT);
-  }
+  if (space) c.write_space(1 - me_);
   UnixConn::free_list(spent);
   // The byte into the first segment with room (skb_copy_datagram_msg of
   // one byte: none at all takes it and copies nothing), after it was

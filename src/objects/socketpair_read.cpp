@@ -199,10 +199,7 @@ long UnixSocket::recv_scm(char* dst, size_t count, bool peek, ScmRecv* scm, bool
       // iolock_ keeps the peeked skb queued and its files in place.
       if (plan.peek_files) scm->peek(*plan.peek_files->scm);
     }
-    for (int i = 0; i < write_space_wakes; ++i) {
-      c.wake(1 - me_, kWriteSpace);
-      c.fasync(1 - me_, UnixConn::kWakeSpace, POLL_OUT);  // unix_write_space
-    }
+    for (int i = 0; i < write_space_wakes; ++i) c.write_space(1 - me_);
     UnixConn::free_list(plan.done_head);
     UnixConn::free_list(plan.dropped);
     if (r != -EAGAIN || nonblocking()) return r;
