@@ -91,6 +91,15 @@ UEP_EXPORT int uep__kernel_form(int fd);
  * O_ASYNC, its signals carry si_fd = shown (File::kill_fasync). */
 UEP_EXPORT void uep__set_fasync_fd(int fd, int shown);
 
+/* The text of /proc/self/fdinfo for uepoll descriptor fd's lock descriptor
+ * (core::File::lock_slot: the kernel file that holds the flock and record
+ * locks taken through fd's open file description), NUL-terminated in
+ * buf[0..len): its "lock:" lines name those locks, for a conversion to take
+ * them again on the kernel object it makes (src/preload/lock_carry.c).
+ * Returns the length; 0 if no lock call made one; -1 with errno EBADF (fd
+ * not open) or the kernel's.  No uepoll lock. */
+UEP_EXPORT long uep__lock_fdinfo(int fd, char *buf, unsigned long len);
+
 /* The open file description behind uepoll descriptor fd, as a number equal
  * for two descriptors exactly when they share it (dup, SCM_RIGHTS within
  * the process); 0 if fd is not open.  Lock-free. */

@@ -4,6 +4,7 @@
 // uep__next_own_fd: uepoll's own kernel descriptors (core/own_fds.h),
 // and the movable ones of the preload (core/own_slot.h);
 // uep__file_id: a descriptor's open file description, for kcmp;
+// uep__lock_fdinfo: the locks held through it, for a conversion to carry;
 // uep__sleepers and uep__hand_over: the calls asleep on a file, and the
 // mark that sends them back to the preload (core/handover.h);
 // uep__kernel_form: a file's kernel form, for the kernel interfaces;
@@ -140,6 +141,16 @@ extern "C" int uep__kernel_form(int fd) {
 extern "C" void uep__set_fasync_fd(int fd, int shown) {
   uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
   if (f && (f->status_flags() & O_ASYNC)) f->set_fasync_fd(shown);
+}
+
+extern "C" long uep__lock_fdinfo(int fd, char* buf, unsigned long len) {
+  uepoll::fd::FileRef f(uepoll::fd::lookup(fd));
+  const long n = f ? f->lock_fdinfo(buf, len) : -EBADF;
+  if (n < 0) {
+    errno = static_cast<int>(-n);
+    return -1;
+  }
+  return n;
 }
 
 extern "C" unsigned long long uep__file_id(int fd) {

@@ -282,6 +282,11 @@ class alignas(64) File {
   // (locks_remove_posix), here one F_UNLCK of the whole file on the lock
   // descriptor, if one was made.  A system call: no uepoll lock held.
   void close_posix_locks() noexcept;
+  // /proc/self/fdinfo of the lock descriptor, NUL-terminated in buf[0..len)
+  // (its "lock:" lines are the locks held through this open file
+  // description): the length, 0 if none was made, or -errno.  System
+  // calls: no uepoll lock held.
+  long lock_fdinfo(char* buf, size_t len) noexcept;
 
   // Number of epoll items currently queued on wq_.  Written only under
   // wq_'s lock (add_watcher_locked / remove_watcher_locked: a plain

@@ -252,7 +252,7 @@ long UnixSocket::splice_read(core::SpliceSink& to, size_t len, bool nonblock) no
                      TakeMode{true, false, nullptr});
       }
     }
-    for (int i = 0; i < write_space_wakes; ++i) c.wake(1 - me_, kWriteSpace);
+    for (int i = 0; i < write_space_wakes; ++i) c.write_space(1 - me_);
     UnixConn::free_list(done.done_head);
     UnixConn::free_list(plan.dropped);
     UnixConn::free_list(done.dropped);

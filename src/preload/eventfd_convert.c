@@ -97,7 +97,7 @@ static unsigned long long take_count(int u) {
  * it was made through, and the uepoll descriptors are closed.  `what`
  * names the object in the refusals. */
 void uep_pl_move_to_kernel(int k, const int *shown, const int *us, int ns, unsigned long long key,
-                           unsigned long long (*key_of)(int u), const char *what) {
+                           unsigned long long (*key_of)(int u), const char *what, struct uep_pl_locks *held) {
   char why[200];
   for (int i = 0; i < ns; ++i) {
     const int fdfl = uep_fcntl(us[i], F_GETFD);
@@ -125,6 +125,7 @@ void uep_pl_move_to_kernel(int k, const int *shown, const int *us, int ns, unsig
     }
   }
   free(regs);
+  if (ns) uep_pl_locks_collect(us[0], held); /* one object: one open file description */
   for (int i = 0; i < ns; ++i) uep_close(us[i]);
 }
 
@@ -176,8 +177,10 @@ static int convert_locked(int n) {
   const uint64_t count = take_count(u);
   if (count && UEP_PL_REAL(write)(k, &count, sizeof count) != (ssize_t)sizeof count)
     uep_pl_refuse("eventfd handed to the kernel: its count could not be carried to the kernel eventfd");
-  uep_pl_move_to_kernel(k, shown, us, ns, key, eventfd_key, "eventfd");
+  struct uep_pl_locks held = {0};
+  uep_pl_move_to_kernel(k, shown, us, ns, key, eventfd_key, "eventfd", &held);
   UEP_PL_REAL(close)(k);
+  uep_pl_locks_take(&held, shown[0]);
   uep_pl_count(UEP_PL_EVENTFD_CONVERTED, 1);
   free(shown);
   free(us);

@@ -28,7 +28,8 @@
  *      disabled EPOLLONESHOT's, and data) is deleted and made again, same events and
  *      data, on the kernel descriptor, which uepoll instances watch like any
  *      other kernel descriptor;
- *   6. the uepoll ends are closed.
+ *   6. the uepoll ends are closed, and the flock and record locks held
+ *      through them are taken again on the kernel ends (lock_carry.c).
  *
  * A thread asleep in a call on the object (read, write, send, recv, poll,
  * select, splice...) first leaves it (uep_pl_evict_sleepers, core/handover.h) and
@@ -441,11 +442,24 @@ static int convert_group(struct shown *s, int ns, int first, const struct uep_pl
   carry_async(&g);
   move_registrations(&g, regs, nregs);
   /* Step 6: the uepoll ends and the spare kernel ones (an end no number
-   * shows closes here, after its bytes were written). */
+   * shows closes here, after its bytes were written); then the locks held
+   * through each end, taken again through the first number showing it
+   * (lock_carry.c: after every close of the new object's spare numbers). */
+  struct uep_pl_locks held[2] = {{0}, {0}};
+  for (int side = 0; side < 2; ++side)
+    if (g.end_u[side]) uep_pl_locks_collect(g.end_u[side], &held[side]);
   for (int i = first; i < ns; ++i)
     if (in_group(&g, i)) uep_close(s[i].u);
   UEP_PL_REAL(close)(g.k[0]);
   UEP_PL_REAL(close)(g.k[1]);
+  for (int side = 0; side < 2; ++side) {
+    if (!held[side].n) continue;
+    for (int i = first; i < ns; ++i)
+      if (in_group(&g, i) && g.s[i].st.side == side) {
+        uep_pl_locks_take(&held[side], s[i].n);
+        break;
+      }
+  }
   return 1;
 }
 

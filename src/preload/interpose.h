@@ -126,15 +126,33 @@ int uep_pl_convert_eventfd_inside(int n);
  * that the child shares it (timerfd_convert.c for timers). */
 void uep_pl_convert_inherited(void);
 void uep_pl_kernel_signals_syscall(long nr, const long *a);
+/* lock_carry.c: the flock and record locks held through uepoll descriptor
+ * u's open file description, read before the conversion closes it
+ * (appended to *held, zeroed by the caller), and taken again through kernel
+ * number n once no spare descriptor of the new kernel object is left to
+ * close (frees *held).  A lock that cannot be taken again is said. */
+struct uep_pl_lock {
+  int kind;  /* FLOCK, OFDLCK or POSIX (lock_carry.c) */
+  short type; /* F_RDLCK or F_WRLCK */
+  long long start, len;
+};
+struct uep_pl_locks {
+  struct uep_pl_lock *l;
+  int n, cap;
+};
+void uep_pl_locks_collect(int u, struct uep_pl_locks *held);
+void uep_pl_locks_take(struct uep_pl_locks *held, int n);
 /* The steps a conversion into a kernel object shares (eventfd_convert.c):
  * the numbers showing a uepoll object of `kind` that key_of names `key`
  * (malloc'd, their uepoll descriptors in *us, malloc'd), and the object's
  * kernel descriptor k put at those numbers (k left open), its
- * registrations moved to it and the uepoll descriptors closed. */
+ * registrations moved to it, its locks read into *held (for the caller to
+ * take again through shown[0] after it closes k) and the uepoll
+ * descriptors closed. */
 int *uep_pl_numbers_showing(int kind, unsigned long long (*key_of)(int u), unsigned long long key, int **us,
                             int *ns);
 void uep_pl_move_to_kernel(int k, const int *shown, const int *us, int ns, unsigned long long key,
-                           unsigned long long (*key_of)(int u), const char *what);
+                           unsigned long long (*key_of)(int u), const char *what, struct uep_pl_locks *held);
 /* timerfd_convert.c: the uepoll timerfd shown as n becomes its own kernel
  * timer under the same numbers (0), or stays (-1: not a uepoll timerfd, on
  * the virtual clock, or no kernel form). */

@@ -61,11 +61,13 @@ static int convert_locked(int n) {
   (void)uep_pl_evict_sleepers(&u, 1);
   /* Read again after the mark: a change made since has left (core/handover.h). */
   const int fl_now = uep_fcntl(u, F_GETFL);
-  uep_pl_move_to_kernel(k, shown, us, ns, key, timer_key, "timerfd");
+  struct uep_pl_locks held = {0};
+  uep_pl_move_to_kernel(k, shown, us, ns, key, timer_key, "timerfd", &held);
   /* The timer's own reads were non-blocking whatever the program's flags:
    * the kernel file now takes the program's. */
   UEP_PL_REAL(fcntl)(k, F_SETFL, (fl_now >= 0 ? fl_now : fl) & O_NONBLOCK);
   UEP_PL_REAL(close)(k);
+  uep_pl_locks_take(&held, shown[0]);
   free(shown);
   free(us);
   return 0;

@@ -4,6 +4,7 @@
 // sends, and their siginfo (si_code, si_band, si_fd by name), collected with
 // sigtimedwait while blocked.
 #include "conformance/surface_harness.h"
+#include "splice_calls.h"
 
 #include <climits>
 #include <sys/eventfd.h>
@@ -138,6 +139,43 @@ TEST_F(SigioTest, SocketPair) {
     collect(t, "close");
   });
   EXPECT_LINUX_HAS(tr, "sends: 2 signal(s)");
+}
+
+// A splice out of a pair frees room as a read does: the writer that found
+// its buffer full gets POLL_OUT (unix_write_space, from the splice's
+// consume_skb).
+TEST_F(SigioTest, SpliceOutOfPairSignalsRoom) {
+  auto tr = conf::surface_differential([](ST& t) {
+    const splice_conf::Calls c{t.is_linux()};
+    int kp[2];
+    if (::pipe2(kp, O_NONBLOCK) < 0) return;
+    auto [a, b] = t.unix_stream(SOCK_NONBLOCK);
+    t.fcntl(a, F_SETOWN, static_cast<unsigned long>(getpid()), "F_SETOWN,self");
+    t.fcntl(a, F_SETSIG, static_cast<unsigned long>(SIGRTMIN + 2), "F_SETSIG,RT+2");
+    t.setfl(a, O_ASYNC | O_NONBLOCK, "ASYNC|NONBLOCK");
+    char chunk[4096] = {};
+    long sends = 0;
+    while (sends < 10000 && t.sa.send(a, chunk, sizeof chunk, MSG_DONTWAIT) > 0) ++sends;
+    t.log("filled: " + t.res(-1));
+    collect(t, "filled");
+    // Room comes back below a quarter of the send buffer (unix_writable):
+    // splice until the pair is empty, emptying the pipe each time.
+    long moved = 0;
+    ssize_t r = 0;
+    for (int round = 0; round < 100; ++round) {
+      r = c.splice(b, nullptr, kp[1], nullptr, 65536, SPLICE_F_NONBLOCK);
+      if (r <= 0) break;
+      moved += r;
+      char sink[65536];
+      while (::read(kp[0], sink, sizeof sink) > 0) {
+      }
+    }
+    t.log("spliced until " + t.res(r) + ", " + (moved == sends * 4096L ? "every byte" : "bytes missing"));
+    collect(t, "spliced");
+    ::close(kp[0]);
+    ::close(kp[1]);
+  });
+  EXPECT_LINUX_HAS(tr, "spliced: 1 signal(s)");
 }
 
 TEST_F(SigioTest, EventfdHasNoFasync) {
