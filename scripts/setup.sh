@@ -4,7 +4,7 @@
 # sanitizer runtimes, valgrind, pkg-config, python3, the aarch64 cross
 # compiler and qemu-user for the aarch64 stage, libuv and Boost for two
 # examples, lwIP for the lwIP socket provider, and nginx-light, redis-server,
-# redis-tools, memcached, libmemcached-tools, lighttpd, nodejs, wrk, curl and
+# redis-tools, memcached, libmemcached-tools, lighttpd, nodejs, haproxy, wrk, curl and
 # procps for the real programs run under uepoll-run by
 # tests/realprograms/run.sh, CPython's, GLib's and D-Bus's test suites for
 # tests/realprograms/python_stdlib.sh and installed_tests.sh, strace for
@@ -58,6 +58,7 @@ packages=(
   iproute2            # tests/provider/tap_netns.sh: ip tuntap / addr / link
   lighttpd            # forking server (mod_cgi forks a CGI per request)
   nodejs              # event-loop runtime (libuv): an HTTP server
+  haproxy             # threaded proxy: master-worker fork, splice through pipes, reload
   strace              # tools/realprograms_throughput.sh STRACE=1: system calls per request
   libpython3.11-testsuite  # tests/realprograms/python_stdlib.sh: CPython's own tests, plainly and under uepoll-run
   libglib2.0-tests  # tests/realprograms/installed_tests.sh glib: GLib's own tests, plainly and under uepoll-run

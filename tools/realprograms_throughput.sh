@@ -53,7 +53,7 @@ chmod 755 "$work"
 hz=$(getconf CLK_TCK)
 
 . "$here/common.sh"
-for prog in nginx redis memcached lighttpd nodejs; do . "$here/$prog.sh"; done
+for prog in nginx redis memcached lighttpd nodejs haproxy; do . "$here/$prog.sh"; done
 [[ -x $RUN ]] || { say "uepoll-run not found at $RUN (build first)"; exit 1; }
 now() { date +%s.%N; }
 

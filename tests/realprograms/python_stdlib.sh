@@ -45,7 +45,8 @@ suite_workdir pytest
 
 # outcomes FILE: the sorted "test (module.Class.test) ... outcome" lines;
 # an outcome that a test's own output pushed onto a later line is joined
-# to its test.
+# to its test; the process id in a test file's name (@test_PID_tmp) is
+# left out.
 outcomes() {
   awk '
     function status(t) { return t ~ /^(ok|skipped.*|FAIL|ERROR|expected failure|unexpected success)$/ }
@@ -56,7 +57,7 @@ outcomes() {
       next
     }
     pending != "" && status($0) { print pending " " $0; pending = "" }
-  ' "$1" | sort -u
+  ' "$1" | sed -E 's/@test_[0-9]+_tmp/@test_PID_tmp/g' | sort -u
 }
 
 # suite MODE OUT [ARGS...]: python -m test in MODE (plain or uepoll).

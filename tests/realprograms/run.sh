@@ -19,17 +19,20 @@
 #              request with pipes made before the fork (lighttpd.sh).
 #   nodejs     (nodejs): an HTTP server on libuv; thread-pool file reads,
 #              timers, POST bodies (nodejs.sh, http_server.js).
+#   haproxy    (haproxy): a threaded proxy in master-worker mode; splice
+#              through F_SETPIPE_SZ pipes, a reload on SIGUSR2 (haproxy.sh).
 #
 # Usage: tests/realprograms/run.sh [UEPOLL_RUN]   (default: build/src/preload/uepoll-run)
 # Environment: REQUESTS (redis-benchmark -n, default 20000), SECONDS_LOAD
-# (wrk and memcaslap duration, default 3), PROGRAMS (default: all five),
+# (wrk and memcaslap duration, default 3), PROGRAMS (default: all six),
 # KEEP=1 keeps the work directory, KINDS (uepoll-run --kinds; default: all
-# kinds.  nginx, Redis and lighttpd talk to their forked children over pipes
-# or socket pairs made before fork -- nginx's master/worker channel,
-# Redis's BGSAVE child-info pipe, a CGI's stdin and stdout -- which the
+# kinds.  nginx, Redis, lighttpd and HAProxy talk to their forked children
+# over pipes or socket pairs made before fork -- nginx's master/worker
+# channel, Redis's BGSAVE child-info pipe, a CGI's stdin and stdout,
+# HAProxy's master/worker socket pair -- which the
 # preload turns into kernel ones at fork, see src/preload/fork_convert.c;
 # UEPOLL_STATS counts them as converted_at_fork, and the test requires one
-# for those three).  Needs the packages scripts/setup.sh installs; a program
+# for those four).  Needs the packages scripts/setup.sh installs; a program
 # whose binary is missing is reported as SKIP; exit 0 when none failed and
 # one ran, 77 (ctest: skipped) when none could run, 1 when one failed.
 #
@@ -44,7 +47,7 @@ root=$(cd "$here/../.." && pwd)
 RUN=${1:-$root/build/src/preload/uepoll-run}
 REQUESTS=${REQUESTS:-20000}
 SECONDS_LOAD=${SECONDS_LOAD:-3}
-PROGRAMS=${PROGRAMS:-nginx redis memcached lighttpd nodejs}
+PROGRAMS=${PROGRAMS:-nginx redis memcached lighttpd nodejs haproxy}
 KINDS=${KINDS-}
 work=$(mktemp -d /tmp/uepoll-real.XXXXXX)
 chmod 755 "$work"  # nginx's worker and memcached run as nobody when started as root
@@ -54,7 +57,7 @@ ran=0
 table=()
 
 . "$here/common.sh"
-for prog in nginx redis memcached lighttpd nodejs; do . "$here/$prog.sh"; done
+for prog in nginx redis memcached lighttpd nodejs haproxy; do . "$here/$prog.sh"; done
 [[ -x $RUN ]] || { say "uepoll-run not found at $RUN (build first)"; exit 1; }
 
 # once NAME MODE -> OK, RESULT, RPS: start, check, load, stop.
