@@ -23,8 +23,10 @@
  * other kernel descriptor.  posix_spawn[p]() does the same for every uepoll
  * eventfd the child would inherit (not close-on-exec), and
  * posix_spawn_file_actions_adddup2() for its source, so that the spawned
- * program shares the eventfd as on Linux; both do it for timerfds too,
- * through timerfd_convert.c, which shares steps 2 to 4 of this file.
+ * program shares the eventfd as on Linux; fork() and vfork() for every
+ * uepoll eventfd, so that parent and child share each one (and an exec'd
+ * child inherits those without FD_CLOEXEC); all of them do it for timerfds
+ * too, through timerfd_convert.c, which shares steps 2 to 4 of this file.
  *
  * Reached through: liburing's exported io_uring_register_eventfd[_async]
  * and io_uring_register (liburing makes its system calls inline, so these
@@ -203,16 +205,21 @@ int uep_pl_convert_eventfd_inside(int n) {
   return r;
 }
 
-void uep_pl_convert_inherited(void) {
+/* The uepoll eventfds and timerfds the program shows made kernel ones:
+ * every one (all), or only those without FD_CLOEXEC. */
+static void convert_shown(int all) {
   if (uep_pl_inside()) return;
   const int hw = uep_pl_high_water();
   for (int n = 0; n < hw; ++n) {
     const int kind = uep_pl_kind(n);
     const int u = kind == UEP_PL_EVENTFD || kind == UEP_PL_TIMER ? uep_pl_map(n) : 0;
     if (!u) continue;
-    UEP_PL_ENTER();
-    const int fdfl = uep_fcntl(u, F_GETFD);
-    UEP_PL_LEAVE();
+    int fdfl = 0;
+    if (!all) {
+      UEP_PL_ENTER();
+      fdfl = uep_fcntl(u, F_GETFD);
+      UEP_PL_LEAVE();
+    }
     if (fdfl >= 0 && !(fdfl & FD_CLOEXEC)) {
       if (kind == UEP_PL_EVENTFD)
         uep_pl_convert_eventfd(n);
@@ -221,6 +228,10 @@ void uep_pl_convert_inherited(void) {
     }
   }
 }
+
+void uep_pl_convert_inherited(void) { convert_shown(0); }
+
+void uep_pl_convert_at_fork(void) { convert_shown(1); }
 
 /* ---- the calls that hand an eventfd to the kernel ------------------------------------ */
 static void register_arg(unsigned opcode, const void *arg) {

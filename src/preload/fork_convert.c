@@ -536,6 +536,7 @@ pid_t fork(void) {
   if (uep_pl_inside()) return UEP_PL_REAL(fork)();
   uep_pl_convert_lock();
   convert_streams();
+  uep_pl_convert_at_fork(); /* eventfds and timerfds, shared too (eventfd_convert.c) */
   const pid_t pid = UEP_PL_REAL(fork)();
   if (pid == 0)
     uep_pl_convert_lock_child();

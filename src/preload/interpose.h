@@ -125,6 +125,10 @@ int uep_pl_convert_eventfd_inside(int n);
  * timerfd the child would inherit (not close-on-exec) made a kernel one, so
  * that the child shares it (timerfd_convert.c for timers). */
 void uep_pl_convert_inherited(void);
+/* Before fork() and vfork(): every uepoll eventfd and timerfd the program
+ * shows made a kernel one, so that parent and child share it (a timerfd on
+ * the virtual clock stays, a copy in the child). */
+void uep_pl_convert_at_fork(void);
 void uep_pl_kernel_signals_syscall(long nr, const long *a);
 /* lock_carry.c: the flock and record locks held through uepoll descriptor
  * u's open file description, read before the conversion closes it

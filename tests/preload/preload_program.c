@@ -33,9 +33,9 @@ static void say(const char *what, long r) {
 
 static int exec_check(void) {
   /* Does an exec'd child see a descriptor at these numbers?  Without
-   * O_CLOEXEC Linux passes both on.  Under the preload a pipe is made a
-   * kernel one at fork (fork_convert.c) and is passed on too; an eventfd
-   * stays a uepoll object, which an exec'd program cannot inherit. */
+   * O_CLOEXEC Linux passes both on.  Under the preload a pipe and an
+   * eventfd are made kernel ones at fork (fork_convert.c,
+   * eventfd_convert.c) and are passed on too. */
   int p[2];
   if (pipe(p) < 0) return 1;
   int e = eventfd(0, 0);
@@ -56,19 +56,27 @@ static int exec_check(void) {
 }
 
 static int fork_check(void) {
-  /* A pipe made before fork, written by the child, read by the parent. */
+  /* A pipe and an eventfd made before fork, written by the child, read by
+   * the parent. */
   int p[2];
   if (pipe2(p, O_NONBLOCK) < 0) return 1;
+  const int e = eventfd(2, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (e < 0) return 1;
   pid_t pid = fork();
   if (pid == 0) {
     ssize_t unused = write(p[1], "hi", 2);
     (void)unused;
+    const uint64_t five = 5;
+    unused = write(e, &five, sizeof five);
     _exit(0);
   }
   int st;
   waitpid(pid, &st, 0);
   char buf[4];
   say("parent reads what the child wrote", read(p[0], buf, sizeof buf));
+  uint64_t v = 0;
+  say("parent reads the eventfd", read(e, &v, sizeof v));
+  say("its count", (long)v);
   return 0;
 }
 
