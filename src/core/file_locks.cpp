@@ -4,10 +4,10 @@
 // (system calls only; called with no uepoll lock held).
 #include "core/file.h"
 
+#include "core/own_fds.h"
 #include "core/own_slot.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -77,23 +77,9 @@ long File::lock_fdinfo(char* buf, size_t len) noexcept {
   OwnSlot* s = made_lock_slot();
   if (!s || len < 2) return 0;
   s->pin();  // the number stays while /proc reads it
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", s->peek());
-  const int p = ::open(path, O_RDONLY | O_CLOEXEC);
-  size_t n = 0;
-  long err = p < 0 ? -errno : 0;
-  while (p >= 0 && n < len - 1) {
-    const ssize_t r = ::read(p, buf + n, len - 1 - n);
-    if (r <= 0) {
-      err = r < 0 ? -errno : 0;
-      break;
-    }
-    n += static_cast<size_t>(r);
-  }
-  if (p >= 0) ::close(p);
+  const long n = read_own_fdinfo(s->peek(), buf, len);
   s->unpin();
-  buf[n] = '\0';
-  return n ? static_cast<long>(n) : err;
+  return n;
 }
 
 void File::release_lock_fd() noexcept { lock_.release(); }

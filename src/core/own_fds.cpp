@@ -3,9 +3,12 @@
 // taken without waiting, except by fork and spawn (own_fds_hold).
 #include "core/own_fds.h"
 
+#include "core/internal_call.h"
+
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -166,5 +169,25 @@ void own_fds_hold() noexcept {
 }
 
 void own_fds_release() noexcept { leave_window(); }
+
+long read_own_fdinfo(int fd, char* buf, size_t len) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+  InternalCalls own;
+  const int p = ::open(path, O_RDONLY | O_CLOEXEC);
+  size_t n = 0;
+  long err = p < 0 ? -errno : 0;
+  while (p >= 0 && n + 1 < len) {
+    const ssize_t r = ::read(p, buf + n, len - 1 - n);
+    if (r <= 0) {
+      err = r < 0 ? -errno : 0;
+      break;
+    }
+    n += static_cast<size_t>(r);
+  }
+  if (p >= 0) ::close(p);
+  buf[n] = '\0';
+  return n ? static_cast<long>(n) : err;
+}
 
 }  // namespace uepoll::core

@@ -54,6 +54,8 @@
 // Allocation-free.
 #pragma once
 
+#include <cstddef>
+
 namespace uepoll::core {
 
 inline constexpr int kTopCap = 1 << 16;
@@ -84,5 +86,10 @@ void close_own(int fd) noexcept;
 bool is_own(int fd) noexcept;
 // The lowest own descriptor >= from, or -1.  Lock-free.
 int next_own(int from) noexcept;
+// The text of /proc/self/fdinfo/FD for own descriptor fd (read as an
+// internal call: the preload shows the program no fdinfo of these
+// numbers), NUL-terminated in buf[0..len), len >= 1: its length, or -errno
+// when nothing could be read.  The caller keeps fd at its number meanwhile.
+long read_own_fdinfo(int fd, char* buf, size_t len) noexcept;
 
 }  // namespace uepoll::core

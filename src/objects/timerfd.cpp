@@ -428,18 +428,9 @@ namespace {
 // the child would take them from the parent too): /proc's fdinfo "ticks:"
 // line, else 1 if it polls readable.
 uint64_t pending_ticks(int kfd) noexcept {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/self/fdinfo/%d", kfd);
-  const int f = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (f >= 0) {
-    char buf[512];
-    const ssize_t n = ::read(f, buf, sizeof buf - 1);
-    ::close(f);
-    if (n > 0) {
-      buf[n] = '\0';
-      if (const char* t = std::strstr(buf, "\nticks:")) return std::strtoull(t + 7, nullptr, 10);
-    }
-  }
+  char buf[512];
+  if (core::read_own_fdinfo(kfd, buf, sizeof buf) > 0)
+    if (const char* t = std::strstr(buf, "\nticks:")) return std::strtoull(t + 7, nullptr, 10);
   pollfd p{kfd, POLLIN, 0};
   return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) ? 1 : 0;
 }

@@ -4,15 +4,16 @@
  *
  * uepoll keeps an object's locks on a kernel file of its own, one per open
  * file description (core/file.h, "locks").  When the preload makes the
- * object a kernel one under the same numbers (before fork: fork_convert.c;
- * an eventfd or timerfd handed to the kernel: eventfd_convert.c), that lock
- * file is closed with the uepoll object, and the kernel object is a new
- * inode.  So before the uepoll descriptor closes, the locks held through
- * its lock file are read from /proc/self/fdinfo (uep__lock_fdinfo: its
- * "lock:" lines, fs/locks.c lock_get_status) and, once the conversion has
- * closed every spare descriptor of the new inode (a close drops the
- * process's POSIX locks there, as filp_close does), taken again through a
- * number that shows the kernel object:
+ * object a kernel one under the same numbers (a pipe or pair before fork:
+ * fork_convert.c; an eventfd or timerfd before fork, or handed to a spawned
+ * child or to the kernel: eventfd_convert.c), that lock file is closed with
+ * the uepoll object, and the kernel object is another file (a pipe's or a
+ * socket's, another inode).  So before the uepoll descriptor closes, the
+ * locks held through its lock file are read from /proc/self/fdinfo
+ * (uep__lock_fdinfo: its "lock:" lines, fs/locks.c lock_get_status) and,
+ * once the conversion has closed every spare descriptor of the kernel
+ * object (a close drops the process's POSIX locks on its inode, as
+ * filp_close does), taken again through a number that shows it:
  *
  *   FLOCK   flock(LOCK_SH or LOCK_EX), held by the open file description,
  *           which a forked child shares, as on Linux;
@@ -20,9 +21,9 @@
  *   POSIX   F_SETLK over the same range, held by the process (a forked
  *           child has none of them and sees the parent's as conflicts).
  *
- * Nothing else holds the new inode yet, so the locks are taken without
- * waiting and never conflict, but for a kernel eventfd or timerfd, whose
- * anonymous inode every process shares: another process may take a lock
+ * Nothing else holds a new pipe's or socket's inode yet, so the locks are
+ * taken without waiting and never conflict.  An eventfd's or timerfd's
+ * anonymous inode is every process's: another process may take a lock
  * there between the release and the retake, and then the lock is refused
  * with a uepoll: line.  Leases are not kept on these files (F_SETLEASE is
  * EINVAL on them on Linux).
