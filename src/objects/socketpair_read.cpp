@@ -20,10 +20,6 @@
 
 namespace uepoll::objects {
 
-namespace {
-constexpr uint32_t kWriteSpace = kUnixWriteSpace;
-}  // namespace
-
 const ScmPayload& UnixSocket::scm_of(const UnixConn::Skb* skb) noexcept { return scm_or_none(skb->scm); }
 
 // The bytes a read would take, left queued (unix_stream_read_generic's
