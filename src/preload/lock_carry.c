@@ -71,21 +71,43 @@ static int parse_line(const char *line, struct uep_pl_lock *out) {
   return out->len >= 0;
 }
 
+/* The lock file's fdinfo text, whole: read again into a buffer twice as
+ * large while it fills the buffer (a "lock:" line per lock, ~70 bytes).
+ * malloc'd, or NULL (no lock file, or out of memory: *oom set). */
+static char *lock_text(int u, int *oom) {
+  *oom = 0;
+  for (size_t cap = 4096;; cap *= 2) {
+    char *buf = malloc(cap);
+    if (!buf) {
+      *oom = 1;
+      return NULL;
+    }
+    const long n = uep__lock_fdinfo(u, buf, cap);
+    if (n > 0 && (size_t)n < cap - 1) return buf;
+    free(buf);
+    if (n <= 0) return NULL;
+  }
+}
+
 void uep_pl_locks_collect(int u, struct uep_pl_locks *held) {
-  char buf[4096];
-  const long n = uep__lock_fdinfo(u, buf, sizeof buf);
-  if (n <= 0) return;
+  int oom;
+  char *buf = lock_text(u, &oom);
+  if (!buf) {
+    if (oom) uep_pl_refuse("the locks of a uepoll object made a kernel one were dropped (out of memory)");
+    return;
+  }
   for (const char *line = strstr(buf, "\nlock:"); line; line = strstr(line + 1, "\nlock:")) {
     struct uep_pl_lock l;
     if (!parse_line(line + 1, &l)) continue;
     struct uep_pl_lock *t = uep_pl_grow_for_one(held->l, &held->cap, held->n, sizeof *t);
     if (!t) {
       uep_pl_refuse("a lock of a uepoll object made a kernel one was dropped (out of memory)");
-      return;
+      break;
     }
     held->l = t;
     held->l[held->n++] = l;
   }
+  free(buf);
 }
 
 void uep_pl_locks_take(struct uep_pl_locks *held, int n) {

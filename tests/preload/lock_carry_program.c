@@ -6,7 +6,8 @@
  * their flock and OFD locks, and sees the parent's POSIX locks as
  * conflicts; a new description of the same pipe (opened through
  * /proc/self/fd) conflicts with them in both processes; a close of a
- * descriptor of the pipe drops the parent's POSIX locks, as on Linux. */
+ * descriptor of the pipe drops the parent's POSIX locks, as on Linux; 200
+ * locks on one pipe are all kept. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -112,6 +113,32 @@ static void pipe_locks(void) {
   close(ep);
 }
 
+/* More locks than fit in a page of fdinfo text: 200 disjoint ones, all
+ * seen by the child. */
+static void many_locks(void) {
+  printf("-- pipe, 200 POSIX locks\n");
+  int p[2];
+  if (pipe(p) < 0) exit(1);
+  int set = 0;
+  for (int i = 0; i < 200; ++i) set += set_lock(p[0], F_SETLK, F_RDLCK, 1000 + 2 * i, 1) == 0;
+  printf("set: %d\n", set);
+  fflush(stdout);
+  const pid_t parent = getpid(), pid = fork();
+  if (pid == 0) {
+    int seen = 0;
+    for (int i = 0; i < 200; ++i) {
+      struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 1000 + 2 * i, .l_len = 1};
+      seen += fcntl(p[0], F_GETLK, &l) == 0 && l.l_type == F_RDLCK && l.l_pid == parent;
+    }
+    printf("child: the parent's locks it sees: %d\n", seen);
+    fflush(stdout);
+    _exit(0);
+  }
+  waitpid(pid, NULL, 0);
+  close(p[0]);
+  close(p[1]);
+}
+
 static void pair_locks(void) {
   printf("-- socket pair\n");
   int sv[2];
@@ -158,6 +185,7 @@ static void eventfd_locks(void) {
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   pipe_locks();
+  many_locks();
   pair_locks();
   eventfd_locks();
   return 0;
