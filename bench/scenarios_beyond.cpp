@@ -2,7 +2,9 @@
 //   busy-herd      herd (W waiters, one instance, W ET eventfds fired at
 //                  once) with EPIOCSPARAMS busy_poll_usecs 0 / 10 / 50
 //   busy-pingpong  two threads bounce one event through two instances, same
-//                  busy-poll values; rounds/s and round-trip p50/p99
+//                  busy-poll values; rounds/s, round-trip p50/p99, CPU and
+//                  sleeps per round; with no busy poll also both threads on
+//                  one CPU (the CPU cost alone, with no cross-CPU wakeup)
 //   rr-dist        N idle workers, each with its own instance, watch one
 //                  eventfd with EPOLLEXCLUSIVE (| UEP_EPOLLROUNDROBIN); one
 //                  event at a time; the largest and smallest share
@@ -17,12 +19,18 @@
 #include <uepoll/uepoll.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
+#include <ctime>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
 
 namespace uepoll_bench {
 namespace {
@@ -128,9 +136,51 @@ RunFn busy_herd(const Backend& b, int waiters, unsigned bp, uint64_t rounds) {
 }
 
 // -------------------------------------------------------------- busy-pingpong
-RunFn busy_pingpong(const Backend& b, unsigned bp, uint64_t rounds) {
-  return [&b, bp, rounds](bool warmup) {
+// The calling thread's CPU seconds and voluntary context switches (sleeps).
+struct ThreadUsage {
+  double cpu = 0;
+  double sleeps = 0;
+  static ThreadUsage now() {
+    ThreadUsage u;
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    u.cpu = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+    struct rusage ru{};
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) u.sleeps = static_cast<double>(ru.ru_nvcsw);
+    return u;
+  }
+  ThreadUsage since(const ThreadUsage& start) const { return {cpu - start.cpu, sleeps - start.sleeps}; }
+};
+
+// Pins the calling thread to the CPU it runs on (threads it creates inherit
+// that) and restores its affinity when it ends.  Nothing when `on` is false
+// or the affinity cannot be read or set.
+class PinToOneCpu {
+ public:
+  explicit PinToOneCpu(bool on) {
+    if (!on || pthread_getaffinity_np(pthread_self(), sizeof old_, &old_) != 0) return;
+    const int cpu = sched_getcpu();
+    if (cpu < 0) return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pinned_ = pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0;
+  }
+  ~PinToOneCpu() {
+    if (pinned_) pthread_setaffinity_np(pthread_self(), sizeof old_, &old_);
+  }
+  PinToOneCpu(const PinToOneCpu&) = delete;
+  PinToOneCpu& operator=(const PinToOneCpu&) = delete;
+
+ private:
+  cpu_set_t old_{};
+  bool pinned_ = false;
+};
+
+RunFn busy_pingpong(const Backend& b, unsigned bp, uint64_t rounds, bool one_cpu) {
+  return [&b, bp, rounds, one_cpu](bool warmup) {
     const uint64_t want = warmup ? std::max<uint64_t>(1, rounds / 10) : rounds;
+    PinToOneCpu pin(one_cpu);
     Owned fds(b);
     const int epa = fds.keep(b->epoll_create1(0), "epoll_create1");
     const int epb = fds.keep(b->epoll_create1(0), "epoll_create1");
@@ -141,7 +191,9 @@ RunFn busy_pingpong(const Backend& b, unsigned bp, uint64_t rounds) {
     add(b, epa, efa, EPOLLIN, 1);
     add(b, epb, efb, EPOLLIN, 2);
     std::atomic<bool> stop{false};
+    ThreadUsage peer_use;
     std::thread peer([&] {
+      const ThreadUsage start = ThreadUsage::now();
       struct epoll_event ev {};
       uint64_t v;
       for (;;) {
@@ -150,11 +202,13 @@ RunFn busy_pingpong(const Backend& b, unsigned bp, uint64_t rounds) {
         b->read(efb, &v, sizeof v);
         post(b, efa);
       }
+      peer_use = ThreadUsage::now().since(start);
     });
     std::vector<double> lat;
     lat.reserve(want);
     struct epoll_event ev {};
     uint64_t v;
+    const ThreadUsage start = ThreadUsage::now();
     const auto t0 = Clock::now();
     for (uint64_t r = 0; r < want; ++r) {
       const auto r0 = Clock::now();
@@ -165,12 +219,17 @@ RunFn busy_pingpong(const Backend& b, unsigned bp, uint64_t rounds) {
       lat.push_back(std::chrono::duration<double, std::micro>(Clock::now() - r0).count());
     }
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    const ThreadUsage mine = ThreadUsage::now().since(start);
     stop.store(true, std::memory_order_release);
     post(b, efb);
     peer.join();
     Sample s;
     s.value = static_cast<double>(want) / secs;
     latency_extras(s, lat);
+    // Both threads; the peer's count includes its wait for the stop.
+    const double n = static_cast<double>(want);
+    s.extra["cpu_ns/op"] = (mine.cpu + peer_use.cpu) * 1e9 / n;
+    s.extra["sleeps/round"] = (mine.sleeps + peer_use.sleeps) / n;
     return s;
   };
 }
@@ -180,11 +239,14 @@ std::vector<Case> busy_cases(const Options& o, bool herd) {
   const uint64_t rounds = rounds_of(o, 20000, 2000);
   const std::vector<int> ws = herd ? (o.threads.empty() ? std::vector<int>{4} : o.threads) : std::vector<int>{2};
   for (int w : ws) {
-    for (unsigned bp : {0u, 10u, 50u}) {
+    // busy-pingpong's "1 CPU" case: no busy poll, both threads on one CPU.
+    for (int k = 0; k < (herd ? 3 : 4); ++k) {
+      const bool one_cpu = k == 3;
+      const unsigned bp = one_cpu ? 0u : std::array<unsigned, 3>{0u, 10u, 50u}[k];
       Case c;
       c.scenario = herd ? "busy-herd" : "busy-pingpong";
-      c.group = "bp=" + std::to_string(bp) + "us";
-      c.label = (herd ? "W=" + std::to_string(w) + " " : std::string()) + "bp=" + std::to_string(bp) + "us";
+      c.group = "bp=" + std::to_string(bp) + "us" + (one_cpu ? " 1 CPU" : "");
+      c.label = (herd ? "W=" + std::to_string(w) + " " : std::string()) + c.group;
       c.x_name = herd ? "waiters" : "threads";
       c.x = w;
       c.unit = "rounds/s";
@@ -192,9 +254,14 @@ std::vector<Case> busy_cases(const Options& o, bool herd) {
         c.target = "uepoll >= 3x Linux, p99 <= 1/3 Linux's";
         c.why = "a spin replaces the kernel's wakeup, whose cost is the futex floor";
         c.pass = [](double l, double u, const std::map<std::string, double>&) { return l > 0 && u / l >= 3; };
+      } else if (one_cpu) {
+        c.target = "uepoll >= 1.0x Linux in CPU/op";
+        c.why = "a blocking round trip with nothing but the two threads' own work on the CPU";
+        c.by_cpu = true;
+        c.pass = [](double l, double u, const std::map<std::string, double>&) { return l > 0 && u / l >= 1.0; };
       }
-      c.prepare = [herd, w, bp, rounds](const Backend& b) {
-        return herd ? busy_herd(b, w, bp, rounds) : busy_pingpong(b, bp, rounds);
+      c.prepare = [herd, w, bp, rounds, one_cpu](const Backend& b) {
+        return herd ? busy_herd(b, w, bp, rounds) : busy_pingpong(b, bp, rounds, one_cpu);
       };
       out.push_back(std::move(c));
     }
