@@ -7,8 +7,11 @@
 // instead: a kernel epoll (an event loop) watches the instance's kernel
 // form (linux: the epoll itself, uepoll: uep_epoll_kernel_fd), the instance
 // an eventfd; a round writes the eventfd, waits on the loop, harvests the
-// instance with a zero timeout and reads the eventfd.
-//   uepoll-pingpong linux|uepoll eventfd|tcp|kernel-loop ROUNDS
+// instance with a zero timeout and reads the eventfd.  Kind "own-eventfd"
+// is uepoll-bench's busy-pingpong with no busy poll: the eventfds are
+// uepoll's own (uep_eventfd, uep_read, uep_write) under uepoll, kernel ones
+// under linux.
+//   uepoll-pingpong linux|uepoll eventfd|tcp|kernel-loop|own-eventfd ROUNDS
 #include <uepoll/uepoll.h>
 
 #include <arpa/inet.h>
@@ -39,6 +42,11 @@ int ep_wait(int ep) {
   struct epoll_event e;
   return g_uepoll ? uep_epoll_wait(ep, &e, 1, -1) : epoll_wait(ep, &e, 1, -1);
 }
+
+// The own-eventfd kind reads and writes through uepoll under uepoll.
+bool g_own = false;
+ssize_t rd(int fd, void* p, size_t n) { return g_own ? uep_read(fd, p, n) : read(fd, p, n); }
+ssize_t wr(int fd, const void* p, size_t n) { return g_own ? uep_write(fd, p, n) : write(fd, p, n); }
 
 void die(const char* what) {
   std::perror(what);
@@ -90,11 +98,12 @@ int kernel_loop(long rounds) {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: uepoll-pingpong linux|uepoll eventfd|tcp|kernel-loop ROUNDS\n");
+    std::fprintf(stderr, "usage: uepoll-pingpong linux|uepoll eventfd|tcp|kernel-loop|own-eventfd ROUNDS\n");
     return 2;
   }
   g_uepoll = std::strcmp(argv[1], "uepoll") == 0;
   const bool tcp = std::strcmp(argv[2], "tcp") == 0;
+  g_own = g_uepoll && std::strcmp(argv[2], "own-eventfd") == 0;
   const long rounds = std::atol(argv[3]);
   if (std::strcmp(argv[2], "kernel-loop") == 0) return kernel_loop(rounds);
   // me[i]: what thread i waits on and reads; peer[i]: what it writes to
@@ -105,7 +114,7 @@ int main(int argc, char** argv) {
     tcp_pair(s);
     for (int i = 0; i < 2; ++i) me[i] = peer[i] = s[i];
   } else {
-    for (int i = 0; i < 2; ++i) me[i] = eventfd(0, EFD_NONBLOCK);
+    for (int i = 0; i < 2; ++i) me[i] = g_own ? uep_eventfd(0, EFD_NONBLOCK) : eventfd(0, EFD_NONBLOCK);
     peer[0] = me[1];
     peer[1] = me[0];
   }
@@ -117,10 +126,10 @@ int main(int argc, char** argv) {
   auto run = [&](int i) {
     uint64_t v = 1;
     for (long r = 0; r < rounds; ++r) {
-      if (i == 0 && write(peer[i], &v, sizeof v) != sizeof v) die("write");
+      if (i == 0 && wr(peer[i], &v, sizeof v) != sizeof v) die("write");
       if (ep_wait(ep[i]) != 1) die("epoll_wait");
-      if (read(me[i], &v, sizeof v) != sizeof v) die("read");
-      if (i == 1 && write(peer[i], &v, sizeof v) != sizeof v) die("write");
+      if (rd(me[i], &v, sizeof v) != sizeof v) die("read");
+      if (i == 1 && wr(peer[i], &v, sizeof v) != sizeof v) die("write");
     }
   };
   std::thread t(run, 1);
