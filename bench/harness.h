@@ -65,6 +65,9 @@ struct Sample {
 // body is rethrown here after every thread has been joined.
 double run_threads(int n, const std::function<void(int)>& body, double* cpu_secs = nullptr);
 
+// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID), in seconds.
+double thread_cpu_seconds();
+
 // A prepared run: called once per warm-up and once per repetition.  State that
 // is costly to build (a million registrations) lives in the closure and is
 // dropped after the case's last repetition.

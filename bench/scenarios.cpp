@@ -46,6 +46,12 @@ const std::vector<Scenario>& scenarios() {
   return with_beyond;
 }
 
+double thread_cpu_seconds() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
 double run_threads(int n, const std::function<void(int)>& body, double* cpu_secs) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
@@ -54,22 +60,17 @@ double run_threads(int n, const std::function<void(int)>& body, double* cpu_secs
   std::vector<double> cpu(static_cast<size_t>(n), 0.0);
   std::vector<std::thread> th;
   th.reserve(static_cast<size_t>(n));
-  auto thread_cpu = [] {
-    struct timespec ts {};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-  };
   for (int i = 0; i < n; ++i) {
     th.emplace_back([&, i] {
       ready.fetch_add(1, std::memory_order_acq_rel);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
-      double c0 = thread_cpu();
+      double c0 = thread_cpu_seconds();
       try {
         body(i);
       } catch (...) {
         if (!have_error.exchange(true)) first = std::current_exception();
       }
-      cpu[static_cast<size_t>(i)] = thread_cpu() - c0;
+      cpu[static_cast<size_t>(i)] = thread_cpu_seconds() - c0;
     });
   }
   while (ready.load(std::memory_order_acquire) < n) std::this_thread::yield();

@@ -19,10 +19,8 @@
 #include <uepoll/uepoll.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <cerrno>
-#include <ctime>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -142,9 +140,7 @@ struct ThreadUsage {
   double sleeps = 0;
   static ThreadUsage now() {
     ThreadUsage u;
-    timespec ts{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    u.cpu = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+    u.cpu = thread_cpu_seconds();
     struct rusage ru{};
     if (getrusage(RUSAGE_THREAD, &ru) == 0) u.sleeps = static_cast<double>(ru.ru_nvcsw);
     return u;
@@ -239,10 +235,16 @@ std::vector<Case> busy_cases(const Options& o, bool herd) {
   const uint64_t rounds = rounds_of(o, 20000, 2000);
   const std::vector<int> ws = herd ? (o.threads.empty() ? std::vector<int>{4} : o.threads) : std::vector<int>{2};
   for (int w : ws) {
-    // busy-pingpong's "1 CPU" case: no busy poll, both threads on one CPU.
-    for (int k = 0; k < (herd ? 3 : 4); ++k) {
-      const bool one_cpu = k == 3;
-      const unsigned bp = one_cpu ? 0u : std::array<unsigned, 3>{0u, 10u, 50u}[k];
+    // busy-pingpong also runs with no busy poll and both threads on one CPU.
+    struct Variant {
+      unsigned bp;
+      bool one_cpu;
+    };
+    std::vector<Variant> variants{{0, false}, {10, false}, {50, false}};
+    if (!herd) variants.push_back({0, true});
+    for (const Variant& v : variants) {
+      const unsigned bp = v.bp;
+      const bool one_cpu = v.one_cpu;
       Case c;
       c.scenario = herd ? "busy-herd" : "busy-pingpong";
       c.group = "bp=" + std::to_string(bp) + "us" + (one_cpu ? " 1 CPU" : "");
