@@ -33,7 +33,8 @@
 # Usage: tools/realprograms_throughput.sh [UEPOLL_RUN]   (default: build/src/preload/uepoll-run)
 # Environment: RUNS (5), SECONDS_LOAD (5), NGEN (1), REQUESTS (redis, per
 # command and generator, 50000), WORKLOADS, KINDS (uepoll-run --kinds),
-# STRACE, KEEP=1 keeps the work directory.  The figures depend on what else
+# TUNE (uepoll-run --tune, e.g. busy_poll_usecs=50), STRACE, KEEP=1 keeps
+# the work directory.  The figures depend on what else
 # the machine runs: say so beside them.
 set -uo pipefail
 
@@ -98,7 +99,7 @@ throughput() {
     rows+=("| $w | $(k "$p") [$(cut -d' ' -f1 "$f.plain" | minmax)] | $(k "$u") [$(cut -d' ' -f1 "$f.uepoll" | minmax)] | $(awk -v p="$p" -v u="$u" 'BEGIN { printf "%.2f", (p > 0 ? u / p : 0) }') | $pc | $uc | $(awk -v p="$pc" -v u="$uc" 'BEGIN { printf "%.2f", (p > 0 ? u / p : 0) }') |")
   done
   echo
-  echo "RUNS=$RUNS SECONDS_LOAD=$SECONDS_LOAD NGEN=$NGEN at $(git -C "$root" rev-parse --short HEAD 2>/dev/null), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "RUNS=$RUNS SECONDS_LOAD=$SECONDS_LOAD NGEN=$NGEN${KINDS:+ KINDS=$KINDS}${TUNE:+ TUNE=$TUNE} at $(git -C "$root" rev-parse --short HEAD 2>/dev/null), load average $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "| workload | plain req/s, median [min-max] | uepoll-run req/s, median [min-max] | ratio of medians | plain CPU us/req | uepoll-run CPU us/req | CPU ratio |"
   echo "|---|---:|---:|---:|---:|---:|---:|"
   printf '%s\n' "${rows[@]}"

@@ -1,8 +1,10 @@
 #!/bin/sh
 # launcher_test.sh UEPOLL_RUN PROGRAM - uepoll-run's command line: --help and
 # --version exit 0 on stdout; bad input (unknown option or kind, an empty
-# kind, a --stats file in a missing directory, no program) exits 2 with a
-# message on stderr and runs nothing; good input runs PROGRAM.
+# kind, a --stats file in a missing directory, a --tune that is not
+# NAME=VALUE or that the library refuses, no program) exits 2 with a message
+# on stderr and runs nothing; good input runs PROGRAM, with --tune's knobs
+# set (PROGRAM params prints a new instance's busy-poll window).
 set -u
 run=$1 prog=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -39,6 +41,20 @@ expect 2 err "--serialize: 'x1': not a decimal seed" "$run" --virtual-time --ser
 expect 2 err "--serialize needs --virtual-time" "$run" --serialize 5 "$prog"
 expect 2 err "option '--serialize' needs an argument" "$run" --serialize
 expect 2 err "--control: an empty path" "$run" --virtual-time manual --control= "$prog"
+expect 2 err "^uepoll-run: --tune: 'busy_poll_usecs': not NAME=VALUE" "$run" --tune busy_poll_usecs "$prog" params
+expect 2 err "^uepoll-run: --tune: 'busy_poll_usecs=5x': the value is not a decimal integer" "$run" --tune busy_poll_usecs=5x "$prog" params
+expect 2 err "^uepoll-run: --tune: 'Busy=1': not a knob name" "$run" --tune Busy=1 "$prog" params
+expect 2 err "^uepoll-run: UEPOLL_TUNING: 'rcu_ctl=1,': an empty setting" env UEPOLL_TUNING=rcu_ctl=1, "$run" "$prog" params
+expect 2 err "option '--tune' needs an argument" "$run" --tune
+# The library checks names and ranges as the program loads: nothing runs.
+expect 2 err "^uepoll: UEPOLL_TUNING: 'bogus=1': an unknown knob" "$run" --tune bogus=1 "$prog" params
+expect 2 err "^uepoll: UEPOLL_TUNING: 'busy_poll_usecs=-1': an unknown knob or a value out of range" "$run" --tune busy_poll_usecs=-1 "$prog" params
+expect 2 err "^uepoll: UEPOLL_TUNING: 'rcu_ctl=2': " "$run" --tune rcu_ctl=1 --tune rcu_ctl=2 "$prog" params
+# Knobs apply before the program runs, left to right, and reach its children.
+expect 0 out '^busy_poll_usecs 0$' "$run" "$prog" params
+expect 0 out '^busy_poll_usecs 50$' "$run" --tune busy_poll_usecs=50 "$prog" params
+expect 0 out '^busy_poll_usecs 7$' env UEPOLL_TUNING=busy_poll_usecs=50 "$run" --tune=rcu_ctl=0,busy_poll_usecs=7 "$prog" params
+expect 0 out '^busy_poll_usecs 50$' "$run" --tune busy_poll_usecs=50 sh -c '"$1" params' sh "$prog"
 # Good input runs the program (which prints on stdout), and --stats writes.
 expect 0 out '.' "$run" --kinds=epoll,eventfd --stats "$tmp/stats.%p" "$prog"
 if ! ls "$tmp"/stats.* > /dev/null 2>&1; then echo "FAIL: --stats wrote nothing"; fails=$((fails + 1)); fi

@@ -6,7 +6,9 @@
  * sendmsg/recvmsg, MSG_PEEK, getsockopt, fstatat(AT_EMPTY_PATH), mmap,
  * and a kernel socket pair of another type beside a stream pair.
  * With the argument "exec", it checks what an exec'd child inherits; with
- * "fork", whether a pipe made before fork connects parent and child. */
+ * "fork", whether a pipe made before fork connects parent and child; with
+ * "params", it prints a new epoll instance's EPIOCGPARAMS busy-poll window
+ * (uepoll-run --tune busy_poll_usecs=N; 0 on Linux). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/select.h>
@@ -25,6 +28,29 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef EPIOCGPARAMS /* Linux 6.9's <linux/eventpoll.h> */
+struct epoll_params {
+  uint32_t busy_poll_usecs;
+  uint16_t busy_poll_budget;
+  uint8_t prefer_busy_poll;
+  uint8_t pad;
+};
+#define EPIOCGPARAMS _IOR(0x8A, 0x02, struct epoll_params)
+#endif
+
+static int params_check(void) {
+  struct epoll_params p;
+  memset(&p, 0, sizeof p);
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0 || ioctl(ep, EPIOCGPARAMS, &p) < 0) {
+    printf("EPIOCGPARAMS = -1 %s\n", strerrorname_np(errno));
+    return 1;
+  }
+  printf("busy_poll_usecs %u\n", p.busy_poll_usecs);
+  close(ep);
+  return 0;
+}
 
 static void say(const char *what, long r) {
   if (r < 0) printf("%s = -1 %s\n", what, strerrorname_np(errno));
@@ -84,6 +110,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc > 1 && strcmp(argv[1], "exec") == 0) return exec_check();
   if (argc > 1 && strcmp(argv[1], "fork") == 0) return fork_check();
+  if (argc > 1 && strcmp(argv[1], "params") == 0) return params_check();
   signal(SIGPIPE, SIG_IGN);
 
   int ep = (int)syscall(SYS_epoll_create1, EPOLL_CLOEXEC);

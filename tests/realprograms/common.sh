@@ -3,8 +3,8 @@
 # ports, starting a server plainly or under uepoll-run, stopping it, the
 # server's CPU time from /proc, and the checks of a uepoll-run's stderr and
 # UEPOLL_STATS.  Sourced, not run; the caller sets RUN (the uepoll-run
-# script), KINDS (uepoll-run --kinds, empty for the default) and work (a
-# scratch directory).
+# script), KINDS (uepoll-run --kinds, empty for the default), TUNE
+# (uepoll-run --tune, empty for none) and work (a scratch directory).
 
 LAUNCH_PREFIX=()
 say() { printf 'realprograms: %s\n' "$*"; }
@@ -36,6 +36,7 @@ launch() {
   local mode=$1 dir=$2; shift 2
   local kargs=()
   [[ -n ${KINDS-} ]] && kargs=(--kinds "$KINDS")
+  [[ -n ${TUNE-} ]] && kargs+=(--tune "$TUNE")
   if [[ $mode == uepoll ]]; then
     : >"$dir/stats" && chmod 666 "$dir/stats"
     "${LAUNCH_PREFIX[@]}" "$RUN" --stats "$dir/stats" "${kargs[@]}" "$@" 2>"$dir/stderr" &
