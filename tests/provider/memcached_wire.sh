@@ -45,7 +45,8 @@ one_run() {
     > "$tmp/$mode-get.load" 2> "$tmp/$mode-get.err" || fail "$mode: memcslap get"
   t2=$(date +%s.%N)
   timeout 60 "${pre_cli[@]}" memcaslap --servers="$host:$port" --threads=2 --concurrency=16 \
-    --execute_number=20000 --verify=0.1 > "$tmp/$mode.mixed" 2> "$tmp/$mode-mixed.err" || fail "$mode: memcaslap"
+    --execute_number=20000 --verify=0.1 > "$tmp/$mode.mixed" 2> "$tmp/$mode-mixed.err" ||
+    fail "$mode: memcaslap exited $?: $(tail -n 12 "$tmp/$mode.mixed" | tr '\n' ' ')"
   grep -q '^cmd_get: 18000$' "$tmp/$mode.mixed" && grep -q '^cmd_set: 2000$' "$tmp/$mode.mixed" &&
     grep -q '^verify_failed: 0$' "$tmp/$mode.mixed" && grep -q '^get_misses: 0$' "$tmp/$mode.mixed" ||
     fail "$mode: memcaslap: $(tr '\n' ' ' < "$tmp/$mode.mixed")"
