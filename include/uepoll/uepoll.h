@@ -347,14 +347,21 @@ void uep_file_unref(struct uep_file *handle);
  * spins on the instance's ready list for up to that many microseconds
  * (never past its timeout), with the CPU's pause hint and no system call;
  * an event queued meanwhile is returned at once, and the thread that queued
- * it makes no wakeup call (the spinner is not on the sleeper queue).  Only
+ * it makes no wakeup call (the spinner is not on the sleeper queue).  An
+ * instance that holds kernel descriptors adds one poll() of them to every
+ * look, so their events end the spin too (a kernel eventfd, pipe or socket
+ * written meanwhile wakes no thread: the spinner is not asleep in the
+ * kernel either).  Only
  * then does the wait queue itself and sleep.  The window adapts: each spin
  * that ends without an event halves the instance's next window (down to
  * 1/4096 of busy_poll_usecs), each that finds one doubles it again, and
  * while it is reduced one wait in 64 spins the whole busy_poll_usecs (so a
  * machine with no spare CPU, where spinning only delays the producer, soon
  * stops paying for it); EPIOCSPARAMS restores the whole window.  Signals stay blocked during
- * the spin of an epoll_pwait with a mask (delayed at most busy_poll_usecs).
+ * the spin of an epoll_pwait with a mask (delayed at most busy_poll_usecs),
+ * on an instance with kernel descriptors only those the mask blocks (so
+ * that a signal Linux discards, SIGCHLD at SIG_DFL, is discarded and does
+ * not end the sleep after the spin; another runs its handler as below).
  * Without a mask they are not blocked while spinning (that would cost two
  * system calls per wait): a handler that runs during the spin does not end
  * the wait with EINTR, the wait carries on as if the signal had come just

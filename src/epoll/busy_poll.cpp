@@ -6,9 +6,15 @@
 // The spinner is not queued on waiters_, so a wake callback that queues an
 // item meanwhile sees no sleeper (waiters_.active_hint() == 0) and makes no
 // wakeup system call; the spinner sees the item with its next look and
-// harvests it without sleeping.  While spinning: no system call (the clock
-// is read through the vDSO, ready_lock_ only with try_lock, never the
-// yielding lock()), the CPU pause hint between looks.
+// harvests it without sleeping.  While spinning on user space: no system
+// call (the clock is read through the vDSO, ready_lock_ only with
+// try_lock, never the yielding lock()), the CPU pause hint between looks.
+// An instance with kernel descriptors adds one poll() of its kernel side
+// to every look (KernelWatch::ready, the readiness test uep_poll uses: it
+// consumes no event); the spinner is not asleep in the shadow epoll either,
+// so a kernel descriptor's event wakes nobody and the spinner's harvest
+// takes it.  *kernel then says the look that found the event asked the
+// kernel, so that the wait's harvest asks it too.
 //
 // The window adapts (BusyPoll::shift): a spin helps only when the thread
 // that will queue the event runs on another CPU meanwhile.  When it does
@@ -19,12 +25,14 @@
 // while it is reduced one wait in 64 probes with the whole usecs (an event
 // then restores it at once).  So busy_poll_usecs is the most a wait spins.
 //
-// Locks: ready_lock_ (12), try_lock only, held for one read.
+// Locks: ready_lock_ (12), try_lock only, held for one read; with a kernel
+// side, KernelWatch::ready's (kernel_watch.h), no lock held when it is called.
 #include "core/cpu_relax.h"
 #include "core/tuning.h"
 #include "core/vclock.h"
 #include "core/waiter.h"
 #include "epoll/instance.h"
+#include "epoll/kernel_watch.h"
 
 #include <ctime>
 
@@ -42,8 +50,14 @@ bool before(const timespec& a, const timespec& b) noexcept {
 
 }  // namespace
 
-bool Instance::busy_wait(const timespec* deadline, SpinWindow* win) noexcept {
+bool Instance::busy_wait(const timespec* deadline, SpinWindow* win, bool* kernel) noexcept {
   if (core::vclock::on()) return false;  // no spinning on a clock that stands still
+  if (win->started && (win->end.tv_sec != 0 || win->end.tv_nsec != 0) && !before(core::monotonic_now(), win->end)) {
+    // A window resumed after a harvest that found nothing (another thread
+    // took the event) ends on time even if every look finds something.
+    win->end = timespec{};
+    return false;
+  }
   if (!win->started) {
     win->started = true;
     const uint32_t us = busy_.usecs.load(std::memory_order_relaxed);
@@ -72,6 +86,11 @@ bool Instance::busy_wait(const timespec* deadline, SpinWindow* win) noexcept {
         busy_.spin_found_event(win->probe);
         return true;
       }
+    }
+    if (KernelWatch* kw = kernel_watch(); kw && kw->ready(this)) {
+      busy_.spin_found_event(win->probe);
+      *kernel = true;
+      return true;
     }
     for (int k = 0; k < 16; ++k) core::cpu_relax();
     if ((i & 7) == 7) {

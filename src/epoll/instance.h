@@ -209,8 +209,9 @@ class Instance final : public core::File {
   void wake_oldest_waiter_locked() noexcept UEP_REQUIRES(ready_lock_);
 
   // Spins up to busy_poll_usecs for events (epoll/busy_poll.cpp); true if
-  // some are available.  Preconditions: no lock held.
-  bool busy_wait(const timespec* deadline, SpinWindow* win) noexcept;
+  // some are available, with *kernel set when the kernel side has them.
+  // Preconditions: no lock held.
+  bool busy_wait(const timespec* deadline, SpinWindow* win, bool* kernel) noexcept;
 
   // Harvest (Linux ep_send_events) and readiness scan (__ep_eventpoll_poll).
   int send_events(struct epoll_event* evs, int maxevents) noexcept;

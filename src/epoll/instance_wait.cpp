@@ -185,15 +185,17 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   // A blocking wait that sleeps directly at once: with a kernel side it
   // harvests nothing before the first sleep (the sleep itself looks at the
   // ready list), and with no busy window it goes straight there.
-  const bool direct_first =
-      kw0 && !nonblocking && busy_.usecs.load(std::memory_order_relaxed) == 0 && direct_ok(kw0, deadline);
+  const bool direct = kw0 && !nonblocking && direct_ok(kw0, deadline);
+  const bool direct_first = direct && busy_.usecs.load(std::memory_order_relaxed) == 0;
   // epoll_pwait: the caller's mask is in force for the whole call; we block
   // everything while awake and let the sleep install `sigmask` atomically.
-  // Before a first direct sleep only what the mask blocks: blocking more
-  // would keep a signal that Linux discards (SIGCHLD at SIG_DFL) pending,
-  // to end that sleep with EINTR (the classic sleep watches for those).
+  // Before a first direct sleep (and during a busy poll's spin before it)
+  // only what the mask blocks: blocking more would keep a signal that Linux
+  // discards (SIGCHLD at SIG_DFL) pending, to end that sleep with EINTR
+  // (the classic sleep watches for those).  A handler that runs meanwhile
+  // is one that ran before the call (during a spin: uepoll.h).
   MaybeSignalBlock blocked;
-  if (sigmask && direct_first) blocked.emplace_partial(sigmask);
+  if (sigmask && direct) blocked.emplace_partial(sigmask);
   else if (sigmask) blocked.emplace();
 
   bool timed_out = nonblocking;
@@ -217,13 +219,15 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   core::ThreadWaiter* w = nullptr;
   std::optional<core::ScopedEntry> lease;  // not on the stack: see ThreadWaiter::take_entry
   bool pass_on = false;  // this thread was kicked_ (instance.h) and owes the harvest
+  bool spun_kernel = false;  // the spin saw the kernel side ready: the harvest asks it
   for (;;) {
     // With a kernel side, its events are only known by asking the kernel.
     KernelWatch* kw = kernel_watch();
     // Before a blocking wait's first sleep with nothing known to be listed,
     // a harvest with a kernel side would only look at the ready list
     // (KernelWatch::harvest, will_sleep), which the sleep does anyway.
-    const bool will_sleep = !timed_out && !w;
+    const bool will_sleep = !timed_out && !w && !spun_kernel;
+    spun_kernel = false;
     if (eavail || (kw && !will_sleep)) {
       int n = kw ? kw->harvest(this, evs, maxevents, will_sleep) : send_events(evs, maxevents);
       if (pass_on && kw) {
@@ -239,7 +243,7 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
     if (timed_out) return 0;
     if (eintr) return -EINTR;
     // Beyond Linux: EPIOCSPARAMS (epoll/busy_poll.cpp); a window of 0 never spins.
-    if (busy_.usecs.load(std::memory_order_relaxed) != 0 && busy_wait(deadline, &spin)) {
+    if (busy_.usecs.load(std::memory_order_relaxed) != 0 && busy_wait(deadline, &spin, &spun_kernel)) {
       eavail = true;
       continue;
     }

@@ -11,7 +11,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 
@@ -129,6 +131,26 @@ TEST(BusyPollParams, KnobIsTheDefaultOfNewInstances) {
 
 extern "C" unsigned long long uep__thread_sleeps(void);  // src/capi/preload_support.h
 
+// One uep_epoll_wait(ep, out, 4, 5 s) while another thread calls `write`
+// 20 ms after the wait began; *slept: the sleeping system calls the wait
+// made (uepoll's own count of the thread).
+template <typename Write>
+int wait_across_write(int ep, struct epoll_event* out, Write write, unsigned long long* slept) {
+  std::atomic<bool> go{false};
+  std::thread writer([&] {
+    while (!go.load()) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    write();
+  });
+  const unsigned long long before = uep__thread_sleeps();
+  go.store(true);
+  const int n = uep_epoll_wait(ep, out, 4, 5000);
+  *slept = uep__thread_sleeps() - before;
+  writer.join();
+  return n;
+}
+
 // An event that arrives while the waiter spins is returned without the
 // waiter ever sleeping (no sleeping system call in its thread: uepoll's own
 // count, not the kernel's context switches, which a page fault adds too).
@@ -139,23 +161,70 @@ TEST(BusyPollWait, EventDuringSpinNeedsNoSleep) {
   ep.set_busy_poll({2000000, 0, 0, 0});  // 2 s: the event always comes first
   EXPECT_EQ(ep.busy_poll().busy_poll_usecs, 2000000U);
   for (int round = 0; round < 5; ++round) {
-    std::atomic<bool> go{false};
-    std::thread writer([&] {
-      while (!go.load()) {
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      ev.write(1);
-    });
     struct epoll_event out[4];
-    const unsigned long long before = uep__thread_sleeps();
-    go.store(true);
-    const int n = uep_epoll_wait(ep.get(), out, 4, 5000);
-    const unsigned long long after = uep__thread_sleeps();
-    writer.join();
+    unsigned long long slept = 0;
+    const int n = wait_across_write(ep.get(), out, [&] { ev.write(1); }, &slept);
     ASSERT_EQ(n, 1);
     EXPECT_EQ(out[0].data.u64, 5U);
-    EXPECT_EQ(after, before) << "the waiter slept";
+    EXPECT_EQ(slept, 0U) << "the waiter slept";
     ev.read();
+  }
+}
+
+// The spin sees the instance's kernel descriptors too (one poll() of its
+// kernel side per look): an event of a kernel eventfd, or of a kernel
+// socket pair, that comes while the waiter spins is returned without a
+// sleep; level-triggered and edge-triggered, beside a uepoll object.
+TEST(BusyPollWait, KernelEventDuringSpinNeedsNoSleep) {
+  for (const bool et : {false, true}) {
+    uepoll::Epoll ep = uepoll::Epoll::create();
+    uepoll::EventFd own = uepoll::EventFd::create(0, EFD_NONBLOCK);
+    const int kev = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    int sp[2];
+    ASSERT_GE(kev, 0);
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, sp), 0);
+    const uint32_t mode = et ? uint32_t{EPOLLET} : 0U;
+    ep.add(own, EPOLLIN, 1);
+    struct epoll_event e{};
+    e.events = EPOLLIN | mode;
+    e.data.u64 = 2;
+    ASSERT_EQ(uep_epoll_ctl(ep.get(), EPOLL_CTL_ADD, kev, &e), 0);
+    e.data.u64 = 3;
+    ASSERT_EQ(uep_epoll_ctl(ep.get(), EPOLL_CTL_ADD, sp[0], &e), 0);
+    ep.set_busy_poll({2000000, 0, 0, 0});  // 2 s: the event always comes first
+    for (int round = 0; round < 4; ++round) {
+      const bool sock = round % 2 == 1;
+      auto write = [&] {
+        const uint64_t one = 1;
+        if (sock)
+          ASSERT_EQ(::write(sp[1], "x", 1), 1);
+        else
+          ASSERT_EQ(::write(kev, &one, 8), 8);
+      };
+      struct epoll_event out[4];
+      unsigned long long slept = 0;
+      const int n = wait_across_write(ep.get(), out, write, &slept);
+      ASSERT_EQ(n, 1) << "et " << et << " round " << round;
+      EXPECT_EQ(out[0].data.u64, sock ? 3U : 2U);
+      EXPECT_EQ(out[0].events, static_cast<uint32_t>(EPOLLIN));
+      EXPECT_EQ(slept, 0U) << "the waiter slept (et " << et << " round " << round << ")";
+      if (et) {
+        // The edge was delivered once: a second wait finds nothing (its spin
+        // is bounded by the timeout), though the data is still unread.
+        EXPECT_EQ(uep_epoll_wait(ep.get(), out, 4, 30), 0) << "round " << round;
+      } else {
+        // Level-triggered: still ready until read, as Linux.
+        ASSERT_EQ(uep_epoll_wait(ep.get(), out, 4, 0), 1);
+        EXPECT_EQ(out[0].data.u64, sock ? 3U : 2U);
+      }
+      char buf[8];
+      ASSERT_EQ(::read(sock ? sp[0] : kev, buf, sizeof buf), sock ? 1 : 8);
+    }
+    struct epoll_event last[1];
+    EXPECT_EQ(uep_epoll_wait(ep.get(), last, 1, 0), 0);  // everything read: nothing is left
+    ::close(kev);
+    ::close(sp[0]);
+    ::close(sp[1]);
   }
 }
 
