@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sys/eventfd.h>
 #include <thread>
 #include <unistd.h>
@@ -70,10 +72,14 @@ TEST(OwnSlot, MovesUnderUsersAndSleepers) {
   std::atomic<bool> stop{false};
   std::atomic<long> writes{0}, bad{0}, sleeps{0};
   std::vector<std::thread> users;
-  for (int i = 0; i < 2; ++i) {
-    users.emplace_back([&] {
+  for (int i = 0; i < 3; ++i) {
+    users.emplace_back([&, i] {
       while (!stop.load()) {
         OwnSlot::Use u(c.slot);
+        // The third user lets the CPU go between reading the number and
+        // writing to it: a move that does not wait for it would give the
+        // number up under it.
+        if (i == 2) std::this_thread::yield();
         const uint64_t two = 2;
         if (::write(u.fd(), &two, sizeof two) == sizeof two) ++writes;
         else ++bad;
@@ -325,6 +331,78 @@ TEST(OwnSlot, InFlightDescriptorMoves) {
   EXPECT_EQ(own_numbers(), before);  // received: uepoll's duplicate closed
   uep_close(sv[0]);
   uep_close(sv[1]);
+}
+
+// A dozen uses nested on one thread, ended in an order that is not the
+// reverse of their start: a move waits for every one of them, and
+// completes once the last has ended.
+TEST(OwnSlot, MoveWaitsForDeepAndUnorderedUses) {
+  Counter c;
+  const int n = c.slot.peek();
+  constexpr int kDepth = 12;
+  std::atomic<bool> holding{false}, release{false}, released{false};
+  std::thread user([&] {
+    std::vector<unsigned> halves(kDepth);
+    for (int i = 0; i < kDepth; ++i) EXPECT_EQ(c.slot.enter(&halves[i]), n);
+    holding.store(true);
+    while (!release.load()) std::this_thread::yield();
+    // All but the first two, evens then odds, then the first before the
+    // second.
+    for (int i = 2; i < kDepth; i += 2) c.slot.leave(halves[i]);
+    for (int i = 3; i < kDepth; i += 2) c.slot.leave(halves[i]);
+    released.store(true);  // two still held: the move must wait on
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    c.slot.leave(halves[0]);
+    c.slot.leave(halves[1]);
+  });
+  while (!holding.load()) std::this_thread::yield();
+  std::atomic<int> result{1};
+  std::atomic<bool> done{false};
+  std::thread mover([&] {
+    result.store(uepoll::core::own_vacate(n));
+    done.store(true);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(done.load()) << "moved while " << kDepth << " uses were held";
+  release.store(true);
+  while (!released.load()) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(done.load()) << "moved while two uses were held";
+  user.join();
+  mover.join();
+  EXPECT_EQ(result.load(), 0);
+  EXPECT_NE(c.slot.peek(), n);
+  ::close(n);  // given up for the caller's dup2
+}
+
+// A child of fork() has only the forking thread: a use another thread of
+// the parent held at the fork does not keep a move in the child waiting.
+TEST(OwnSlot, ChildMovesPastParentThreadsUses) {
+  Counter c;
+  const int n = c.slot.peek();
+  std::atomic<bool> holding{false}, release{false};
+  std::thread user([&] {
+    OwnSlot::Use u(c.slot);
+    holding.store(true);
+    while (!release.load()) std::this_thread::yield();
+  });
+  while (!holding.load()) std::this_thread::yield();
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    const int r = uepoll::core::own_vacate(n);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    const long ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+    _exit(r == 0 && ms < 1000 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  release.store(true);
+  user.join();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's move waited for a parent thread's use";
+  EXPECT_EQ(c.slot.peek(), n);  // the parent's slot did not move
 }
 
 }  // namespace
