@@ -7,6 +7,8 @@
 
 #include <uepoll/uepoll.h>
 
+#include "support/forked_child.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,8 +23,8 @@
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <sys/eventfd.h>
+#include <string>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -387,21 +389,17 @@ TEST(OwnSlot, ChildMovesPastParentThreadsUses) {
     while (!release.load()) std::this_thread::yield();
   });
   while (!holding.load()) std::this_thread::yield();
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+  const std::string verdict = uepoll_support::in_child([&]() -> std::string {
+    const long long start = uepoll_support::detail::monotonic_ms();
     const int r = uepoll::core::own_vacate(n);
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    const long ms = (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
-    _exit(r == 0 && ms < 1000 ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    const long long ms = uepoll_support::detail::monotonic_ms() - start;
+    if (r != 0) return "own_vacate: " + std::to_string(r);
+    if (ms >= 1000) return "the child's move waited " + std::to_string(ms) + " ms for a parent thread's use";
+    return "";
+  });
   release.store(true);
   user.join();
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's move waited for a parent thread's use";
+  EXPECT_EQ(verdict, "");
   EXPECT_EQ(c.slot.peek(), n);  // the parent's slot did not move
 }
 
