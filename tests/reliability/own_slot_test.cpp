@@ -99,6 +99,9 @@ TEST(OwnSlot, MovesUnderUsersAndSleepers) {
       ++sleeps;
     }
   });
+  // The moves start once the sleeper has been round once: on 2 CPUs the
+  // three writers could otherwise take every move before it first runs.
+  while (sleeps.load() == 0) std::this_thread::yield();
   int moved = 0;
   for (int round = 0; round < 200; ++round) {
     // Each move meets users at work: wait for their next few writes.
