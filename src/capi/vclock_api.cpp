@@ -146,6 +146,7 @@ int uep_vclock_nanosleep(clockid_t clock, int flags, const struct timespec* req,
   int err = 0;
   uepoll::core::ThreadWaiter* w = uepoll::core::ThreadWaiter::self(&err);
   if (!w) return err;
+  uepoll::core::ThreadWaiter::Hold hold(w);
   uepoll::core::SignalBlock blocked;  // a handler runs only inside the sleep
   for (;;) {
     w->prepare();  // nobody else kicks this waiter: only the deadline ends the sleep

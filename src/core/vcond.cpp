@@ -52,6 +52,8 @@ int wait(const void* cond, const timespec* deadline, void (*unlock)(void*), void
   int err = 0;
   ThreadWaiter* w = ThreadWaiter::self(&err);
   if (!w) return err;
+  ThreadWaiter::Hold hold(w);
+  hold.open(true);  // its sleeps let handlers run
   Waiter me;
   me.cond = cond;
   me.w = w;

@@ -184,6 +184,12 @@ void ThreadWaiter::kick() noexcept {
   write_kick();
 }
 
+void ThreadWaiter::give_back(bool was_sleeping) noexcept {
+  woken_.store(true, std::memory_order_seq_cst);
+  sleeping_.store(was_sleeping, std::memory_order_relaxed);  // the nested sleep cleared it
+  if (was_sleeping && !dead_) write_kick();
+}
+
 void ThreadWaiter::drain_event_fd() noexcept {
   OwnSlot::Use u(efd_);
   uint64_t v;

@@ -52,6 +52,62 @@ class ThreadWaiter {
   // the eventfd could not be created (EMFILE/ENFILE/ENOMEM in errno_out).
   static ThreadWaiter* self(int* errno_out) noexcept;
 
+  // One blocking call's use of the waiter, from before its first
+  // prepare() to after its last sleep (ScopedEntry holds one).  Every call
+  // that prepares or sleeps on the waiter holds one.  A use is open while
+  // it prepares and sleeps with signals deliverable outside the sleep's
+  // system call (Instance::wait's first sleep, the virtual clock's
+  // condition wait): a signal handler may then interrupt it between its
+  // prepare() and its sleep.  A call made by such a handler (nested) clears
+  // woken_ and may consume the eventfd edge of a kick meant for the
+  // interrupted use; as it ends it gives that use a wakeup back: woken_,
+  // and an eventfd write when the interrupted use had announced its sleep
+  // (it may be about to enter the sleep's system call with the kick
+  // already consumed).  The interrupted use sees a spurious wakeup, which
+  // every user goes round on.  A use that is not open blocks signals until
+  // its sleep's system call, so a handler only runs inside that call, which
+  // ends with EINTR: a nested call there gives nothing back, and the
+  // interrupted sleep keeps its EINTR.  Owner thread and its signal
+  // handlers only.
+  class Hold {
+   public:
+    // A hold begun later (begin()), or never.
+    Hold() noexcept = default;
+    explicit Hold(ThreadWaiter* w) noexcept { begin(w); }
+    // Preconditions: not begun.
+    void begin(ThreadWaiter* w) noexcept {
+      w_ = w;
+      // Relaxed loads and stores, no read-modify-write: only this thread
+      // and its handlers (which restore them before they return) change
+      // depth_ and open_.
+      outer_open_ = w->depth_.load(std::memory_order_relaxed) > 0 && w->open_.load(std::memory_order_relaxed);
+      outer_sleeping_ = outer_open_ && w->sleeping_.load(std::memory_order_relaxed);
+      w->open_.store(false, std::memory_order_relaxed);
+      w->depth_.store(w->depth_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // counted before the use begins
+    }
+    ~Hold() {
+      if (!w_) return;
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // the use has ended
+      w_->depth_.store(w_->depth_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+      w_->open_.store(outer_open_, std::memory_order_relaxed);
+      if (outer_open_) w_->give_back(outer_sleeping_);
+    }
+    // Whether the use's next prepare() and sleep are open (see above).
+    // Set before prepare().
+    void open(bool on) noexcept {
+      w_->open_.store(on, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+
+   private:
+    ThreadWaiter* w_ = nullptr;
+    bool outer_open_ = false;      // nested in an open use: give it a wakeup back
+    bool outer_sleeping_ = false;  // ... which had announced its sleep
+  };
+
   // Clears the woken flag before the waiter is queued anywhere.
   void prepare() noexcept { woken_.store(false, std::memory_order_relaxed); }
   bool woken() const noexcept { return woken_.load(std::memory_order_seq_cst); }
@@ -151,6 +207,12 @@ class ThreadWaiter {
   std::atomic<bool> woken_{false};
   std::atomic<bool> sleeping_{false};
   std::atomic<uint64_t> writes_{0};
+  // Uses in progress on this thread (Hold): above 1 only while a signal
+  // handler's call runs inside another.  open_: the innermost one is open.
+  std::atomic<int> depth_{0};
+  std::atomic<bool> open_{false};
+  // A nested use's end (Hold): the interrupted use's wakeup back.
+  void give_back(bool was_sleeping) noexcept;
   // The kernel descriptors, each in an OwnSlot (a program's dup2 may take
   // the number: core/own_slot.h; the mover's kick writes efd_, not counted
   // in writes_).
@@ -191,7 +253,7 @@ class ThreadWaiter {
 // ends.
 class ScopedEntry {
  public:
-  explicit ScopedEntry(ThreadWaiter* w) noexcept : w_(w), e_(w->take_entry()) {
+  explicit ScopedEntry(ThreadWaiter* w) noexcept : hold_(w), w_(w), e_(w->take_entry()) {
     if (!e_) e_ = &local_;
     *e_ = WaiterEntry{};
     e_->waiter = w;
@@ -202,8 +264,10 @@ class ScopedEntry {
   ScopedEntry(const ScopedEntry&) = delete;
   ScopedEntry& operator=(const ScopedEntry&) = delete;
   WaiterEntry& get() noexcept { return *e_; }
+  ThreadWaiter::Hold& hold() noexcept { return hold_; }
 
  private:
+  ThreadWaiter::Hold hold_;
   ThreadWaiter* w_;
   WaiterEntry* e_;
   WaiterEntry local_;

@@ -96,6 +96,15 @@ class Instance final : public core::File {
   // Linux ep_check_params); a copy that faults is still -EFAULT.
   int wait(struct epoll_event* evs, int maxevents, const timespec* deadline, bool nonblocking,
            const sigset_t* sigmask) noexcept;
+  // wait()'s sleeps (instance_wait.cpp): whether one with no epoll_pwait
+  // mask blocks every signal around its check.  `again`: the call has slept
+  // before, so this is a re-sleep, which blocks, and from then on every
+  // sleep of the instance does (resleeps_).
+  bool sleep_blocks(bool again) noexcept {
+    if (!again) return resleeps_.load(std::memory_order_relaxed);
+    resleeps_.store(true, std::memory_order_relaxed);
+    return true;
+  }
 
   // Readiness of the instance as a file (Linux ep_eventpoll_poll): EPOLLIN |
   // EPOLLRDNORM if any item is truly ready, without consuming anything.
@@ -296,6 +305,12 @@ class Instance final : public core::File {
   std::atomic<bool> dead_{false};
   // See kernel_watch(); every hot path branches on it once, nothing more.
   std::atomic<KernelWatch*> kernel_{nullptr};
+  // A sleeper of this instance has gone to sleep a second time in one call
+  // (a wakeup that found nothing): from then on every sleep blocks signals
+  // around its check, the first one too (sleep_blocks).  Set once, relaxed:
+  // a sleep that reads it late is one of the calls the window allows
+  // (docs/linux-deviations.md).
+  std::atomic<bool> resleeps_{false};
   BusyPoll busy_;  // beyond Linux: EPIOCSPARAMS
 };
 

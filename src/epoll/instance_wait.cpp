@@ -134,20 +134,22 @@ class MaybeSignalBlock {
 };
 
 // The direct sleep (kernel_watch.h): epoll_pwait2 on the shadow epoll with
-// the caller's mask, again while it ends with nothing.  Before any sleep,
-// a handler that runs now is one that ran before the call; once a doorbell
-// can end a sleep with nothing (rung()), the re-sleep must not let a
-// handler run between the two sleeps unseen, so every signal is blocked.
-// Returns KernelWatch::sleep_direct's result, never 0.  Inlined into
-// wait(): its first round makes the call with no frame of its own.
+// the caller's mask, again while it ends with nothing.  Signals are blocked
+// around it as around the classic sleep (Instance::sleep_blocks and the
+// comment in wait()): a first sleep runs with the caller's mask, a re-sleep
+// (`again`, or one in this loop after a doorbell whose event was taken)
+// with every signal blocked.  Returns KernelWatch::sleep_direct's result,
+// never 0.  Inlined into wait(): its first round makes the call with no
+// frame of its own.
 [[gnu::always_inline]] inline int sleep_direct(Instance* ep, KernelWatch* kw, struct epoll_event* evs, int maxevents, const timespec* deadline,
-                 const sigset_t* sigmask, MaybeSignalBlock* blocked) noexcept {
-  if (!*blocked && kw->rung()) blocked->emplace();
+                 const sigset_t* sigmask, MaybeSignalBlock* blocked, bool again) noexcept {
+  if (!*blocked && ep->sleep_blocks(again)) blocked->emplace();
   const sigset_t* mask = *blocked ? (sigmask ? sigmask : &(*blocked)->saved()) : sigmask;
   for (;;) {
     const int n = kw->sleep_direct(ep, evs, maxevents, deadline, mask);
     if (n != 0) return n;
-    if (!*blocked) {  // nothing (a doorbell whose event was taken): sleep again, blocked
+    if (!*blocked) {
+      (void)ep->sleep_blocks(true);
       blocked->emplace();
       mask = sigmask ? sigmask : &(*blocked)->saved();
     }
@@ -173,6 +175,11 @@ bool direct_goes_round(int n, bool* timed_out, bool* classic) noexcept {
     return false;
   return true;
 }
+
+// Whether a direct sleep that goes round with `n` slept: kAgain (events
+// listed: a level-triggered item the harvest may find no longer ready) and
+// kNotDirect come before the sleep.
+bool direct_slept(int n) noexcept { return n != KernelWatch::kAgain && n != KernelWatch::kNotDirect; }
 
 }  // namespace
 
@@ -205,14 +212,16 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
   // goes round to harvest when events are listed.
   bool eavail = false;
   bool classic = false;  // the direct sleep said no: sleep the classic way
+  bool slept = false;    // a sleep of this call (direct or classic) has ended
   if (!kw0) {
     ready_lock_.lock();
     eavail = events_available_locked();
     ready_lock_.unlock();
   } else if (direct_first) {
-    const int n = sleep_direct(this, kw0, evs, maxevents, deadline, sigmask, &blocked);
+    const int n = sleep_direct(this, kw0, evs, maxevents, deadline, sigmask, &blocked, false);
     if (!direct_goes_round(n, &timed_out, &classic)) return n;
     eavail = true;
+    slept = direct_slept(n);
   }
 
   SpinWindow spin;
@@ -248,9 +257,10 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
       continue;
     }
     if (kw && !classic && direct_ok(kw, deadline)) {
-      const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked);
+      const int n = sleep_direct(this, kw, evs, maxevents, deadline, sigmask, &blocked, slept);
       if (!direct_goes_round(n, &timed_out, &classic)) return n;
       eavail = true;  // kTimedOut (a last harvest), kAgain, kNotDirect: go round
+      slept = slept || direct_slept(n);
       continue;
     }
     if (!w) {
@@ -260,7 +270,23 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
       lease.emplace(w);
     }
     core::WaiterEntry& we = lease->get();
-    if (!blocked) blocked.emplace();  // no handler may run between check and sleep
+    // The first sleep of a call with no mask of its own runs with the
+    // thread's mask: a handler that runs before it is one that ran before
+    // the call (on Linux a signal may come just before epoll_wait enters
+    // the kernel, and the call then sleeps), one that runs inside it ends it
+    // with EINTR, and a handler's own uepoll call gives back the wakeup it
+    // may take (ThreadWaiter::Hold).  A re-sleep after a wakeup that found
+    // nothing must not let a handler run unseen in between (ep_poll checks
+    // signal_pending() before it sleeps again), so it blocks every signal,
+    // and so does every sleep of the instance after its first re-sleep
+    // (sleep_blocks: the one window is that first re-sleep's,
+    // docs/linux-deviations.md).  With an epoll_pwait mask every sleep
+    // blocks (it watches the signals the mask lets through:
+    // ThreadWaiter::sleep); on virtual time too (the sleep's registration
+    // with the clock may fire an interval timer, whose SIGALRM must end this
+    // very sleep: core/vclock.h).
+    if (!blocked && (sleep_blocks(slept) || sigmask || core::vclock::on())) blocked.emplace();
+    lease->hold().open(!blocked);
     const bool autoremove = core::knob(core::knobs().exclusive_autoremove);
     we.autoremove = autoremove;
     w->prepare();
@@ -281,10 +307,11 @@ int Instance::wait(struct epoll_event* evs, int maxevents, const timespec* deadl
     // Read after queueing: a kernel side created from now on kicks us
     // (KernelWatch::kick_sleepers takes ready_lock_ after publishing).
     kw = kernel_watch();
-    const sigset_t* mask = sigmask ? sigmask : &blocked->saved();
+    const sigset_t* mask = sigmask ? sigmask : blocked ? &blocked->saved() : nullptr;
     const int s = kw ? kw->sleep(w, deadline, mask) : w->sleep(deadline, mask);
 
     eavail = true;
+    slept = true;
     ready_lock_.lock();
     if (kicked_ == w) {  // from here other wakeups kick again; our harvest follows
       kicked_ = nullptr;

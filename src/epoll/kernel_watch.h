@@ -126,11 +126,8 @@ class KernelWatch {
   // ring_ is queued with no direct sleeper behind it (Instance::
   // has_sleepers_locked leaves it out).  Preconditions: ep's ready_lock_ held.
   bool ring_idle_locked() const noexcept { return ring_.entry.queued() && shadow_sleepers_ == 0; }
-  // Hints for Instance::wait (relaxed): the direct sleep may be used; a
-  // doorbell has ever rung (a direct sleep may then return with nothing,
-  // and must run with every signal blocked for EINTR to stay exact).
+  // A hint for Instance::wait (relaxed): the direct sleep may be used.
   bool direct_hint() const noexcept { return direct_.load(std::memory_order_relaxed); }
-  bool rung() const noexcept { return rung_.load(std::memory_order_relaxed); }
   // The classic sleep: the waiter or the kernel side, whichever first
   // (ppoll, then a harvest's epoll_wait(shadow_)).
   int sleep(core::ThreadWaiter* w, const timespec* deadline, const sigset_t* mask) noexcept;
@@ -276,13 +273,12 @@ class KernelWatch {
   // The direct sleep.  Guarded by the instance's ready_lock_ (12): ring_'s
   // queueing (with waiters_' lock; queued whenever shadow_sleepers_ > 0,
   // and idle between sleeps while direct_), direct_'s writes, shadow_sleepers_,
-  // ring_pending_, ring_gen_.  direct_ and rung_ are also read as relaxed
-  // hints without it; the decisions are made again under the lock.
+  // ring_pending_, ring_gen_.  direct_ is also read as a relaxed hint
+  // without it; the decisions are made again under the lock.
   SignalEntry ring_{};
   core::ThreadWaiter* kick_ = nullptr;  // immutable after construction
   uint64_t kick_writes0_ = 0;           // kick_->writes() when it became ours
   std::atomic<bool> direct_{false};
-  std::atomic<bool> rung_{false};
   int shadow_sleepers_ = 0;
   bool ring_pending_ = false;  // kick_ written and not yet read back
   uint64_t ring_gen_ = 0;      // rings so far

@@ -113,7 +113,6 @@ void KernelWatch::ring_locked() noexcept {
   if (ring_pending_) return;
   ring_pending_ = true;
   ++ring_gen_;
-  rung_.store(true, std::memory_order_relaxed);
   kick_->kick();  // always writes (acquire_signal); deferred past the SpinLock
 }
 

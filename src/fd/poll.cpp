@@ -195,6 +195,7 @@ long do_poll(struct pollfd* fds, nfds_t nfds, const timespec* deadline, bool non
   PollCall call(fds, nfds);
   if (long r = call.setup()) return r;
   core::ThreadWaiter* w = nullptr;
+  core::ThreadWaiter::Hold hold;  // begun with the waiter
   std::optional<core::SignalBlock> blocked;
   for (;;) {
     if (w) w->prepare();
@@ -209,6 +210,7 @@ long do_poll(struct pollfd* fds, nfds_t nfds, const timespec* deadline, bool non
       int err = 0;
       w = core::ThreadWaiter::self(&err);
       if (!w) return -err;
+      hold.begin(w);
       blocked.emplace();
       w->prepare();
       call.queue(w);
