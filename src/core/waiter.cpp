@@ -185,6 +185,7 @@ void ThreadWaiter::kick() noexcept {
 }
 
 void ThreadWaiter::give_back(bool was_sleeping) noexcept {
+  given_back_.store(true, std::memory_order_relaxed);
   woken_.store(true, std::memory_order_seq_cst);
   sleeping_.store(was_sleeping, std::memory_order_relaxed);  // the nested sleep cleared it
   if (was_sleeping && !dead_) write_kick();
@@ -377,6 +378,10 @@ int ThreadWaiter::sleep_with(struct pollfd* extra, unsigned long n_extra, const 
       for (unsigned long i = 1; r > 0 && i <= n_extra; ++i) kready |= p[i].revents != 0;
       sig = watch && r > 0 && (p[n_extra + 1].revents & POLLIN);
     }
+    // A handler ran inside the sleep and made a blocking call of its own,
+    // whose end set the woken flag (Hold): the signal ends the sleep, and
+    // the caller's harvest finds any event that call's sleep took.
+    if (r < 0 && saved_errno == EINTR && given_back_.load(std::memory_order_relaxed)) return -EINTR;
     // Kicked or a descriptor ready: the call finishes, and a signal that
     // came meanwhile is delivered as it returns (the caller's mask comes
     // back), as on Linux.

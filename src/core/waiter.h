@@ -64,7 +64,8 @@ class ThreadWaiter {
   // and an eventfd write when the interrupted use had announced its sleep
   // (it may be about to enter the sleep's system call with the kick
   // already consumed).  The interrupted use sees a spurious wakeup, which
-  // every user goes round on.  A use that is not open blocks signals until
+  // every user goes round on, or, where the handler ended its sleep, that
+  // sleep's EINTR (given_back_).  A use that is not open blocks signals until
   // its sleep's system call, so a handler only runs inside that call, which
   // ends with EINTR: a nested call there gives nothing back, and the
   // interrupted sleep keeps its EINTR.  Owner thread and its signal
@@ -108,8 +109,12 @@ class ThreadWaiter {
     bool outer_sleeping_ = false;  // ... which had announced its sleep
   };
 
-  // Clears the woken flag before the waiter is queued anywhere.
-  void prepare() noexcept { woken_.store(false, std::memory_order_relaxed); }
+  // Clears the woken flag (and given_back_) before the waiter is queued
+  // anywhere.
+  void prepare() noexcept {
+    woken_.store(false, std::memory_order_relaxed);
+    given_back_.store(false, std::memory_order_relaxed);
+  }
   bool woken() const noexcept { return woken_.load(std::memory_order_seq_cst); }
 
   // Sleeps until kick(), the absolute CLOCK_MONOTONIC deadline (nullptr =
@@ -212,7 +217,11 @@ class ThreadWaiter {
   std::atomic<int> depth_{0};
   std::atomic<bool> open_{false};
   // A nested use's end (Hold): the interrupted use's wakeup back.
+  // given_back_: one was given since the last prepare(); a sleep that a
+  // handler ended (EINTR) then returns -EINTR rather than the woken flag
+  // the handler's call set, so that the signal still ends the wait.
   void give_back(bool was_sleeping) noexcept;
+  std::atomic<bool> given_back_{false};
   // The kernel descriptors, each in an OwnSlot (a program's dup2 may take
   // the number: core/own_slot.h; the mover's kick writes efd_, not counted
   // in writes_).

@@ -9,9 +9,18 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <ctime>
+#include <fstream>
+#include <iterator>
+#include <pthread.h>
+#include <string>
+#include <sys/syscall.h>
+#include <thread>
+#include <unistd.h>
 
 namespace {
 
@@ -92,6 +101,57 @@ TEST(WaiterHold, NestedUseWritesForAnAnnouncedSleep) {
   }
   EXPECT_EQ(s->writes(), before + 1);  // the outermost use's end gives nothing back
   s->release_signal();
+}
+
+// A handler that makes a blocking call of its own, on the thread's waiter.
+ThreadWaiter* g_handler_waiter = nullptr;
+std::atomic<int> g_handler_sleep{-1};
+
+void on_usr1_nested_call(int) {
+  ThreadWaiter::Hold nested(g_handler_waiter);
+  g_handler_waiter->prepare();
+  const timespec soon = uepoll::core::deadline_after_ms(1);
+  g_handler_sleep.store(g_handler_waiter->sleep(&soon, nullptr));
+}
+
+// True once thread `tid` of this process is asleep (state S in its stat).
+bool asleep(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/stat");
+  const std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t p = stat.rfind(')');
+  return p != std::string::npos && p + 2 < stat.size() && stat[p + 2] == 'S';
+}
+
+// A signal whose handler makes a blocking call ends an open sleep with
+// EINTR, as any handler does: the wakeup that call gives back as it ends
+// does not turn the interrupted sleep into a kicked one.
+TEST(WaiterHold, HandlersCallInsideAnOpenSleepKeepsItsEintr) {
+  ThreadWaiter* w = waiter();
+  ASSERT_NE(w, nullptr);
+  g_handler_waiter = w;
+  g_handler_sleep.store(-1);
+  struct sigaction sa {}, old {};
+  sa.sa_handler = on_usr1_nested_call;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  const pthread_t self = pthread_self();
+  const pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
+  std::thread signaller([&] {
+    for (int i = 0; i < 2000 && !asleep(tid); ++i) usleep(1000);
+    pthread_kill(self, SIGUSR1);
+  });
+  int s;
+  {
+    ThreadWaiter::Hold outer(w);
+    outer.open(true);
+    w->prepare();
+    const timespec later = uepoll::core::deadline_after_ms(3000);
+    s = w->sleep(&later, nullptr);
+  }
+  signaller.join();
+  ASSERT_EQ(sigaction(SIGUSR1, &old, nullptr), 0);
+  EXPECT_EQ(g_handler_sleep.load(), 0);  // the handler's own sleep timed out
+  EXPECT_EQ(s, -EINTR);
 }
 
 // A use that is not open (signals blocked until its sleep's system call,
