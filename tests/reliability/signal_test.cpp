@@ -261,7 +261,9 @@ TEST(SignalSafety, HandlersBlockingWaitInsideAWaitLosesNoWakeup) {
   std::thread reader([&] {
     reader_id.store(pthread_self());
     epoll_event out[1];
-    (void)uep_epoll_wait(g_empty_ep, out, 1, 0);  // per-thread set-up before any handler
+    // Per-thread set-up before any handler: a wait that sleeps makes the
+    // thread's waiter (a zero timeout would not).
+    (void)uep_epoll_wait(g_empty_ep, out, 1, 1);
     reader_ready.store(true);
     while (!stop.load(std::memory_order_relaxed)) {
       const Clock::time_point t0 = Clock::now();
