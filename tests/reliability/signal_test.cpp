@@ -13,15 +13,6 @@
 //     times out while W holds a count (each handler write wakes it).
 // The handler interrupts its thread inside uepoll most of the time, which
 // is what the test is about (the workers do nothing but uepoll calls).
-//
-// A second test has the handler make a blocking call of its own (a wait
-// that sleeps on an empty instance) while its thread runs a ping-pong of
-// blocking uep_epoll_wait calls, whose first sleeps run with signals
-// unblocked: the handler's call shares the thread's waiter (core/waiter.h,
-// ThreadWaiter::Hold).  The ping-pong must never stall and the process
-// never deadlock.  The handler rarely lands in the stretch between a wait's
-// check and its sleep system call, so this storm does not catch a Hold that
-// gives nothing back; rel_waiter_hold_test plays that case step by step.
 #include <gtest/gtest.h>
 
 #include <uepoll/uepoll.h>
@@ -207,118 +198,6 @@ TEST(SignalSafety, StormWritingEventfdAndPipeFromHandlers) {
   uep_close(g_wfd);
   uep_close(g_pipe[0]);
   uep_close(g_pipe[1]);
-}
-
-// The handler's blocking call: a wait on an instance with nothing in it,
-// which sleeps on the thread's waiter until its timeout (50 us: the
-// reader's own code must keep most of its time).
-int g_empty_ep = -1;
-std::atomic<uint64_t> g_nested_runs{0};
-
-void on_signal_nested_wait(int) {
-  const int saved = errno;
-  epoll_event out[1];
-  const timespec t{0, 50000};
-  (void)uep_epoll_pwait2(g_empty_ep, out, 1, &t, nullptr);
-  g_nested_runs.fetch_add(1, std::memory_order_relaxed);
-  errno = saved;
-}
-
-TEST(SignalSafety, HandlersBlockingWaitInsideAWaitLosesNoWakeup) {
-  Watchdog dog(90);
-  const int ep = uep_epoll_create1(0);
-  g_empty_ep = uep_epoll_create1(0);
-  const int a = uep_eventfd(0, EFD_NONBLOCK);
-  ASSERT_GE(ep, 0);
-  ASSERT_GE(g_empty_ep, 0);
-  ASSERT_GE(a, 0);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ASSERT_EQ(uep_epoll_ctl(ep, EPOLL_CTL_ADD, a, &ev), 0);
-
-  struct sigaction sa {};
-  sa.sa_handler = on_signal_nested_wait;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;
-  struct sigaction old {};
-  ASSERT_EQ(sigaction(SIGUSR2, &sa, &old), 0);
-
-  // The reader waits for A and consumes it; the writer writes A once the
-  // previous count was consumed.  Signals come in bursts with pauses longer
-  // than the reader's timeout: a wakeup the reader loses in a burst's last
-  // handler is not recovered by the next signal (whose handler would end
-  // the reader's sleep), so the wait times out although A was written long
-  // before its deadline.
-  using Clock = std::chrono::steady_clock;
-  constexpr auto kTimeout = std::chrono::milliseconds(20);
-  constexpr auto kMargin = std::chrono::milliseconds(10);
-  std::atomic<bool> stop{false};
-  std::atomic<bool> consumed{true};
-  std::atomic<Clock::rep> written_at{0};
-  std::atomic<uint64_t> rounds{0}, stalls{0}, eintr{0};
-  std::atomic<pthread_t> reader_id{};
-  std::atomic<bool> reader_ready{false};
-  std::thread reader([&] {
-    reader_id.store(pthread_self());
-    epoll_event out[1];
-    // Per-thread set-up before any handler: a wait that sleeps makes the
-    // thread's waiter (a zero timeout would not).
-    (void)uep_epoll_wait(g_empty_ep, out, 1, 1);
-    reader_ready.store(true);
-    while (!stop.load(std::memory_order_relaxed)) {
-      const Clock::time_point t0 = Clock::now();
-      const int n = uep_epoll_wait(ep, out, 1, static_cast<int>(kTimeout.count()));
-      if (n < 0 && errno == EINTR) eintr.fetch_add(1, std::memory_order_relaxed);
-      const uint64_t v = drain_eventfd(a);
-      if (v != 0) {
-        rounds.fetch_add(1, std::memory_order_relaxed);
-        if (n == 0 && Clock::time_point(Clock::duration(written_at.load())) < t0 + kTimeout - kMargin)
-          stalls.fetch_add(1);
-        consumed.store(true, std::memory_order_release);
-      }
-    }
-  });
-  std::thread writer([&] {
-    const uint64_t one = 1;
-    while (!stop.load(std::memory_order_relaxed)) {
-      if (!consumed.load(std::memory_order_acquire)) {
-        std::this_thread::yield();
-        continue;
-      }
-      consumed.store(false, std::memory_order_relaxed);
-      // Later than the reader's next wait reaches its sleep, so that the
-      // write kicks a queued sleeper (or a handler's wait on its waiter).
-      for (const auto until = Clock::now() + std::chrono::microseconds(10); Clock::now() < until;) {
-      }
-      written_at.store(Clock::now().time_since_epoch().count());
-      if (uep_write(a, &one, sizeof one) != 8) std::abort();
-    }
-  });
-  while (!reader_ready.load()) std::this_thread::yield();
-
-  const auto end = Clock::now() + std::chrono::milliseconds(uepoll_test::rel::scaled(2000, 700));
-  while (Clock::now() < end) {
-    for (int i = 0; i < 30; ++i) {
-      pthread_kill(reader_id.load(), SIGUSR2);
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    std::this_thread::sleep_for(kTimeout + kMargin);
-  }
-  stop.store(true);
-  writer.join();
-  const uint64_t one = 1;
-  ASSERT_EQ(uep_write(a, &one, sizeof one), 8);  // the reader's last round
-  reader.join();
-  ASSERT_EQ(sigaction(SIGUSR2, &old, nullptr), 0);
-
-  EXPECT_GT(g_nested_runs.load(), 100u) << "the handler's wait ran too rarely to test anything";
-  EXPECT_GT(rounds.load(), 100u);
-  EXPECT_EQ(stalls.load(), 0u) << "the reader's wait timed out with A written well before its deadline ("
-                               << rounds.load() << " rounds, " << g_nested_runs.load() << " handler waits, "
-                               << eintr.load() << " EINTR)";
-  uep_close(ep);
-  uep_close(g_empty_ep);
-  uep_close(a);
 }
 
 }  // namespace
